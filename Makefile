@@ -1,0 +1,54 @@
+# Thin wrapper around CMake so that the README's commands stay short.
+#   make            release build in build/release
+#   make test       install deps, build with -Werror + ASan/UBSan, run every test,
+#                   then the threaded tests again under ThreadSanitizer
+#   make test-tsan  only the ThreadSanitizer run
+#   make bench      install deps, release build, run the quick benchmark suite
+#   make bench-full the full matrix
+#   make install    PREFIX=/usr/local DESTDIR=
+PREFIX ?= /usr/local
+JOBS ?= $(shell nproc)
+CMAKE_GEN := -G Ninja
+
+.PHONY: all release test test-asan test-tsan bench bench-full install clean deps deps-bench
+
+all: release
+
+deps:
+	@scripts/install-deps test
+
+deps-bench:
+	@scripts/install-deps bench
+
+release: deps
+	cmake -S . -B build/release $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release \
+	      -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake --build build/release -j $(JOBS)
+
+test: test-asan test-tsan
+
+test-asan: deps
+	cmake -S . -B build/asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
+	      -DIOMUX_SANITIZE=address,undefined
+	cmake --build build/asan -j $(JOBS)
+	cd build/asan && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+test-tsan: deps
+	cmake -S . -B build/tsan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
+	      -DIOMUX_SANITIZE=thread
+	cmake --build build/tsan -j $(JOBS)
+	cd build/tsan && ctest --output-on-failure -j $(JOBS) --timeout 300 -L thread
+
+bench: deps-bench
+	cmake -S . -B build/release $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+	cmake --build build/release -j $(JOBS)
+	bench/run --build build/release $(BENCH_ARGS)
+
+bench-full:
+	$(MAKE) bench BENCH_ARGS="--full $(BENCH_ARGS)"
+
+install: release
+	DESTDIR=$(DESTDIR) cmake --install build/release --prefix $(PREFIX)
+
+clean:
+	rm -rf build

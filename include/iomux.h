@@ -1,0 +1,379 @@
+/* iomux: a portable event-notification library.
+ *
+ * One loop per thread. Watchers are allocated by the caller, usually embedded in the
+ * caller's own structs; starting and stopping them never allocates per call (the loop's
+ * tables grow geometrically the first time a new high-water mark is reached, and a start
+ * that would need memory it cannot get returns -ENOMEM). Every function that can fail
+ * returns 0 (or a count) on success and a negative errno on failure; mux_strerror() names
+ * the code. Misuse -- NULL pointers, negative fds, unknown flags, a watcher that was never
+ * initialised, a loop that was closed -- returns -EINVAL and never crashes.
+ *
+ * Life cycle of every watcher type X:
+ *     mux_X_init(w, cb, ...)    set the callback and parameters; the watcher is inactive
+ *     mux_X_start(loop, w, ...) make it active: -EBUSY if it already is
+ *     mux_X_stop(loop, w)       make it inactive: 0 also when it was not active. Once stop
+ *                               returns, the callback will not run again (not even for an
+ *                               event already gathered) and the memory may be freed.
+ * Starting and stopping any watcher from any callback, its own included, is safe.
+ *
+ * Only mux_async_send() may be called from another thread or from a signal handler.
+ */
+#ifndef IOMUX_H
+#define IOMUX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MUX_VERSION_MAJOR 0
+#define MUX_VERSION_MINOR 1
+#define MUX_VERSION_PATCH 0
+
+/* Returns the library's version as (major << 16) | (minor << 8) | patch. */
+unsigned mux_version(void);
+/* Returns the library's version as a static string such as "0.1.0". */
+const char *mux_version_string(void);
+
+/* Returns a static, human-readable description of a negative errno returned by iomux, such
+ * as "EINVAL: invalid argument"; an unknown code gives "unknown error". Never NULL. */
+const char *mux_strerror(int err);
+
+/* ---------------------------------------------------------------------------------------
+ * Loop
+ * ------------------------------------------------------------------------------------ */
+
+/* Readiness events of an io watcher, and revents bits passed to its callback. */
+enum {
+    MUX_READ = 0x01,  /* the fd is readable (or at end of file, or has an error pending) */
+    MUX_WRITE = 0x02, /* the fd is writable (or has an error pending) */
+    MUX_EDGE = 0x04,  /* events flag: edge-triggered where the backend has it (epoll); a
+                         level-triggered backend reports a superset, which a correct
+                         edge-triggered program (reading until EAGAIN) handles unchanged */
+    MUX_ERROR = 0x08, /* revents only: the backend found the fd invalid (closed behind the
+                         loop's back); the watcher has been stopped before its callback */
+};
+
+/* Run modes of mux_run. */
+enum {
+    MUX_RUN_DEFAULT = 0, /* run until no watcher is active or mux_loop_stop is called */
+    MUX_RUN_ONCE = 1,    /* one iteration; blocks until at least one event unless nothing
+                            is active or an idle watcher is */
+    MUX_RUN_NOWAIT = 2,  /* one iteration that never blocks */
+};
+
+/* Flags of mux_loop_options_t. */
+enum {
+    MUX_LOOP_IGNORE_ENV = 0x1, /* do not read the IOMUX_BACKEND environment variable */
+};
+
+typedef struct mux_loop_options {
+    const char *backend; /* a backend name ("epoll", "poll", "select", ...), or NULL for
+                            IOMUX_BACKEND from the environment, or else the best available */
+    unsigned flags;      /* MUX_LOOP_* flags; unknown bits are -EINVAL */
+} mux_loop_options_t;
+
+struct mux__loop;
+
+/* A loop. The caller owns the memory; mux_loop_init fills it, mux_loop_close empties it.
+ * After close, every call on it returns -EINVAL until it is initialised again. */
+typedef struct mux_loop {
+    void *data;              /* free for the caller */
+    struct mux__loop *impl_; /* private */
+} mux_loop_t;
+
+/* Initialises `loop` (caller-owned) with the backend that `opts` (may be NULL) names, else
+ * the one IOMUX_BACKEND names, else the first of mux_backend_name()'s list that opens.
+ * Returns 0; -EINVAL for NULL, bad flags or a backend name this build does not know;
+ * -ENOTSUP for a known backend that this platform lacks; the backend's own error (-ENOSYS,
+ * -EPERM, ...) when the kernel refuses a named backend; -ENOMEM. */
+int mux_loop_init(mux_loop_t *loop, const mux_loop_options_t *opts);
+
+/* Closes the loop and releases its kernel resources and memory. Returns 0; -EBUSY while
+ * any watcher is active (the loop is left untouched); -EINVAL for NULL, a closed loop, or
+ * a call from inside mux_run. */
+int mux_loop_close(mux_loop_t *loop);
+
+/* Runs the loop in `mode` (MUX_RUN_*). Returns the number of watchers still active
+ * (0 when it ran out of work), or a negative errno: -EINVAL for bad arguments, -EBUSY when
+ * called from inside its own mux_run, a kernel error from the backend's wait. */
+int mux_run(mux_loop_t *loop, int mode);
+
+/* Makes the running mux_run return after the current iteration. Returns 0 or -EINVAL. */
+int mux_loop_stop(mux_loop_t *loop);
+
+/* Returns the number of active watchers, or -EINVAL. */
+int mux_loop_active(const mux_loop_t *loop);
+
+/* Returns the name of the loop's backend ("epoll", ...), or NULL for a closed loop. */
+const char *mux_loop_backend(const mux_loop_t *loop);
+
+/* Re-creates the loop's kernel state (backend instance, wake-up descriptor) in a child
+ * after fork(); fork watchers run on the child's next iteration. The loop also notices a
+ * fork made through fork() by itself, so calling this is only needed after a raw clone.
+ * Returns 0 or -EINVAL. */
+int mux_loop_fork(mux_loop_t *loop);
+
+/* Returns the loop's cached monotonic time in nanoseconds, refreshed once per iteration
+ * just after the wait; 0 for NULL or a closed loop. Timers are relative to this time. */
+uint64_t mux_now(const mux_loop_t *loop);
+
+/* Refreshes the cached time from the monotonic clock. Returns 0 or -EINVAL. */
+int mux_now_update(mux_loop_t *loop);
+
+/* Returns the wall-clock time (CLOCK_REALTIME) in nanoseconds since the Unix epoch, as
+ * periodic watchers see it; 0 for NULL or a closed loop. */
+int64_t mux_wall_now(const mux_loop_t *loop);
+
+/* Returns the name of the i-th backend compiled into this build, in order of preference,
+ * or NULL when i is past the end. */
+const char *mux_backend_name(size_t i);
+
+/* Returns 0 when backend `name` can be opened on this machine now, -EINVAL for an unknown
+ * name, -ENOTSUP when this platform lacks it, or the kernel's refusal (-ENOSYS, -EPERM). */
+int mux_backend_probe(const char *name);
+
+/* ---------------------------------------------------------------------------------------
+ * Watchers. Fields ending in '_' are private: read and write only `data`.
+ * ------------------------------------------------------------------------------------ */
+
+/* Private header shared by every watcher type. */
+struct mux__whdr {
+    uint32_t pending; /* 1 + index in the loop's pending queue, or 0 */
+    uint8_t type;     /* MUX__T_* of the watcher, set by init */
+    uint8_t flags;    /* MUX__W_* state bits */
+    uint16_t aux;     /* per-type */
+};
+
+/* Private heap link of timers and periodics. */
+struct mux__hlink {
+    uint64_t seq;   /* start order, the tie-break for equal deadlines */
+    uint32_t index; /* position in the loop's heap */
+    uint32_t aux;   /* per-type */
+};
+
+/* Private list link of idle, prepare, check, fork and async watchers. */
+struct mux__link {
+    struct mux__link *next;
+    struct mux__link *prev;
+};
+
+/* io: readiness of a file descriptor. Any number of io watchers may watch one fd. */
+typedef struct mux_io mux_io_t;
+/* `revents` holds MUX_READ and/or MUX_WRITE, or MUX_ERROR (with the watched events). */
+typedef void (*mux_io_cb)(mux_loop_t *loop, mux_io_t *w, unsigned revents);
+struct mux_io {
+    void *data;
+    struct mux__whdr h_;
+    mux_io_cb cb_;
+    mux_io_t *next_;
+    int fd_;
+    unsigned events_;
+};
+
+/* Initialises `w` to watch `fd` (>= 0) for `events` (MUX_READ and/or MUX_WRITE, optionally
+ * MUX_EDGE). Returns 0 or -EINVAL. The caller keeps ownership of `w` and of `fd`. */
+int mux_io_init(mux_io_t *w, mux_io_cb cb, int fd, unsigned events);
+/* Changes the fd and events of an inactive watcher (as after a close and re-open of the
+ * fd). Returns 0, -EBUSY if active, -EINVAL. */
+int mux_io_set(mux_io_t *w, int fd, unsigned events);
+/* Changes the events of a watcher, active or not; takes effect before the next wait.
+ * Returns 0 or -EINVAL. */
+int mux_io_modify(mux_loop_t *loop, mux_io_t *w, unsigned events);
+/* Starts watching. Returns 0; -EBUSY if already active; -EINVAL for bad arguments or an fd
+ * the backend cannot watch (select: fd >= FD_SETSIZE); -ENOMEM. */
+int mux_io_start(mux_loop_t *loop, mux_io_t *w);
+/* Stops watching. Returns 0 (also when inactive) or -EINVAL. */
+int mux_io_stop(mux_loop_t *loop, mux_io_t *w);
+/* Returns 1 when active, 0 when not, -EINVAL for NULL or an uninitialised watcher. */
+int mux_io_is_active(const mux_io_t *w);
+/* Returns the watched fd, or -EINVAL. */
+int mux_io_fd(const mux_io_t *w);
+
+/* timer: relative to the loop's monotonic time, in nanoseconds. Equal deadlines fire in
+ * start order; a timer never fires before its deadline. */
+typedef struct mux_timer mux_timer_t;
+typedef void (*mux_timer_cb)(mux_loop_t *loop, mux_timer_t *t);
+struct mux_timer {
+    void *data;
+    struct mux__whdr h_;
+    mux_timer_cb cb_;
+    uint64_t repeat_;
+    struct mux__hlink hl_;
+};
+
+/* Initialises `t`. Returns 0 or -EINVAL. */
+int mux_timer_init(mux_timer_t *t, mux_timer_cb cb);
+/* Fires `after_ns` from mux_now(loop), then every `repeat_ns` if that is not 0 (a timer
+ * that falls behind skips the missed periods rather than firing in a burst). Returns 0,
+ * -EBUSY if active, -EINVAL, -ENOMEM. */
+int mux_timer_start(mux_loop_t *loop, mux_timer_t *t, uint64_t after_ns, uint64_t repeat_ns);
+/* Stops the timer. Returns 0 (also when inactive) or -EINVAL. */
+int mux_timer_stop(mux_loop_t *loop, mux_timer_t *t);
+/* Restarts an idle timeout in one heap operation: the timer becomes due `repeat` from now
+ * (started if inactive); with a repeat of 0 it is stopped. Returns 0, -EINVAL, -ENOMEM. */
+int mux_timer_again(mux_loop_t *loop, mux_timer_t *t);
+/* Sets the repeat used by the next expiry or mux_timer_again. Returns 0 or -EINVAL. */
+int mux_timer_set_repeat(mux_timer_t *t, uint64_t repeat_ns);
+/* Returns the nanoseconds until the timer is due (0 if overdue), -EINVAL if inactive. */
+int64_t mux_timer_remaining(const mux_loop_t *loop, const mux_timer_t *t);
+/* Returns 1 when active, 0 when not, -EINVAL. */
+int mux_timer_is_active(const mux_timer_t *t);
+
+/* periodic: wall-clock time (CLOCK_REALTIME, nanoseconds since the Unix epoch). Follows
+ * the wall clock across jumps: after the clock is set, every periodic is rescheduled. */
+typedef struct mux_periodic mux_periodic_t;
+typedef void (*mux_periodic_cb)(mux_loop_t *loop, mux_periodic_t *p);
+struct mux_periodic {
+    void *data;
+    struct mux__whdr h_;
+    mux_periodic_cb cb_;
+    int64_t offset_;
+    uint64_t interval_;
+    struct mux__hlink hl_;
+};
+
+/* Initialises `p`. Returns 0 or -EINVAL. */
+int mux_periodic_init(mux_periodic_t *p, mux_periodic_cb cb);
+/* With interval_ns 0: fires once at wall-clock time `offset_ns` (at once if it has passed)
+ * and stops. Otherwise fires at every offset_ns + k * interval_ns of the wall clock, the
+ * next one after now (offset 0, interval 3600e9: on every full hour, UTC). Returns 0,
+ * -EBUSY if active, -EINVAL (offset_ns < 0), -ENOMEM. */
+int mux_periodic_start(mux_loop_t *loop, mux_periodic_t *p, int64_t offset_ns,
+                       uint64_t interval_ns);
+/* Stops the periodic. Returns 0 (also when inactive) or -EINVAL. */
+int mux_periodic_stop(mux_loop_t *loop, mux_periodic_t *p);
+/* Returns the wall-clock time of the next firing, or -EINVAL if inactive. */
+int64_t mux_periodic_at(const mux_loop_t *loop, const mux_periodic_t *p);
+
+/* signal: delivered through the loop, never in a signal handler, to every active watcher
+ * of that signal in every loop. Signals that arrive together are coalesced into one call.
+ * The process's previous disposition is restored when the last watcher of the signal in
+ * the process stops. */
+typedef struct mux_signal mux_signal_t;
+typedef void (*mux_signal_cb)(mux_loop_t *loop, mux_signal_t *w, int signum);
+struct mux_signal {
+    void *data;
+    struct mux__whdr h_;
+    mux_signal_cb cb_;
+    mux_signal_t *next_;
+    int signum_;
+};
+
+/* Initialises `w` for `signum` (1 .. NSIG-1, not SIGKILL or SIGSTOP). Returns 0 or -EINVAL. */
+int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum);
+/* Starts the watcher. Returns 0, -EBUSY if active, -EINVAL, -ENOSPC when more loops than
+ * the library supports (64) watch signals at once, or sigaction's error. */
+int mux_signal_start(mux_loop_t *loop, mux_signal_t *w);
+/* Stops the watcher. Returns 0 (also when inactive) or -EINVAL. */
+int mux_signal_stop(mux_loop_t *loop, mux_signal_t *w);
+
+/* child: the exit (or death by signal) of a child process, reaped by the loop with
+ * waitpid. A watcher for one pid stops itself before its callback; a watcher for any pid
+ * (pid 0) stays active and is called once per reaped child. Only children that some loop
+ * watches are reaped, except that an any-pid watcher reaps every child. */
+typedef struct mux_child mux_child_t;
+/* `wstatus` is waitpid's status: use WIFEXITED, WEXITSTATUS, WIFSIGNALED, WTERMSIG. */
+typedef void (*mux_child_cb)(mux_loop_t *loop, mux_child_t *w, int pid, int wstatus);
+struct mux_child {
+    void *data;
+    struct mux__whdr h_;
+    mux_child_cb cb_;
+    mux_child_t *next_;
+    int pid_;
+    int rpid_;
+};
+
+/* Initialises `w` for child `pid` (> 0), or for any child (0). Returns 0 or -EINVAL. */
+int mux_child_init(mux_child_t *w, mux_child_cb cb, int pid);
+/* Starts the watcher; a child that already exited is reported on the next iteration.
+ * Returns 0, -EBUSY if active, -EINVAL, -ENOSPC (see mux_signal_start). */
+int mux_child_start(mux_loop_t *loop, mux_child_t *w);
+/* Stops the watcher. Returns 0 (also when inactive) or -EINVAL. */
+int mux_child_stop(mux_loop_t *loop, mux_child_t *w);
+
+/* idle: called once per iteration while no other event is pending; while an idle watcher
+ * is active the loop polls without blocking. */
+typedef struct mux_idle mux_idle_t;
+typedef void (*mux_idle_cb)(mux_loop_t *loop, mux_idle_t *w);
+struct mux_idle {
+    void *data;
+    struct mux__whdr h_;
+    mux_idle_cb cb_;
+    struct mux__link link_;
+};
+int mux_idle_init(mux_idle_t *w, mux_idle_cb cb);            /* 0 or -EINVAL */
+int mux_idle_start(mux_loop_t *loop, mux_idle_t *w);         /* 0, -EBUSY, -EINVAL */
+int mux_idle_stop(mux_loop_t *loop, mux_idle_t *w);          /* 0 or -EINVAL */
+
+/* prepare: called once per iteration just before the loop waits for events. */
+typedef struct mux_prepare mux_prepare_t;
+typedef void (*mux_prepare_cb)(mux_loop_t *loop, mux_prepare_t *w);
+struct mux_prepare {
+    void *data;
+    struct mux__whdr h_;
+    mux_prepare_cb cb_;
+    struct mux__link link_;
+};
+int mux_prepare_init(mux_prepare_t *w, mux_prepare_cb cb);   /* 0 or -EINVAL */
+int mux_prepare_start(mux_loop_t *loop, mux_prepare_t *w);   /* 0, -EBUSY, -EINVAL */
+int mux_prepare_stop(mux_loop_t *loop, mux_prepare_t *w);    /* 0 or -EINVAL */
+
+/* check: called once per iteration just after the wait, after the io, timer, signal,
+ * child, async and idle callbacks of that iteration. */
+typedef struct mux_check mux_check_t;
+typedef void (*mux_check_cb)(mux_loop_t *loop, mux_check_t *w);
+struct mux_check {
+    void *data;
+    struct mux__whdr h_;
+    mux_check_cb cb_;
+    struct mux__link link_;
+};
+int mux_check_init(mux_check_t *w, mux_check_cb cb);         /* 0 or -EINVAL */
+int mux_check_start(mux_loop_t *loop, mux_check_t *w);       /* 0, -EBUSY, -EINVAL */
+int mux_check_stop(mux_loop_t *loop, mux_check_t *w);        /* 0 or -EINVAL */
+
+/* fork: called in the child on its first iteration after a fork, once the loop's kernel
+ * state has been re-created. */
+typedef struct mux_fork mux_fork_t;
+typedef void (*mux_fork_cb)(mux_loop_t *loop, mux_fork_t *w);
+struct mux_fork {
+    void *data;
+    struct mux__whdr h_;
+    mux_fork_cb cb_;
+    struct mux__link link_;
+};
+int mux_fork_init(mux_fork_t *w, mux_fork_cb cb);            /* 0 or -EINVAL */
+int mux_fork_start(mux_loop_t *loop, mux_fork_t *w);         /* 0, -EBUSY, -EINVAL */
+int mux_fork_stop(mux_loop_t *loop, mux_fork_t *w);          /* 0 or -EINVAL */
+
+/* async: a wake-up from another thread or a signal handler. Sends that arrive before the
+ * loop gets to the watcher are coalesced into one call, and a send is never lost: after
+ * the last send returns, the callback runs at least once more. */
+typedef struct mux_async mux_async_t;
+typedef void (*mux_async_cb)(mux_loop_t *loop, mux_async_t *w);
+struct mux_async {
+    void *data;
+    struct mux__whdr h_;
+    mux_async_cb cb_;
+    struct mux__loop *loop_;
+    struct mux__link link_;
+    int sent_;
+};
+int mux_async_init(mux_async_t *w, mux_async_cb cb);         /* 0 or -EINVAL */
+int mux_async_start(mux_loop_t *loop, mux_async_t *w);       /* 0, -EBUSY, -EINVAL */
+int mux_async_stop(mux_loop_t *loop, mux_async_t *w);        /* 0 or -EINVAL */
+/* Wakes the loop of the started watcher `w` and makes its callback run. Thread-safe and
+ * async-signal-safe; must not race with mux_async_stop of the same watcher. Returns 0, or
+ * -EINVAL when `w` is NULL or not started. */
+int mux_async_send(mux_async_t *w);
+/* Returns 1 when a send is waiting for the loop, 0 when not, -EINVAL. Thread-safe. */
+int mux_async_pending(const mux_async_t *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IOMUX_H */

@@ -1,0 +1,45 @@
+/* The backend contract: every kernel mechanism fits these few entries.
+ *
+ * The loop core owns the fd table (struct mux__fd) and the batch of changed fds. Just
+ * before it waits, it calls `change` once for every fd whose wanted events changed in this
+ * iteration (or that a watcher was newly pointed at), and then `wait`. From inside `wait`
+ * the backend reports readiness with mux__fd_event(), which queues the watchers and
+ * returns the events still wanted on that fd, so that a backend can drop interest the
+ * loop no longer has. A backend that finds an fd invalid calls mux__fd_kill().
+ */
+#ifndef IOMUX_BACKEND_H
+#define IOMUX_BACKEND_H
+
+#include "internal.h"
+
+struct mux__backend {
+    const char *name;
+    /* Highest fd + 1 the backend can watch (select: FD_SETSIZE), or INT_MAX. */
+    int fd_limit;
+    /* Creates the kernel state. 0, or -errno when the kernel refuses the mechanism. */
+    int (*open)(struct mux__loop *loop);
+    /* Releases everything open created. */
+    void (*close)(struct mux__loop *loop);
+    /* In a child after fork: re-creates the kernel state without touching the parent's.
+     * The core then re-applies every watched fd with `force` set. 0 or -errno. */
+    int (*fork)(struct mux__loop *loop);
+    /* Makes the kernel watch `fd` for `want` (MUX_READ | MUX_WRITE | MUX_EDGE, or 0).
+     * `force`: the fd may have been closed and re-opened since the kernel last saw it, so
+     * a cached registration must not be trusted. 0 or -errno (the core reports it to the
+     * fd's watchers). */
+    int (*change)(struct mux__loop *loop, int fd, unsigned want, int force);
+    /* Waits at most `timeout_ns` (-1: no limit, 0: poll) and reports events. Returns 0 or
+     * -errno; -EINTR is not an error. */
+    int (*wait)(struct mux__loop *loop, int64_t timeout_ns);
+};
+
+/* NULL-terminated, in order of preference; generated from CMakeLists.txt. */
+extern const struct mux__backend *const mux__backends[];
+
+/* Queues the watchers of `fd` for `revents`; returns the events the loop still wants on
+ * `fd` (0 when nothing watches it). Safe for any fd value. */
+unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned revents);
+/* Stops every watcher of `fd` and queues it with MUX_ERROR: the fd is not valid. */
+void mux__fd_kill(struct mux__loop *loop, int fd);
+
+#endif

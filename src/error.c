@@ -1,0 +1,57 @@
+/* Version and the one table of error codes and their names. */
+#include <errno.h>
+
+#include "internal.h"
+
+MUX_EXPORT unsigned mux_version(void)
+{
+    return (MUX_VERSION_MAJOR << 16) | (MUX_VERSION_MINOR << 8) | MUX_VERSION_PATCH;
+}
+
+#define MUX__STR2(x) #x
+#define MUX__STR(x) MUX__STR2(x)
+
+MUX_EXPORT const char *mux_version_string(void)
+{
+    return MUX__STR(MUX_VERSION_MAJOR) "." MUX__STR(MUX_VERSION_MINOR) "." MUX__STR(
+        MUX_VERSION_PATCH);
+}
+
+static const struct {
+    int code;
+    const char *text;
+} mux__errors[] = {
+    {0, "success"},
+    {EINVAL, "EINVAL: invalid argument"},
+    {EBUSY, "EBUSY: resource busy or already active"},
+    {ENOMEM, "ENOMEM: out of memory"},
+    {EBADF, "EBADF: bad file descriptor"},
+    {EPERM, "EPERM: operation not permitted"},
+    {EACCES, "EACCES: permission denied"},
+    {ENOENT, "ENOENT: no such file or directory"},
+    {EEXIST, "EEXIST: already exists"},
+    {ENOSYS, "ENOSYS: function not implemented by the kernel"},
+    {ENOTSUP, "ENOTSUP: not supported on this platform"},
+    {ENOSPC, "ENOSPC: no space left (a fixed table is full)"},
+    {EMFILE, "EMFILE: too many open files in this process"},
+    {ENFILE, "ENFILE: too many open files in the system"},
+    {EAGAIN, "EAGAIN: resource temporarily unavailable"},
+    {EINTR, "EINTR: interrupted system call"},
+    {EPIPE, "EPIPE: broken pipe"},
+    {ECONNRESET, "ECONNRESET: connection reset by peer"},
+    {ECONNREFUSED, "ECONNREFUSED: connection refused"},
+    {ECANCELED, "ECANCELED: operation canceled"},
+    {ETIMEDOUT, "ETIMEDOUT: timed out"},
+    {ECHILD, "ECHILD: no child processes"},
+    {ESRCH, "ESRCH: no such process"},
+    {EALREADY, "EALREADY: operation already in progress"},
+};
+
+MUX_EXPORT const char *mux_strerror(int err)
+{
+    int code = err < 0 ? -err : err;
+    for (size_t i = 0; i < sizeof mux__errors / sizeof mux__errors[0]; i++)
+        if (mux__errors[i].code == code)
+            return mux__errors[i].text;
+    return "unknown error";
+}

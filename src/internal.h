@@ -1,0 +1,181 @@
+/* Private to the library: the loop's state and the helpers the watcher files share. */
+#ifndef IOMUX_INTERNAL_H
+#define IOMUX_INTERNAL_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "iomux.h"
+#include "heap.h"
+
+#if defined(MUX_BUILDING_SHARED)
+#define MUX_EXPORT __attribute__((visibility("default")))
+#else
+#define MUX_EXPORT
+#endif
+
+#define mux__container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define mux__likely(x) __builtin_expect(!!(x), 1)
+#define mux__unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Watcher types, stored in mux__whdr.type by init. 0 means "never initialised". */
+enum {
+    MUX__T_IO = 1,
+    MUX__T_TIMER,
+    MUX__T_PERIODIC,
+    MUX__T_SIGNAL,
+    MUX__T_CHILD,
+    MUX__T_IDLE,
+    MUX__T_PREPARE,
+    MUX__T_CHECK,
+    MUX__T_FORK,
+    MUX__T_ASYNC,
+};
+
+/* mux__whdr.flags */
+enum {
+    MUX__W_ACTIVE = 0x01,   /* started and not stopped */
+    MUX__W_INTERNAL = 0x02, /* the loop's own; not counted in mux_loop_active */
+    MUX__W_NEWFD = 0x04,    /* io: fd set since the last start; the kernel must be told */
+};
+
+#define MUX__IO_EVENTS (MUX_READ | MUX_WRITE)
+
+/* One entry per fd number. */
+struct mux__fd {
+    mux_io_t *head;    /* watchers of this fd */
+    uint32_t bgen;     /* backend's: epoll generation, poll index */
+    uint8_t want;      /* events wanted by the watchers, as last applied */
+    uint8_t kmask;     /* backend's: what the kernel has */
+    uint8_t changed;   /* MUX__FD_* */
+    uint8_t pad_;
+    int32_t next_change; /* link in the loop's change list */
+};
+
+enum {
+    MUX__FD_CHANGED = 0x1, /* on the change list */
+    MUX__FD_FORCE = 0x2,   /* a watcher was newly pointed at it */
+};
+
+struct mux__pending {
+    struct mux__whdr *w; /* NULL when the watcher stopped after it was queued */
+    unsigned revents;
+};
+
+/* A circular doubly linked list of idle / prepare / check / fork / async watchers;
+ * `hdr_off` is the distance from a watcher's link_ to its h_. */
+struct mux__hooklist {
+    struct mux__link anchor;
+    uint32_t count;
+    ptrdiff_t hdr_off;
+};
+
+struct mux__loop {
+    mux_loop_t *pub;
+    const struct mux__backend *backend;
+    void *bdata; /* the backend's own state */
+
+    uint64_t now;     /* cached monotonic ns */
+    uint32_t active;  /* active watchers, not counting the loop's own */
+    uint8_t running;  /* inside mux_run */
+    uint8_t stop;     /* mux_loop_stop was called */
+    uint8_t forked;   /* fork work to do at the top of the next iteration */
+    uint8_t recheck;  /* children to reap: do not block */
+    uint8_t woken;    /* the wake-up descriptor was readable */
+    uint8_t clock_set;    /* the wall clock was set (timerfd) */
+    uint8_t clock_jumped; /* periodics must be rescheduled */
+    int error;        /* a failure found while gathering, returned by mux_run */
+    unsigned fork_gen;
+
+    /* fd table and the change list threaded through it */
+    struct mux__fd *fds;
+    uint32_t nfds;
+    int32_t changes; /* head of the change list, -1 when empty */
+
+    /* pending queue, FIFO; capacity kept >= active watchers */
+    struct mux__pending *pend;
+    uint32_t npend, pend_cap;
+
+    struct mux__heap timers;
+    struct mux__heap periodics;
+    uint64_t seq; /* start counter, the tie-break of both heaps */
+    int64_t wall_minus_mono; /* last seen difference of the two clocks */
+
+    struct mux__hooklist idles, prepares, checks, forks, asyncs;
+
+    /* wake-up: an eventfd (or a pipe) that async sends and signals write to */
+    int wake_rfd, wake_wfd;
+    mux_io_t wake_io;
+    int async_pending; /* atomic: a send is waiting */
+#ifdef __linux__
+    int clock_fd; /* timerfd that becomes readable when the wall clock is set */
+    mux_io_t clock_io;
+#endif
+
+    /* signals and children */
+    int sig_slot;                /* index in the process registry, or -1 */
+    uint64_t sig_mask;           /* signals this loop has watchers for (bit signum - 1) */
+    unsigned sig_seen[65];       /* last delivery count seen, per signal */
+    mux_signal_t *sig_head[65];  /* watchers per signal */
+    uint32_t sig_refs[65];       /* watchers per signal, child watchers counting for SIGCHLD */
+    mux_child_t *children;
+    uint32_t nchildren;
+    unsigned chld_seen;
+};
+
+static inline struct mux__loop *mux__L(const mux_loop_t *pub)
+{
+    return pub ? pub->impl_ : NULL;
+}
+
+/* loop.c */
+void mux__internal_event(struct mux__loop *loop, mux_io_t *w);
+int mux__clock_watch(struct mux__loop *loop);
+int mux__reserve(struct mux__loop *loop); /* room for one more active watcher */
+void mux__activate(struct mux__loop *loop, struct mux__whdr *h);
+void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h);
+void mux__queue(struct mux__loop *loop, struct mux__whdr *h, unsigned revents);
+void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h);
+void mux__wake(struct mux__loop *loop); /* async-signal-safe */
+int mux__wake_open(struct mux__loop *loop);
+void mux__wake_close(struct mux__loop *loop);
+
+/* io.c */
+void mux__fd_touch(struct mux__loop *loop, int fd, int force);
+int mux__fd_apply(struct mux__loop *loop);
+int mux__fd_reserve(struct mux__loop *loop, int fd);
+int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w);
+void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w);
+void mux__fd_refresh_all(struct mux__loop *loop);
+
+/* timer.c, periodic.c */
+void mux__timers_expire(struct mux__loop *loop);
+int64_t mux__timers_timeout(struct mux__loop *loop); /* -1: none */
+void mux__periodics_expire(struct mux__loop *loop);
+int64_t mux__periodics_timeout(struct mux__loop *loop);
+
+/* signal.c, child.c */
+int mux__sig_attach(struct mux__loop *loop, int signum);
+void mux__sig_detach(struct mux__loop *loop, int signum);
+void mux__sig_poll(struct mux__loop *loop); /* queue watchers of signals that arrived */
+void mux__sig_loop_fork(struct mux__loop *loop);
+void mux__sig_loop_close(struct mux__loop *loop);
+void mux__sig_atfork_child(void);
+void mux__children_reap(struct mux__loop *loop);
+
+/* hooks.c, async.c */
+void mux__hooks_init(struct mux__loop *loop);
+int mux__hook_start(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k);
+void mux__hook_stop(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k);
+void mux__hooks_queue(struct mux__loop *loop, struct mux__hooklist *l);
+void mux__asyncs_poll(struct mux__loop *loop);
+
+/* clock.c */
+uint64_t mux__mono_ns(void);
+int64_t mux__wall_ns(void);
+extern int64_t mux__test_wall_offset; /* tests only: a simulated wall-clock jump */
+extern unsigned mux__fork_gen;        /* bumped in every child by pthread_atfork */
+
+#endif

@@ -1,0 +1,231 @@
+/* io watchers and the fd table: per-fd watcher lists and the batch of interest changes.
+ *
+ * Starting or stopping a watcher only marks its fd as changed. Just before the wait,
+ * mux__fd_apply() computes each changed fd's wanted events once and hands them to the
+ * backend, so a watcher stopped and started again in one iteration costs no system call.
+ * The kernel is told unconditionally (`force`) only when a watcher was newly pointed at an
+ * fd with mux_io_init or mux_io_set: the fd may be a new file behind a reused number.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "internal.h"
+
+static int mux__io_events_valid(unsigned events)
+{
+    return (events & ~(unsigned)(MUX_READ | MUX_WRITE | MUX_EDGE)) == 0 &&
+           (events & MUX__IO_EVENTS) != 0;
+}
+
+static int mux__io_valid(const mux_io_t *w)
+{
+    return w && w->h_.type == MUX__T_IO;
+}
+
+int mux__fd_reserve(struct mux__loop *loop, int fd)
+{
+    if ((uint32_t)fd < loop->nfds)
+        return 0;
+    uint32_t n = loop->nfds * 2;
+    if (n <= (uint32_t)fd)
+        n = (uint32_t)fd + 1;
+    struct mux__fd *fds = realloc(loop->fds, (size_t)n * sizeof *fds);
+    if (!fds)
+        return -ENOMEM;
+    memset(fds + loop->nfds, 0, (size_t)(n - loop->nfds) * sizeof *fds);
+    loop->fds = fds;
+    loop->nfds = n;
+    return 0;
+}
+
+void mux__fd_touch(struct mux__loop *loop, int fd, int force)
+{
+    struct mux__fd *e = &loop->fds[fd];
+    if (force)
+        e->changed |= MUX__FD_FORCE;
+    if (!(e->changed & MUX__FD_CHANGED)) {
+        e->changed |= MUX__FD_CHANGED;
+        e->next_change = loop->changes;
+        loop->changes = fd;
+    }
+}
+
+void mux__fd_refresh_all(struct mux__loop *loop)
+{
+    for (uint32_t fd = 0; fd < loop->nfds; fd++)
+        if (loop->fds[fd].head)
+            mux__fd_touch(loop, (int)fd, 1);
+}
+
+static unsigned mux__fd_want(const struct mux__fd *e)
+{
+    unsigned want = 0, edge = MUX_EDGE;
+    for (const mux_io_t *w = e->head; w; w = w->next_) {
+        want |= w->events_ & MUX__IO_EVENTS;
+        edge &= w->events_;
+    }
+    return want ? want | edge : 0;
+}
+
+int mux__fd_apply(struct mux__loop *loop)
+{
+    int fd;
+    while ((fd = loop->changes) >= 0) {
+        struct mux__fd *e = &loop->fds[fd];
+        unsigned flags = e->changed;
+        loop->changes = e->next_change;
+        e->changed = 0;
+        unsigned want = mux__fd_want(e);
+        if (want == e->want && !(flags & MUX__FD_FORCE))
+            continue;
+        e->want = (uint8_t)want;
+        int err = loop->backend->change(loop, fd, want, (flags & MUX__FD_FORCE) != 0);
+        if (err != 0)
+            mux__fd_kill(loop, fd); /* e.g. EBADF: the watchers hear of it, the loop goes on */
+    }
+    return 0;
+}
+
+static void mux__io_unlink(struct mux__loop *loop, mux_io_t *w)
+{
+    mux_io_t **pp = &loop->fds[w->fd_].head;
+    while (*pp != w)
+        pp = &(*pp)->next_;
+    *pp = w->next_;
+    w->next_ = NULL;
+}
+
+unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned revents)
+{
+    if ((uint32_t)fd >= loop->nfds)
+        return 0;
+    struct mux__fd *e = &loop->fds[fd];
+    for (mux_io_t *w = e->head; w; w = w->next_) {
+        unsigned r = revents & w->events_ & MUX__IO_EVENTS;
+        if (!r)
+            continue;
+        if (mux__unlikely(w->h_.flags & MUX__W_INTERNAL))
+            mux__internal_event(loop, w);
+        else
+            mux__queue(loop, &w->h_, r);
+    }
+    return e->want;
+}
+
+void mux__fd_kill(struct mux__loop *loop, int fd)
+{
+    if ((uint32_t)fd >= loop->nfds)
+        return;
+    mux_io_t *w;
+    while ((w = loop->fds[fd].head) != NULL) {
+        loop->fds[fd].head = w->next_;
+        w->next_ = NULL;
+        mux__deactivate(loop, &w->h_);
+        if (!(w->h_.flags & MUX__W_INTERNAL))
+            mux__queue(loop, &w->h_, MUX_ERROR | (w->events_ & MUX__IO_EVENTS));
+    }
+    mux__fd_touch(loop, fd, 0);
+}
+
+int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w)
+{
+    if (w->fd_ >= loop->backend->fd_limit)
+        return -EINVAL;
+    int err = mux__fd_reserve(loop, w->fd_);
+    if (err == 0)
+        err = mux__reserve(loop);
+    if (err != 0)
+        return err;
+    mux_io_t **pp = &loop->fds[w->fd_].head; /* append: watchers of an fd run in start order */
+    while (*pp)
+        pp = &(*pp)->next_;
+    *pp = w;
+    w->next_ = NULL;
+    mux__activate(loop, &w->h_);
+    mux__fd_touch(loop, w->fd_, (w->h_.flags & MUX__W_NEWFD) != 0);
+    w->h_.flags &= (uint8_t)~MUX__W_NEWFD;
+    return 0;
+}
+
+void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w)
+{
+    mux__unqueue(loop, &w->h_);
+    if (!(w->h_.flags & MUX__W_ACTIVE))
+        return;
+    mux__io_unlink(loop, w);
+    mux__deactivate(loop, &w->h_);
+    mux__fd_touch(loop, w->fd_, 0);
+}
+
+MUX_EXPORT int mux_io_init(mux_io_t *w, mux_io_cb cb, int fd, unsigned events)
+{
+    if (!w || !cb || fd < 0 || !mux__io_events_valid(events))
+        return -EINVAL;
+    memset(w, 0, sizeof *w);
+    w->h_.type = MUX__T_IO;
+    w->h_.flags = MUX__W_NEWFD;
+    w->cb_ = cb;
+    w->fd_ = fd;
+    w->events_ = events;
+    return 0;
+}
+
+MUX_EXPORT int mux_io_set(mux_io_t *w, int fd, unsigned events)
+{
+    if (!mux__io_valid(w) || fd < 0 || !mux__io_events_valid(events))
+        return -EINVAL;
+    if (w->h_.flags & MUX__W_ACTIVE)
+        return -EBUSY;
+    w->fd_ = fd;
+    w->events_ = events;
+    w->h_.flags |= MUX__W_NEWFD;
+    return 0;
+}
+
+MUX_EXPORT int mux_io_modify(mux_loop_t *pub, mux_io_t *w, unsigned events)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop || !mux__io_valid(w) || !mux__io_events_valid(events))
+        return -EINVAL;
+    w->events_ = events;
+    if (w->h_.pending) {
+        /* An event already gathered for interest the caller just dropped is not wanted. */
+        struct mux__pending *p = &loop->pend[w->h_.pending - 1];
+        p->revents &= events | MUX_ERROR;
+        if (!p->revents)
+            mux__unqueue(loop, &w->h_);
+    }
+    if (w->h_.flags & MUX__W_ACTIVE)
+        mux__fd_touch(loop, w->fd_, 0);
+    return 0;
+}
+
+MUX_EXPORT int mux_io_start(mux_loop_t *pub, mux_io_t *w)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop || !mux__io_valid(w) || (w->h_.flags & MUX__W_INTERNAL))
+        return -EINVAL;
+    if (w->h_.flags & MUX__W_ACTIVE)
+        return -EBUSY;
+    return mux__io_start_internal(loop, w);
+}
+
+MUX_EXPORT int mux_io_stop(mux_loop_t *pub, mux_io_t *w)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop || !mux__io_valid(w) || (w->h_.flags & MUX__W_INTERNAL))
+        return -EINVAL;
+    mux__io_stop_internal(loop, w);
+    return 0;
+}
+
+MUX_EXPORT int mux_io_is_active(const mux_io_t *w)
+{
+    return mux__io_valid(w) ? (w->h_.flags & MUX__W_ACTIVE) != 0 : -EINVAL;
+}
+
+MUX_EXPORT int mux_io_fd(const mux_io_t *w)
+{
+    return mux__io_valid(w) ? w->fd_ : -EINVAL;
+}

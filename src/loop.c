@@ -1,0 +1,623 @@
+/* The loop core: life cycle, run phases, the pending queue, the wake-up descriptor, and
+ * fork handling.
+ *
+ * One iteration:
+ *   fork work (in a child) -> pending left over -> prepare -> apply interest changes ->
+ *   wait -> gather (io events, wake-ups, signals, asyncs, children, timers, periodics,
+ *   idle, check) -> invoke everything gathered, in that order.
+ * Watchers are never called from inside the gathering: they are queued, and stopping a
+ * queued watcher clears its queue slot, so a stop is final even for an event already seen.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#endif
+
+#include "backend.h"
+#include "internal.h"
+
+/* The loop's own io watchers (wake-up, clock) are not counted; keep room for them. */
+#define MUX__INTERNAL_MAX 4
+
+static pthread_once_t mux__once = PTHREAD_ONCE_INIT;
+
+static void mux__atfork_child(void)
+{
+    mux__fork_gen++;
+    mux__sig_atfork_child();
+}
+
+static void mux__global_init(void)
+{
+    pthread_atfork(NULL, NULL, mux__atfork_child);
+}
+
+/* ---- pending queue ------------------------------------------------------------------ */
+
+static int mux__pend_grow(struct mux__loop *loop, uint32_t need)
+{
+    uint32_t cap = loop->pend_cap ? loop->pend_cap : 64;
+    while (cap < need)
+        cap *= 2;
+    if (cap == loop->pend_cap)
+        return 0;
+    void *p = realloc(loop->pend, (size_t)cap * sizeof *loop->pend);
+    if (!p)
+        return -ENOMEM;
+    loop->pend = p;
+    loop->pend_cap = cap;
+    return 0;
+}
+
+int mux__reserve(struct mux__loop *loop)
+{
+    uint32_t need = loop->active + 1 + MUX__INTERNAL_MAX;
+    return need <= loop->pend_cap ? 0 : mux__pend_grow(loop, need);
+}
+
+void mux__activate(struct mux__loop *loop, struct mux__whdr *h)
+{
+    h->flags |= MUX__W_ACTIVE;
+    if (!(h->flags & MUX__W_INTERNAL))
+        loop->active++;
+}
+
+void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h)
+{
+    h->flags &= (uint8_t)~MUX__W_ACTIVE;
+    if (!(h->flags & MUX__W_INTERNAL))
+        loop->active--;
+}
+
+void mux__queue(struct mux__loop *loop, struct mux__whdr *h, unsigned revents)
+{
+    if (h->pending) {
+        loop->pend[h->pending - 1].revents |= revents;
+        return;
+    }
+    /* Every watcher is queued at most once and capacity follows the number of active
+     * watchers, so this only grows if a gather phase ran with a half-drained queue. */
+    if (mux__unlikely(loop->npend == loop->pend_cap) &&
+        mux__pend_grow(loop, loop->npend + 1) != 0) {
+        loop->error = -ENOMEM;
+        return;
+    }
+    loop->pend[loop->npend].w = h;
+    loop->pend[loop->npend].revents = revents;
+    h->pending = ++loop->npend;
+}
+
+void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h)
+{
+    if (h->pending) {
+        loop->pend[h->pending - 1].w = NULL;
+        h->pending = 0;
+    }
+}
+
+static void mux__dispatch(struct mux__loop *loop, struct mux__whdr *h, unsigned revents)
+{
+    mux_loop_t *pub = loop->pub;
+    switch (h->type) {
+    case MUX__T_IO: {
+        mux_io_t *w = mux__container_of(h, mux_io_t, h_);
+        w->cb_(pub, w, revents);
+        break;
+    }
+    case MUX__T_TIMER: {
+        mux_timer_t *w = mux__container_of(h, mux_timer_t, h_);
+        w->cb_(pub, w);
+        break;
+    }
+    case MUX__T_PERIODIC: {
+        mux_periodic_t *w = mux__container_of(h, mux_periodic_t, h_);
+        w->cb_(pub, w);
+        break;
+    }
+    case MUX__T_SIGNAL: {
+        mux_signal_t *w = mux__container_of(h, mux_signal_t, h_);
+        w->cb_(pub, w, w->signum_);
+        break;
+    }
+    case MUX__T_CHILD: {
+        mux_child_t *w = mux__container_of(h, mux_child_t, h_);
+        w->cb_(pub, w, w->rpid_, (int)revents);
+        break;
+    }
+    case MUX__T_IDLE: {
+        mux_idle_t *w = mux__container_of(h, mux_idle_t, h_);
+        w->cb_(pub, w);
+        break;
+    }
+    case MUX__T_PREPARE: {
+        mux_prepare_t *w = mux__container_of(h, mux_prepare_t, h_);
+        w->cb_(pub, w);
+        break;
+    }
+    case MUX__T_CHECK: {
+        mux_check_t *w = mux__container_of(h, mux_check_t, h_);
+        w->cb_(pub, w);
+        break;
+    }
+    case MUX__T_FORK: {
+        mux_fork_t *w = mux__container_of(h, mux_fork_t, h_);
+        w->cb_(pub, w);
+        break;
+    }
+    case MUX__T_ASYNC: {
+        mux_async_t *w = mux__container_of(h, mux_async_t, h_);
+        w->cb_(pub, w);
+        break;
+    }
+    }
+}
+
+static void mux__invoke_pending(struct mux__loop *loop)
+{
+    /* npend is re-read each time: a callback never queues, but stays correct if one did. */
+    for (uint32_t i = 0; i < loop->npend; i++) {
+        struct mux__pending p = loop->pend[i];
+        if (!p.w)
+            continue;
+        p.w->pending = 0;
+        mux__dispatch(loop, p.w, p.revents);
+    }
+    loop->npend = 0;
+}
+
+/* ---- wake-up descriptor ------------------------------------------------------------- */
+
+static void mux__cloexec_nonblock(int fd)
+{
+    fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+int mux__wake_open(struct mux__loop *loop)
+{
+#ifdef __linux__
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    loop->wake_rfd = loop->wake_wfd = fd;
+#else
+    int p[2];
+    if (pipe(p) != 0)
+        return -errno;
+    mux__cloexec_nonblock(p[0]);
+    mux__cloexec_nonblock(p[1]);
+    loop->wake_rfd = p[0];
+    loop->wake_wfd = p[1];
+#endif
+    (void)mux__cloexec_nonblock;
+    return 0;
+}
+
+void mux__wake_close(struct mux__loop *loop)
+{
+    if (loop->wake_wfd >= 0 && loop->wake_wfd != loop->wake_rfd)
+        close(loop->wake_wfd);
+    if (loop->wake_rfd >= 0)
+        close(loop->wake_rfd);
+    loop->wake_rfd = loop->wake_wfd = -1;
+}
+
+void mux__wake(struct mux__loop *loop)
+{
+    uint64_t one = 1;
+    /* EAGAIN means a wake-up is already waiting; nothing else can go wrong that matters. */
+    ssize_t r = write(loop->wake_wfd, &one, sizeof one);
+    (void)r;
+}
+
+static void mux__wake_drain(struct mux__loop *loop)
+{
+    uint64_t buf[8];
+    while (read(loop->wake_rfd, buf, sizeof buf) == (ssize_t)sizeof buf)
+        ;
+}
+
+static void mux__internal_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
+{
+    (void)pub, (void)w, (void)revents; /* never called: internal events set flags */
+}
+
+/* Points the internal watcher `w` at `fd`, or just stops it when fd < 0. */
+static int mux__internal_watch(struct mux__loop *loop, mux_io_t *w, int fd)
+{
+    if (w->h_.flags & MUX__W_ACTIVE)
+        mux__io_stop_internal(loop, w);
+    if (fd < 0)
+        return 0;
+    mux_io_init(w, mux__internal_cb, fd, MUX_READ);
+    w->h_.flags |= MUX__W_INTERNAL;
+    return mux__io_start_internal(loop, w);
+}
+
+void mux__internal_event(struct mux__loop *loop, mux_io_t *w)
+{
+    if (w == &loop->wake_io)
+        loop->woken = 1;
+#ifdef __linux__
+    else if (w == &loop->clock_io)
+        loop->clock_set = 1;
+#endif
+}
+
+/* ---- wall-clock change notification -------------------------------------------------- */
+
+/* Linux: a timerfd armed at the end of time with TFD_TIMER_CANCEL_ON_SET becomes readable
+ * (read fails with ECANCELED) as soon as anyone sets CLOCK_REALTIME, so periodics follow a
+ * jump at once instead of at the next capped wake-up. Elsewhere the loop compares the two
+ * clocks on every iteration (mux__periodics_clock_check) and caps its waits. */
+int mux__clock_watch(struct mux__loop *loop)
+{
+#ifdef __linux__
+    if (loop->clock_fd >= 0)
+        return 0;
+    int fd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (fd < 0)
+        return 0; /* the clock comparison still catches jumps */
+    struct itimerspec its = {.it_value = {.tv_sec = INT32_MAX}};
+    if (timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) != 0 ||
+        mux__internal_watch(loop, &loop->clock_io, fd) != 0) {
+        close(fd);
+        return 0;
+    }
+    loop->clock_fd = fd;
+#else
+    (void)loop;
+#endif
+    return 0;
+}
+
+static void mux__clock_unwatch(struct mux__loop *loop)
+{
+#ifdef __linux__
+    if (loop->clock_fd < 0)
+        return;
+    mux__internal_watch(loop, &loop->clock_io, -1);
+    close(loop->clock_fd);
+    loop->clock_fd = -1;
+#else
+    (void)loop;
+#endif
+}
+
+static void mux__clock_rearm(struct mux__loop *loop)
+{
+#ifdef __linux__
+    uint64_t expirations;
+    loop->clock_set = 0;
+    if (read(loop->clock_fd, &expirations, sizeof expirations) < 0 && errno == ECANCELED) {
+        struct itimerspec its = {.it_value = {.tv_sec = INT32_MAX}};
+        timerfd_settime(loop->clock_fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its,
+                        NULL);
+    }
+    loop->clock_jumped = 1;
+#else
+    (void)loop;
+#endif
+}
+
+/* ---- life cycle --------------------------------------------------------------------- */
+
+static const struct mux__backend *mux__backend_find(const char *name)
+{
+    for (size_t i = 0; mux__backends[i]; i++)
+        if (strcmp(mux__backends[i]->name, name) == 0)
+            return mux__backends[i];
+    return NULL;
+}
+
+static int mux__backend_known(const char *name)
+{
+    static const char *const all[] = {"uring", "epoll", "kqueue", "iocp", "poll", "select"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(all[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+MUX_EXPORT const char *mux_backend_name(size_t i)
+{
+    for (size_t k = 0; mux__backends[k]; k++)
+        if (k == i)
+            return mux__backends[k]->name;
+    return NULL;
+}
+
+MUX_EXPORT int mux_backend_probe(const char *name)
+{
+    if (!name)
+        return -EINVAL;
+    mux_loop_t loop;
+    mux_loop_options_t o = {.backend = name, .flags = MUX_LOOP_IGNORE_ENV};
+    int err = mux_loop_init(&loop, &o);
+    if (err == 0)
+        mux_loop_close(&loop);
+    return err;
+}
+
+static uint32_t mux__initial_fds(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur > (1u << 20))
+        return 1u << 16;
+    return rl.rlim_cur < 64 ? 64 : (uint32_t)rl.rlim_cur;
+}
+
+static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *opts)
+{
+    const char *name = opts ? opts->backend : NULL;
+    if (!name && !(opts && (opts->flags & MUX_LOOP_IGNORE_ENV))) {
+        name = getenv("IOMUX_BACKEND");
+        if (name && !*name)
+            name = NULL;
+    }
+    if (name) {
+        const struct mux__backend *b = mux__backend_find(name);
+        if (!b)
+            return mux__backend_known(name) ? -ENOTSUP : -EINVAL;
+        loop->backend = b;
+        return b->open(loop);
+    }
+    int err = -ENOSYS;
+    for (size_t i = 0; mux__backends[i]; i++) {
+        loop->backend = mux__backends[i];
+        err = loop->backend->open(loop);
+        if (err == 0)
+            return 0;
+    }
+    return err;
+}
+
+static void mux__loop_free(struct mux__loop *loop)
+{
+    free(loop->fds);
+    free(loop->pend);
+    free(loop->timers.v);
+    free(loop->periodics.v);
+    free(loop);
+}
+
+MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
+{
+    if (!pub || (opts && (opts->flags & ~(unsigned)MUX_LOOP_IGNORE_ENV)))
+        return -EINVAL;
+    pthread_once(&mux__once, mux__global_init);
+
+    struct mux__loop *loop = calloc(1, sizeof *loop);
+    if (!loop)
+        return -ENOMEM;
+    loop->pub = pub;
+    loop->changes = -1;
+    loop->wake_rfd = loop->wake_wfd = -1;
+    loop->sig_slot = -1;
+#ifdef __linux__
+    loop->clock_fd = -1;
+#endif
+    loop->fork_gen = mux__fork_gen;
+    loop->now = mux__mono_ns();
+    loop->wall_minus_mono = mux__wall_ns() - (int64_t)loop->now;
+    mux__hooks_init(loop);
+    loop->nfds = mux__initial_fds();
+    loop->fds = calloc(loop->nfds, sizeof *loop->fds);
+    if (!loop->fds || mux__pend_grow(loop, 64) != 0) {
+        mux__loop_free(loop);
+        return -ENOMEM;
+    }
+
+    int err = mux__open_backend(loop, opts);
+    if (err != 0) {
+        mux__loop_free(loop);
+        return err;
+    }
+    err = mux__wake_open(loop);
+    if (err == 0)
+        err = mux__internal_watch(loop, &loop->wake_io, loop->wake_rfd);
+    if (err != 0) {
+        mux__wake_close(loop);
+        loop->backend->close(loop);
+        mux__loop_free(loop);
+        return err;
+    }
+    pub->impl_ = loop;
+    return 0;
+}
+
+MUX_EXPORT int mux_loop_close(mux_loop_t *pub)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop || loop->running)
+        return -EINVAL;
+    if (loop->active > 0)
+        return -EBUSY;
+    mux__clock_unwatch(loop);
+    mux__internal_watch(loop, &loop->wake_io, -1);
+    mux__sig_loop_close(loop);
+    loop->backend->close(loop);
+    mux__wake_close(loop);
+    mux__loop_free(loop);
+    pub->impl_ = NULL;
+    return 0;
+}
+
+/* In a child after fork: new kernel state, same watchers. */
+static int mux__loop_refork(struct mux__loop *loop)
+{
+    loop->fork_gen = mux__fork_gen;
+    loop->forked = 0;
+    int err = loop->backend->fork(loop);
+    if (err != 0)
+        return err;
+    /* The eventfd is shared with the parent: a new one, so that wake-ups stay ours. */
+    mux__internal_watch(loop, &loop->wake_io, -1);
+    mux__wake_close(loop);
+    err = mux__wake_open(loop);
+    if (err == 0)
+        err = mux__internal_watch(loop, &loop->wake_io, loop->wake_rfd);
+    if (err != 0)
+        return err;
+#ifdef __linux__
+    if (loop->clock_fd >= 0) {
+        mux__clock_unwatch(loop);
+        mux__clock_watch(loop);
+    }
+#endif
+    mux__sig_loop_fork(loop);
+    mux__fd_refresh_all(loop);
+    mux__hooks_queue(loop, &loop->forks);
+    return 0;
+}
+
+MUX_EXPORT int mux_loop_fork(mux_loop_t *pub)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop)
+        return -EINVAL;
+    loop->forked = 1;
+    return 0;
+}
+
+MUX_EXPORT int mux_loop_stop(mux_loop_t *pub)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop)
+        return -EINVAL;
+    loop->stop = 1;
+    return 0;
+}
+
+MUX_EXPORT int mux_loop_active(const mux_loop_t *pub)
+{
+    struct mux__loop *loop = mux__L(pub);
+    return loop ? (int)loop->active : -EINVAL;
+}
+
+MUX_EXPORT const char *mux_loop_backend(const mux_loop_t *pub)
+{
+    struct mux__loop *loop = mux__L(pub);
+    return loop ? loop->backend->name : NULL;
+}
+
+MUX_EXPORT uint64_t mux_now(const mux_loop_t *pub)
+{
+    struct mux__loop *loop = mux__L(pub);
+    return loop ? loop->now : 0;
+}
+
+MUX_EXPORT int mux_now_update(mux_loop_t *pub)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop)
+        return -EINVAL;
+    loop->now = mux__mono_ns();
+    return 0;
+}
+
+MUX_EXPORT int64_t mux_wall_now(const mux_loop_t *pub)
+{
+    return mux__L(pub) ? mux__wall_ns() : 0;
+}
+
+/* ---- running ------------------------------------------------------------------------ */
+
+static int64_t mux__min_timeout(int64_t a, int64_t b)
+{
+    if (a < 0)
+        return b;
+    if (b < 0)
+        return a;
+    return a < b ? a : b;
+}
+
+/* How long the next wait may block: -1 for no limit, 0 to only poll. */
+static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
+{
+    if (mode == MUX_RUN_NOWAIT || loop->stop || loop->npend || loop->recheck ||
+        loop->idles.count || loop->active == 0 || loop->forked)
+        return 0;
+    if (loop->timers.n == 0 && loop->periodics.n == 0)
+        return -1;
+    /* Callbacks ran since the clock was read: measure from now, not from then. */
+    loop->now = mux__mono_ns();
+    return mux__min_timeout(mux__timers_timeout(loop), mux__periodics_timeout(loop));
+}
+
+static void mux__gather(struct mux__loop *loop)
+{
+    if (loop->woken) {
+        loop->woken = 0;
+        mux__wake_drain(loop);
+        mux__sig_poll(loop);
+        mux__asyncs_poll(loop);
+    }
+#ifdef __linux__
+    if (loop->clock_set)
+        mux__clock_rearm(loop);
+#endif
+    if (loop->recheck)
+        mux__children_reap(loop);
+    if (loop->timers.n)
+        mux__timers_expire(loop);
+    if (loop->periodics.n)
+        mux__periodics_expire(loop);
+    if (loop->idles.count && loop->npend == 0)
+        mux__hooks_queue(loop, &loop->idles);
+    if (loop->checks.count)
+        mux__hooks_queue(loop, &loop->checks);
+}
+
+MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop || mode < MUX_RUN_DEFAULT || mode > MUX_RUN_NOWAIT)
+        return -EINVAL;
+    if (loop->running)
+        return -EBUSY;
+    loop->running = 1;
+    int err = 0;
+    for (;;) {
+        if (mux__unlikely(loop->fork_gen != mux__fork_gen || loop->forked)) {
+            err = mux__loop_refork(loop);
+            if (err != 0)
+                break;
+        }
+        mux__invoke_pending(loop);
+        if (mode == MUX_RUN_DEFAULT && (loop->active == 0 || loop->stop))
+            break;
+        if (loop->prepares.count) {
+            mux__hooks_queue(loop, &loop->prepares);
+            mux__invoke_pending(loop);
+        }
+        err = mux__fd_apply(loop);
+        if (err != 0)
+            break;
+        err = loop->backend->wait(loop, mux__wait_timeout(loop, mode));
+        if (err != 0 && err != -EINTR)
+            break;
+        err = 0;
+        loop->now = mux__mono_ns();
+        mux__gather(loop);
+        mux__invoke_pending(loop);
+        if (loop->error) {
+            err = loop->error;
+            loop->error = 0;
+            break;
+        }
+        if (loop->stop || mode != MUX_RUN_DEFAULT || loop->active == 0)
+            break;
+    }
+    loop->stop = 0;
+    loop->running = 0;
+    return err ? err : (int)loop->active;
+}
