@@ -9,7 +9,9 @@
  * initialised, a loop that was closed -- returns -EINVAL and never crashes.
  *
  * Life cycle of every watcher type X:
- *     mux_X_init(w, cb, ...)    set the callback and parameters; the watcher is inactive
+ *     mux_X_init(w, cb, ...)    set the callback and parameters; the watcher is inactive.
+ *                               Init clears the whole struct, `data` included: set `data`
+ *                               after init. Never init an active watcher.
  *     mux_X_start(loop, w, ...) make it active: -EBUSY if it already is
  *     mux_X_stop(loop, w)       make it inactive: 0 also when it was not active. Once stop
  *                               returns, the callback will not run again (not even for an
@@ -17,6 +19,10 @@
  * Starting and stopping any watcher from any callback, its own included, is safe.
  *
  * Only mux_async_send() may be called from another thread or from a signal handler.
+ *
+ * Every active watcher keeps mux_run(MUX_RUN_DEFAULT) running, signal and async watchers
+ * included; a loop whose only active watchers are prepare or check watchers blocks until
+ * something else happens. Stop what should not keep the loop alive.
  */
 #ifndef IOMUX_H
 #define IOMUX_H
@@ -85,7 +91,9 @@ typedef struct mux_loop {
 } mux_loop_t;
 
 /* Initialises `loop` (caller-owned) with the backend that `opts` (may be NULL) names, else
- * the one IOMUX_BACKEND names, else the first of mux_backend_name()'s list that opens.
+ * the one the IOMUX_BACKEND environment variable names (an empty value counts as unset),
+ * else the first of mux_backend_name()'s list that opens. A named backend, from either
+ * place, is used or init fails: there is no fallback from a name.
  * Returns 0; -EINVAL for NULL, bad flags or a backend name this build does not know;
  * -ENOTSUP for a known backend that this platform lacks; the backend's own error (-ENOSYS,
  * -EPERM, ...) when the kernel refuses a named backend; -ENOMEM. */
@@ -101,7 +109,9 @@ int mux_loop_close(mux_loop_t *loop);
  * called from inside its own mux_run, a kernel error from the backend's wait. */
 int mux_run(mux_loop_t *loop, int mode);
 
-/* Makes the running mux_run return after the current iteration. Returns 0 or -EINVAL. */
+/* Makes the running mux_run return after the current iteration. Called while the loop
+ * is not running, it makes the next mux_run return after one iteration that does not
+ * block. Returns 0 or -EINVAL. */
 int mux_loop_stop(mux_loop_t *loop);
 
 /* Returns the number of active watchers, or -EINVAL. */
@@ -174,13 +184,17 @@ struct mux_io {
 };
 
 /* Initialises `w` to watch `fd` (>= 0) for `events` (MUX_READ and/or MUX_WRITE, optionally
- * MUX_EDGE). Returns 0 or -EINVAL. The caller keeps ownership of `w` and of `fd`. */
+ * MUX_EDGE; no direction at all is -EINVAL). Returns 0 or -EINVAL. The caller keeps
+ * ownership of `w` and of `fd`; closing the fd does not stop the watcher. When the kernel
+ * refuses to watch the fd (it was closed: EBADF), the watcher is stopped and called with
+ * MUX_ERROR. Fds that cannot be polled (regular files: epoll's EPERM) are reported ready on
+ * every iteration, as poll and select do. */
 int mux_io_init(mux_io_t *w, mux_io_cb cb, int fd, unsigned events);
 /* Changes the fd and events of an inactive watcher (as after a close and re-open of the
  * fd). Returns 0, -EBUSY if active, -EINVAL. */
 int mux_io_set(mux_io_t *w, int fd, unsigned events);
-/* Changes the events of a watcher, active or not; takes effect before the next wait.
- * Returns 0 or -EINVAL. */
+/* Changes the events of a watcher, active or not; takes effect before the next wait, and
+ * an event already gathered for a dropped direction is discarded. Returns 0 or -EINVAL. */
 int mux_io_modify(mux_loop_t *loop, mux_io_t *w, unsigned events);
 /* Starts watching. Returns 0; -EBUSY if already active; -EINVAL for bad arguments or an fd
  * the backend cannot watch (select: fd >= FD_SETSIZE); -ENOMEM. */
@@ -207,8 +221,9 @@ struct mux_timer {
 /* Initialises `t`. Returns 0 or -EINVAL. */
 int mux_timer_init(mux_timer_t *t, mux_timer_cb cb);
 /* Fires `after_ns` from mux_now(loop), then every `repeat_ns` if that is not 0 (a timer
- * that falls behind skips the missed periods rather than firing in a burst). Returns 0,
- * -EBUSY if active, -EINVAL, -ENOMEM. */
+ * that falls behind skips the missed periods rather than firing in a burst). A one-shot
+ * timer is already inactive when its callback runs, so it may be started again from
+ * there; a repeating one is active. Returns 0, -EBUSY if active, -EINVAL, -ENOMEM. */
 int mux_timer_start(mux_loop_t *loop, mux_timer_t *t, uint64_t after_ns, uint64_t repeat_ns);
 /* Stops the timer. Returns 0 (also when inactive) or -EINVAL. */
 int mux_timer_stop(mux_loop_t *loop, mux_timer_t *t);
@@ -238,7 +253,7 @@ struct mux_periodic {
 /* Initialises `p`. Returns 0 or -EINVAL. */
 int mux_periodic_init(mux_periodic_t *p, mux_periodic_cb cb);
 /* With interval_ns 0: fires once at wall-clock time `offset_ns` (at once if it has passed)
- * and stops. Otherwise fires at every offset_ns + k * interval_ns of the wall clock, the
+ * and is inactive when its callback runs. Otherwise fires at every offset_ns + k * interval_ns of the wall clock, the
  * next one after now (offset 0, interval 3600e9: on every full hour, UTC). Returns 0,
  * -EBUSY if active, -EINVAL (offset_ns < 0), -ENOMEM. */
 int mux_periodic_start(mux_loop_t *loop, mux_periodic_t *p, int64_t offset_ns,
@@ -321,8 +336,8 @@ int mux_prepare_init(mux_prepare_t *w, mux_prepare_cb cb);   /* 0 or -EINVAL */
 int mux_prepare_start(mux_loop_t *loop, mux_prepare_t *w);   /* 0, -EBUSY, -EINVAL */
 int mux_prepare_stop(mux_loop_t *loop, mux_prepare_t *w);    /* 0 or -EINVAL */
 
-/* check: called once per iteration just after the wait, after the io, timer, signal,
- * child, async and idle callbacks of that iteration. */
+/* check: called once per iteration just after the wait, after the io, timer, periodic,
+ * signal, child, async and idle callbacks of that iteration. */
 typedef struct mux_check mux_check_t;
 typedef void (*mux_check_cb)(mux_loop_t *loop, mux_check_t *w);
 struct mux_check {
@@ -366,8 +381,10 @@ int mux_async_init(mux_async_t *w, mux_async_cb cb);         /* 0 or -EINVAL */
 int mux_async_start(mux_loop_t *loop, mux_async_t *w);       /* 0, -EBUSY, -EINVAL */
 int mux_async_stop(mux_loop_t *loop, mux_async_t *w);        /* 0 or -EINVAL */
 /* Wakes the loop of the started watcher `w` and makes its callback run. Thread-safe and
- * async-signal-safe; must not race with mux_async_stop of the same watcher. Returns 0, or
- * -EINVAL when `w` is NULL or not started. */
+ * async-signal-safe; must not race with mux_async_stop of the same watcher. Everything the
+ * sending thread wrote before the send is visible to the callback that the send causes
+ * (the send is a sequentially consistent atomic operation). Returns 0, or -EINVAL when `w`
+ * is NULL or not started. */
 int mux_async_send(mux_async_t *w);
 /* Returns 1 when a send is waiting for the loop, 0 when not, -EINVAL. Thread-safe. */
 int mux_async_pending(const mux_async_t *w);

@@ -164,7 +164,9 @@ static int mux__epoll_fork(struct mux__loop *loop)
 static int mux__epoll_syswait(struct mux__epoll *st, int64_t timeout_ns)
 {
 #ifdef SYS_epoll_pwait2
-    if (!st->no_pwait2) {
+    /* Only a timeout finer than a millisecond needs epoll_pwait2; polls and infinite
+     * waits take the cheaper, older call. */
+    if (!st->no_pwait2 && timeout_ns > 0 && timeout_ns % 1000000 != 0) {
         struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
         long n = syscall(SYS_epoll_pwait2, st->epfd, st->ev, st->nev,
                          timeout_ns < 0 ? NULL : &ts, NULL, (size_t)8);
