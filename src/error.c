@@ -49,9 +49,8 @@ static const struct {
 
 MUX_EXPORT const char *mux_strerror(int err)
 {
-    int code = err < 0 ? -err : err;
     for (size_t i = 0; i < sizeof mux__errors / sizeof mux__errors[0]; i++)
-        if (mux__errors[i].code == code)
+        if (mux__errors[i].code == err || -mux__errors[i].code == err) /* no -INT_MIN */
             return mux__errors[i].text;
     return "unknown error";
 }

@@ -603,9 +603,14 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         if (err != 0)
             break;
         err = loop->backend->wait(loop, mux__wait_timeout(loop, mode));
-        if (err != 0 && err != -EINTR)
+        if (err == -EINTR) {
+            /* A signal handler ran: it may have sent an async or recorded a signal and
+             * written the wake-up descriptor that this wait never got to report. */
+            loop->woken = 1;
+            err = 0;
+        }
+        if (err != 0)
             break;
-        err = 0;
         loop->now = mux__mono_ns();
         mux__gather(loop);
         mux__invoke_pending(loop);

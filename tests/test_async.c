@@ -1,0 +1,216 @@
+/* async: wake-ups from other threads and from signal handlers, coalesced, never lost. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+enum { SENDS = 100000 };
+
+struct flood {
+    mux_async_t a;
+    atomic_int value; /* the last i the thread stored before its send */
+    int calls, last_seen, went_back;
+};
+
+static void *flood_thread(void *arg)
+{
+    struct flood *f = arg;
+    for (int i = 1; i <= SENDS; i++) {
+        atomic_store(&f->value, i);
+        CHECK_EQ(mux_async_send(&f->a), 0);
+    }
+    return NULL;
+}
+
+static void flood_cb(mux_loop_t *loop, mux_async_t *a)
+{
+    struct flood *f = a->data;
+    int v = atomic_load(&f->value);
+    f->calls++;
+    if (v < f->last_seen)
+        f->went_back = 1;
+    f->last_seen = v;
+    if (v == SENDS)
+        CHECK_EQ(mux_loop_stop(loop), 0);
+}
+
+/* The thread stores i, then sends; the loop stops when it has seen the last value. A lost
+ * wake-up would leave the loop waiting (the watchdog then fails the case). */
+THREAD_TEST(async_100k_sends_from_thread_coalesced_never_lost) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct flood f;
+    memset(&f, 0, sizeof f);
+    atomic_init(&f.value, 0);
+    CHECK_EQ(mux_async_init(&f.a, flood_cb), 0);
+    f.a.data = &f;
+    CHECK_EQ(mux_async_start(&loop, &f.a), 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, flood_thread, &f), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 1);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(f.last_seen, SENDS);
+    CHECK_GE(f.calls, 1);
+    CHECK_LE(f.calls, SENDS);
+    CHECK_EQ(f.went_back, 0);
+    /* "After the last send returns, the callback runs at least once more": the last send
+     * may have landed after the callback that saw SENDS, so at most one more call. */
+    int before = f.calls;
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_LE(f.calls - before, 1);
+    CHECK_EQ(mux_async_pending(&f.a), 0);
+    CHECK_EQ(mux_async_stop(&loop, &f.a), 0);
+    loop_close(&loop);
+}
+
+static void count_cb(mux_loop_t *loop, mux_async_t *a)
+{
+    (void)loop;
+    CHECK_EQ(mux_async_pending(a), 0); /* consumed before the callback */
+    (*(int *)a->data)++;
+}
+
+TEST(async_send_before_run_is_not_lost) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_async_t a;
+    int n = 0;
+    CHECK_EQ(mux_async_init(&a, count_cb), 0);
+    a.data = &n;
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    CHECK_EQ(mux_async_send(&a), 0);
+    CHECK_EQ(mux_async_send(&a), 0);
+    CHECK_EQ(n, 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1); /* does not block: a send is waiting */
+    CHECK_EQ(n, 1);                            /* the two sends were coalesced */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(mux_async_stop(&loop, &a), 0);
+    loop_close(&loop);
+}
+
+TEST(async_pending_reports_waiting_send) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_async_t a, b;
+    int na = 0, nb = 0;
+    CHECK_EQ(mux_async_init(&a, count_cb), 0);
+    a.data = &na;
+    CHECK_EQ(mux_async_init(&b, count_cb), 0);
+    b.data = &nb;
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    CHECK_EQ(mux_async_start(&loop, &b), 0);
+    CHECK_EQ(mux_async_pending(&a), 0);
+    CHECK_EQ(mux_async_send(&a), 0);
+    CHECK_EQ(mux_async_pending(&a), 1);
+    CHECK_EQ(mux_async_pending(&b), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    CHECK_EQ(mux_async_pending(&a), 0);
+    CHECK_EQ(na, 1);
+    CHECK_EQ(nb, 0); /* only the watcher that was sent to */
+    /* A send to a watcher that is then stopped is dropped with it. */
+    CHECK_EQ(mux_async_send(&b), 0);
+    CHECK_EQ(mux_async_stop(&loop, &b), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(nb, 0);
+    CHECK_EQ(mux_async_stop(&loop, &a), 0);
+    loop_close(&loop);
+}
+
+static void *late_sender(void *arg)
+{
+    sleep_ms(50);
+    CHECK_EQ(mux_async_send(arg), 0);
+    return NULL;
+}
+
+THREAD_TEST(async_send_from_thread_wakes_blocked_loop) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_async_t a;
+    int n = 0;
+    CHECK_EQ(mux_async_init(&a, count_cb), 0);
+    a.data = &n;
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, late_sender, &a), 0);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1); /* blocks until the send */
+    CHECK_EQ(n, 1);
+    CHECK_GE(mono_ns() - t0, 40 * MS);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(mux_async_stop(&loop, &a), 0);
+    loop_close(&loop);
+}
+
+static mux_async_t *handler_async;
+
+static void send_from_handler(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    mux_async_send(handler_async);
+    errno = saved;
+}
+
+TEST(async_send_from_signal_handler_wakes_loop) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_async_t a;
+    int n = 0;
+    CHECK_EQ(mux_async_init(&a, count_cb), 0);
+    a.data = &n;
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    handler_async = &a;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = send_from_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    CHECK_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+    /* A POSIX timer raises SIGUSR1 in 50 ms, while the loop is blocked. */
+    timer_t tid;
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_SIGNAL;
+    sev.sigev_signo = SIGUSR1;
+    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &sev, &tid), 0);
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    its.it_value.tv_nsec = 50 * 1000000L;
+    CHECK_EQ(timer_settime(tid, 0, &its, NULL), 0);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(n, 1);
+    CHECK_GE(mono_ns() - t0, 40 * MS);
+    CHECK_EQ(timer_delete(tid), 0);
+    CHECK_EQ(sigaction(SIGUSR1, &old, NULL), 0);
+    CHECK_EQ(mux_async_stop(&loop, &a), 0);
+    loop_close(&loop);
+}
+
+static void stop_self_cb(mux_loop_t *loop, mux_async_t *a)
+{
+    CHECK_EQ(mux_async_stop(loop, a), 0);
+    CHECK_EQ(mux_async_send(a), -EINVAL); /* stopped: nothing to wake */
+    (*(int *)a->data)++;
+}
+
+TEST(async_stop_inside_own_callback) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_async_t a;
+    int n = 0;
+    CHECK_EQ(mux_async_init(&a, stop_self_cb), 0);
+    a.data = &n;
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    CHECK_EQ(mux_async_send(&a), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(n, 1);
+    loop_close(&loop);
+}

@@ -1,0 +1,160 @@
+/* Child watchers: exit status, death by signal, any-pid watchers, children that exited
+ * before the watcher started, and children nobody watches (left alone). */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+struct reaped {
+    int calls;
+    int pid[4], status[4];
+    int active_in_cb;
+};
+
+static void child_cb(mux_loop_t *loop, mux_child_t *w, int pid, int wstatus)
+{
+    struct reaped *r = w->data;
+    CHECK_LT(r->calls, 4);
+    r->pid[r->calls] = pid;
+    r->status[r->calls] = wstatus;
+    r->active_in_cb = mux_loop_active(loop);
+    r->calls++;
+}
+
+/* A child that exits with `code` at once (or waits to be killed when code < 0). */
+static int spawn(int code)
+{
+    int pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        if (code < 0)
+            for (;;)
+                pause();
+        _exit(code);
+    }
+    return pid;
+}
+
+TEST(child_exit_status_reported_and_watcher_inactive) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct reaped r;
+    memset(&r, 0, sizeof r);
+    mux_child_t w;
+    int pid = spawn(42);
+    CHECK_EQ(mux_child_init(&w, child_cb, pid), 0);
+    w.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    CHECK_EQ(mux_loop_active(&loop), 1);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* the watcher stopped itself */
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.pid[0], pid);
+    CHECK(WIFEXITED(r.status[0]));
+    CHECK_EQ(WEXITSTATUS(r.status[0]), 42);
+    CHECK_EQ(r.active_in_cb, 0); /* stopped before its callback */
+    CHECK_EQ(waitpid(pid, NULL, WNOHANG), -1); /* reaped by the loop */
+    CHECK_EQ(errno, ECHILD);
+    CHECK_EQ(mux_child_stop(&loop, &w), 0);
+    loop_close(&loop);
+}
+
+TEST(child_killed_by_signal_reports_wifsignaled) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct reaped r;
+    memset(&r, 0, sizeof r);
+    mux_child_t w;
+    int pid = spawn(-1);
+    CHECK_EQ(mux_child_init(&w, child_cb, pid), 0);
+    w.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(r.calls, 0);
+    CHECK_EQ(kill(pid, SIGKILL), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.pid[0], pid);
+    CHECK(WIFSIGNALED(r.status[0]));
+    CHECK_EQ(WTERMSIG(r.status[0]), SIGKILL);
+    loop_close(&loop);
+}
+
+static void any_cb(mux_loop_t *loop, mux_child_t *w, int pid, int wstatus)
+{
+    struct reaped *r = w->data;
+    child_cb(loop, w, pid, wstatus);
+    CHECK_EQ(r->active_in_cb, 1); /* an any-pid watcher stays active */
+    if (r->calls == 2)
+        CHECK_EQ(mux_child_stop(loop, w), 0);
+}
+
+TEST(child_any_pid_watcher_sees_two_children) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct reaped r;
+    memset(&r, 0, sizeof r);
+    mux_child_t w;
+    CHECK_EQ(mux_child_init(&w, any_cb, 0), 0);
+    w.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    int p1 = spawn(1), p2 = spawn(2);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(r.calls, 2);
+    int i1 = r.pid[0] == p1 ? 0 : 1, i2 = 1 - i1;
+    CHECK_EQ(r.pid[i1], p1);
+    CHECK_EQ(r.pid[i2], p2);
+    CHECK(WIFEXITED(r.status[i1]) && WIFEXITED(r.status[i2]));
+    CHECK_EQ(WEXITSTATUS(r.status[i1]), 1);
+    CHECK_EQ(WEXITSTATUS(r.status[i2]), 2);
+    loop_close(&loop);
+}
+
+TEST(child_exited_before_watcher_started_is_reported) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct reaped r;
+    memset(&r, 0, sizeof r);
+    mux_child_t w;
+    int pid = spawn(7);
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    /* Wait until it is a zombie, without reaping it; its SIGCHLD is long gone. */
+    CHECK_EQ(waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT), 0);
+    CHECK_EQ(info.si_pid, pid);
+    CHECK_EQ(mux_child_init(&w, child_cb, pid), 0);
+    w.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    CHECK_EQ(r.calls, 0); /* never from inside start */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.pid[0], pid);
+    CHECK(WIFEXITED(r.status[0]));
+    CHECK_EQ(WEXITSTATUS(r.status[0]), 7);
+    loop_close(&loop);
+}
+
+/* Only watched children are reaped: a child that no loop watches is left for its owner. */
+TEST(child_unwatched_child_is_left_alone) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct reaped r;
+    memset(&r, 0, sizeof r);
+    mux_child_t w;
+    int other = spawn(3);
+    int pid = spawn(4);
+    CHECK_EQ(mux_child_init(&w, child_cb, pid), 0);
+    w.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.pid[0], pid);
+    CHECK_EQ(WEXITSTATUS(r.status[0]), 4);
+    int st = 0;
+    CHECK_EQ(waitpid(other, &st, 0), other);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 3);
+    loop_close(&loop);
+}

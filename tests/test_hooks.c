@@ -1,0 +1,372 @@
+/* idle, prepare, check and fork watchers. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void idle_count(mux_loop_t *loop, mux_idle_t *w)
+{
+    int *n = w->data;
+    if (++*n == 100)
+        CHECK_EQ(mux_idle_stop(loop, w), 0);
+}
+
+static void io_never(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+    CHECK(!"called");
+}
+
+TEST(idle_runs_without_blocking_while_active) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2], n = 0;
+    make_socketpair(sv);
+    mux_io_t w; /* never ready: without the idle watcher, ONCE would block forever */
+    CHECK_EQ(mux_io_init(&w, io_never, sv[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    mux_idle_t i;
+    CHECK_EQ(mux_idle_init(&i, idle_count), 0);
+    i.data = &n;
+    CHECK_EQ(mux_idle_start(&loop, &i), 0);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(n, 1);
+    while (n < 100)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_LT(mono_ns() - t0, 1000 * MS);
+    CHECK_EQ(n, 100);
+    CHECK_EQ(mux_loop_active(&loop), 1); /* the idle watcher stopped itself */
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* Idle is only called in iterations where nothing else was pending. */
+struct idle_vs_io {
+    int idle_calls, io_calls;
+    int idle_this_iter, io_this_iter, both;
+};
+
+static void iv_idle(mux_loop_t *loop, mux_idle_t *w)
+{
+    struct idle_vs_io *s = w->data;
+    (void)loop;
+    s->idle_calls++;
+    s->idle_this_iter = 1;
+}
+
+static void iv_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct idle_vs_io *s = w->data;
+    (void)loop;
+    (void)revents;
+    s->io_calls++;
+    s->io_this_iter = 1;
+}
+
+static void iv_check(mux_loop_t *loop, mux_check_t *w)
+{
+    struct idle_vs_io *s = w->data;
+    (void)loop;
+    if (s->idle_this_iter && s->io_this_iter)
+        s->both++;
+    s->idle_this_iter = s->io_this_iter = 0;
+}
+
+TEST(idle_not_called_while_other_events_pending) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    write_byte(sv[1]); /* stays readable: io has an event every iteration */
+    struct idle_vs_io s;
+    memset(&s, 0, sizeof s);
+    mux_io_t w;
+    mux_idle_t i;
+    mux_check_t c;
+    CHECK_EQ(mux_io_init(&w, iv_io, sv[0], MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_idle_init(&i, iv_idle), 0);
+    i.data = &s;
+    CHECK_EQ(mux_check_init(&c, iv_check), 0);
+    c.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_idle_start(&loop, &i), 0);
+    CHECK_EQ(mux_check_start(&loop, &c), 0);
+    for (int k = 0; k < 5; k++)
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 3);
+    CHECK_EQ(s.io_calls, 5);
+    CHECK_EQ(s.idle_calls, 0);
+    CHECK_EQ(drain(sv[0]), 1); /* nothing pending any more: idle runs */
+    for (int k = 0; k < 5; k++)
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 3);
+    CHECK_EQ(s.io_calls, 5);
+    CHECK_EQ(s.idle_calls, 5);
+    CHECK_EQ(s.both, 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_idle_stop(&loop, &i), 0);
+    CHECK_EQ(mux_check_stop(&loop, &c), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* prepare before the wait, check after it: prepare < io < check in one iteration. */
+static char trace[64];
+static int ntrace;
+
+static void tr_prepare(mux_loop_t *loop, mux_prepare_t *w)
+{
+    (void)loop;
+    (void)w;
+    trace[ntrace++] = 'P';
+}
+
+static void tr_check(mux_loop_t *loop, mux_check_t *w)
+{
+    (void)loop;
+    (void)w;
+    trace[ntrace++] = 'C';
+}
+
+static void tr_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop;
+    (void)revents;
+    trace[ntrace++] = 'I';
+    drain(mux_io_fd(w));
+}
+
+static void tr_timer(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    (void)t;
+    trace[ntrace++] = 'T';
+}
+
+TEST(prepare_and_check_surround_the_wait) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    mux_prepare_t p;
+    mux_check_t c;
+    mux_io_t w;
+    mux_timer_t t;
+    CHECK_EQ(mux_prepare_init(&p, tr_prepare), 0);
+    CHECK_EQ(mux_check_init(&c, tr_check), 0);
+    CHECK_EQ(mux_io_init(&w, tr_io, sv[0], MUX_READ), 0);
+    CHECK_EQ(mux_timer_init(&t, tr_timer), 0);
+    CHECK_EQ(mux_prepare_start(&loop, &p), 0);
+    CHECK_EQ(mux_check_start(&loop, &c), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    write_byte(sv[1]);
+    ntrace = 0;
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 3);
+    trace[ntrace] = 0;
+    CHECK_STR_EQ(trace, "PIC");
+    /* The next iteration waits for the timer: P, then the wait, then T, then C. */
+    CHECK_EQ(mux_timer_start(&loop, &t, 5 * MS, 0), 0);
+    ntrace = 0;
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 3);
+    trace[ntrace] = 0;
+    CHECK_STR_EQ(trace, "PTC");
+    CHECK_EQ(mux_prepare_stop(&loop, &p), 0);
+    CHECK_EQ(mux_check_stop(&loop, &c), 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* fork: the child's loop notices the fork by itself (pthread_atfork), calls its fork
+ * watcher once, and still works; the parent's loop is unaffected. The child reports what
+ * it saw through its exit code, which the parent collects with a child watcher. */
+enum {
+    CHILD_FORK_CB = 1,      /* the fork watcher ran once in the child */
+    CHILD_IO = 2,           /* the child's io on its own pipe fired */
+    CHILD_NO_PARENT_IO = 4, /* the parent's watcher was not called in the child */
+    CHILD_TIMER = 8,        /* a timer started in the child fired */
+    CHILD_ALL = 15,
+};
+
+struct forked {
+    int fork_calls, io_parent, io_child, timer_calls, child_status, child_calls;
+    int pa[2], pb[2];
+};
+
+static void fk_fork(mux_loop_t *loop, mux_fork_t *w)
+{
+    struct forked *f = w->data;
+    (void)loop;
+    f->fork_calls++;
+}
+
+static void fk_io_parent(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct forked *f = w->data;
+    (void)loop;
+    CHECK_EQ(revents, MUX_READ);
+    f->io_parent++;
+    drain(f->pa[0]);
+}
+
+static void fk_io_child(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct forked *f = w->data;
+    (void)loop;
+    CHECK_EQ(revents, MUX_READ);
+    f->io_child++;
+    drain(f->pb[0]);
+}
+
+static void fk_timer(mux_loop_t *loop, mux_timer_t *t)
+{
+    struct forked *f = t->data;
+    (void)loop;
+    f->timer_calls++;
+}
+
+static void fk_child(mux_loop_t *loop, mux_child_t *w, int pid, int wstatus)
+{
+    struct forked *f = w->data;
+    (void)loop;
+    (void)pid;
+    f->child_calls++;
+    f->child_status = wstatus;
+}
+
+static _Noreturn void fork_child_side(mux_loop_t *loop, struct forked *f, mux_io_t *wa,
+                                      mux_timer_t *t)
+{
+    alarm(10);
+    /* The parent's pipe is the parent's business here. */
+    CHECK_EQ(mux_io_stop(loop, wa), 0);
+    write_byte(f->pb[1]);
+    CHECK_EQ(mux_timer_start(loop, t, 1 * MS, 0), 0);
+    for (int i = 0; i < 200 && (f->io_child == 0 || f->timer_calls == 0); i++)
+        if (mux_run(loop, MUX_RUN_ONCE) < 0)
+            break;
+    int code = 0;
+    code |= f->fork_calls == 1 ? CHILD_FORK_CB : 0;
+    code |= f->io_child >= 1 ? CHILD_IO : 0;
+    code |= f->io_parent == 0 ? CHILD_NO_PARENT_IO : 0;
+    code |= f->timer_calls == 1 ? CHILD_TIMER : 0;
+    _exit(code);
+}
+
+TEST(fork_watcher_runs_in_child_and_both_loops_work) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct forked f;
+    memset(&f, 0, sizeof f);
+    make_pipe(f.pa);
+    make_pipe(f.pb);
+    mux_fork_t fw;
+    mux_io_t wa, wb;
+    mux_timer_t t;
+    mux_child_t cw;
+    CHECK_EQ(mux_fork_init(&fw, fk_fork), 0);
+    fw.data = &f;
+    CHECK_EQ(mux_io_init(&wa, fk_io_parent, f.pa[0], MUX_READ), 0);
+    wa.data = &f;
+    CHECK_EQ(mux_io_init(&wb, fk_io_child, f.pb[0], MUX_READ), 0);
+    wb.data = &f;
+    CHECK_EQ(mux_timer_init(&t, fk_timer), 0);
+    t.data = &f;
+    CHECK_EQ(mux_fork_start(&loop, &fw), 0);
+    CHECK_EQ(mux_io_start(&loop, &wa), 0);
+    CHECK_EQ(mux_io_start(&loop, &wb), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 3); /* both pipes are in the kernel's set */
+    CHECK_EQ(f.fork_calls, 0);
+
+    int pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0)
+        fork_child_side(&loop, &f, &wa, &t);
+
+    /* Parent: the child's pipe is the child's business here. */
+    CHECK_EQ(mux_io_stop(&loop, &wb), 0);
+    CHECK_EQ(mux_child_init(&cw, fk_child, pid), 0);
+    cw.data = &f;
+    CHECK_EQ(mux_child_start(&loop, &cw), 0);
+    CHECK_EQ(mux_timer_start(&loop, &t, 20 * MS, 0), 0);
+    write_byte(f.pa[1]);
+    for (int i = 0; i < 500 && (f.child_calls == 0 || f.io_parent == 0 || f.timer_calls == 0);
+         i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    CHECK_EQ(f.child_calls, 1);
+    CHECK(WIFEXITED(f.child_status));
+    CHECK_EQ(WEXITSTATUS(f.child_status), CHILD_ALL);
+    CHECK_EQ(f.io_parent, 1);
+    CHECK_EQ(f.io_child, 0);
+    CHECK_EQ(f.timer_calls, 1);
+    CHECK_EQ(f.fork_calls, 0); /* never in the parent */
+    /* The parent's loop still works after the child's loop re-created its own state. */
+    write_byte(f.pa[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(f.io_parent, 2);
+    CHECK_EQ(mux_io_stop(&loop, &wa), 0);
+    CHECK_EQ(mux_fork_stop(&loop, &fw), 0);
+    loop_close(&loop);
+    for (int i = 0; i < 2; i++) {
+        close(f.pa[i]);
+        close(f.pb[i]);
+    }
+}
+
+/* mux_loop_fork called explicitly in the child (as after a raw clone) also works, and the
+ * fork watcher still runs exactly once. */
+TEST(fork_explicit_loop_fork_in_child) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct forked f;
+    memset(&f, 0, sizeof f);
+    make_pipe(f.pb);
+    mux_fork_t fw;
+    mux_io_t wb;
+    mux_child_t cw;
+    CHECK_EQ(mux_fork_init(&fw, fk_fork), 0);
+    fw.data = &f;
+    CHECK_EQ(mux_io_init(&wb, fk_io_child, f.pb[0], MUX_READ), 0);
+    wb.data = &f;
+    CHECK_EQ(mux_fork_start(&loop, &fw), 0);
+    CHECK_EQ(mux_io_start(&loop, &wb), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    int pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        alarm(10);
+        int code = 0;
+        if (mux_loop_fork(&loop) != 0)
+            _exit(100);
+        write_byte(f.pb[1]);
+        for (int i = 0; i < 100 && f.io_child == 0; i++)
+            if (mux_run(&loop, MUX_RUN_ONCE) < 0)
+                break;
+        code |= f.fork_calls == 1 ? CHILD_FORK_CB : 0;
+        code |= f.io_child >= 1 ? CHILD_IO : 0;
+        _exit(code);
+    }
+    CHECK_EQ(mux_io_stop(&loop, &wb), 0);
+    CHECK_EQ(mux_child_init(&cw, fk_child, pid), 0);
+    cw.data = &f;
+    CHECK_EQ(mux_child_start(&loop, &cw), 0);
+    for (int i = 0; i < 500 && f.child_calls == 0; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 1); /* the fork watcher stays active */
+    CHECK_EQ(f.child_calls, 1);
+    CHECK(WIFEXITED(f.child_status));
+    CHECK_EQ(WEXITSTATUS(f.child_status), CHILD_FORK_CB | CHILD_IO);
+    CHECK_EQ(f.fork_calls, 0);
+    CHECK_EQ(mux_fork_stop(&loop, &fw), 0);
+    loop_close(&loop);
+    close(f.pb[0]);
+    close(f.pb[1]);
+}

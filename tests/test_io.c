@@ -1,0 +1,840 @@
+/* io watchers: readiness, several watchers per fd, changes from inside callbacks,
+ * edge-triggered use, fds closed and re-used behind the loop's back, many fds. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* What an io callback saw. */
+struct seen {
+    int calls;
+    unsigned revents, all; /* last revents, and the union of them all */
+    int order;             /* global call order, 1-based */
+};
+static int call_order;
+
+static void record(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct seen *s = w->data;
+    (void)loop;
+    s->calls++;
+    s->revents = revents;
+    s->all |= revents;
+    s->order = ++call_order;
+}
+
+static void record_and_stop(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    record(loop, w, revents);
+    CHECK_EQ(mux_io_stop(loop, w), 0);
+    CHECK_EQ(mux_io_is_active(w), 0);
+}
+
+TEST(io_read_readiness) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, sv[0], MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_io_is_active(&w), 1);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(s.calls, 0); /* writable, but nothing to read */
+    write_byte(sv[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(drain(sv[0]), 1);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(s.calls, 1); /* drained: not readable any more */
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+TEST(io_write_readiness) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, sv[0], MUX_WRITE), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_WRITE);
+    /* Fill the socket: no longer writable. */
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    while (write(sv[0], buf, sizeof buf) > 0) {
+    }
+    CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+    s.calls = 0;
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(s.calls, 0);
+    drain(sv[1]); /* the peer empties it: writable again */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_WRITE);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+TEST(io_several_watchers_on_one_fd_each_get_their_events) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    write_byte(sv[1]); /* sv[0] is readable and writable */
+    struct seen r = {0}, wr = {0}, rw = {0}, r2 = {0};
+    mux_io_t wr_, ww_, wrw_, wr2_;
+    CHECK_EQ(mux_io_init(&wr_, record, sv[0], MUX_READ), 0);
+    wr_.data = &r;
+    CHECK_EQ(mux_io_init(&ww_, record, sv[0], MUX_WRITE), 0);
+    ww_.data = &wr;
+    CHECK_EQ(mux_io_init(&wrw_, record, sv[0], MUX_READ | MUX_WRITE), 0);
+    wrw_.data = &rw;
+    CHECK_EQ(mux_io_init(&wr2_, record, sv[0], MUX_READ), 0);
+    wr2_.data = &r2;
+    CHECK_EQ(mux_io_start(&loop, &wr_), 0);
+    CHECK_EQ(mux_io_start(&loop, &ww_), 0);
+    CHECK_EQ(mux_io_start(&loop, &wrw_), 0);
+    CHECK_EQ(mux_io_start(&loop, &wr2_), 0);
+    CHECK_EQ(mux_loop_active(&loop), 4);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 4);
+    /* One iteration: every watcher called once, with exactly its own events. */
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.revents, MUX_READ);
+    CHECK_EQ(wr.calls, 1);
+    CHECK_EQ(wr.revents, MUX_WRITE);
+    CHECK_EQ(rw.calls, 1);
+    CHECK_EQ(rw.revents, MUX_READ | MUX_WRITE);
+    CHECK_EQ(r2.calls, 1);
+    CHECK_EQ(r2.revents, MUX_READ);
+    /* Stopping one leaves the others watching. */
+    CHECK_EQ(mux_io_stop(&loop, &wrw_), 0);
+    CHECK_EQ(mux_io_stop(&loop, &wr_), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(rw.calls, 1);
+    CHECK_EQ(wr.calls, 2);
+    CHECK_EQ(r2.calls, 2);
+    CHECK_EQ(mux_io_stop(&loop, &ww_), 0);
+    CHECK_EQ(mux_io_stop(&loop, &wr2_), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+TEST(io_stop_inside_own_callback) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    write_byte(sv[1]); /* never read: level-triggered readiness stays */
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record_and_stop, sv[0], MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* ends: nothing active */
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_EQ(s.calls, 1);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* Two watchers with events pending in the same iteration; whichever runs first stops and
+ * frees the other, which must then not be called (ASan catches a call through freed
+ * memory). */
+struct pair {
+    mux_io_t *a, *b;
+    int calls_a, calls_b;
+};
+
+static void stop_the_other(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct pair *p = w->data;
+    CHECK_EQ(revents, MUX_READ);
+    if (w == p->a) {
+        p->calls_a++;
+        if (p->b) {
+            CHECK_EQ(mux_io_stop(loop, p->b), 0);
+            free(p->b);
+            p->b = NULL;
+        }
+    } else {
+        CHECK(w == p->b);
+        p->calls_b++;
+        if (p->a) {
+            CHECK_EQ(mux_io_stop(loop, p->a), 0);
+            free(p->a);
+            p->a = NULL;
+        }
+    }
+}
+
+static void stop_other_case(int same_fd)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    int s1[2], s2[2];
+    make_socketpair(s1);
+    make_socketpair(s2);
+    write_byte(s1[1]);
+    write_byte(s2[1]);
+    struct pair p = {malloc(sizeof(mux_io_t)), malloc(sizeof(mux_io_t)), 0, 0};
+    CHECK(p.a && p.b);
+    CHECK_EQ(mux_io_init(p.a, stop_the_other, s1[0], MUX_READ), 0);
+    p.a->data = &p;
+    CHECK_EQ(mux_io_init(p.b, stop_the_other, same_fd ? s1[0] : s2[0], MUX_READ), 0);
+    p.b->data = &p;
+    CHECK_EQ(mux_io_start(&loop, p.a), 0);
+    CHECK_EQ(mux_io_start(&loop, p.b), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(p.calls_a + p.calls_b, 1);
+    /* The survivor goes on being called (its fd is still readable). */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(p.calls_a + p.calls_b, 2);
+    CHECK(p.calls_a == 0 || p.calls_b == 0);
+    mux_io_t *left = p.a ? p.a : p.b;
+    CHECK_EQ(mux_io_stop(&loop, left), 0);
+    free(left);
+    loop_close(&loop);
+    close(s1[0]);
+    close(s1[1]);
+    close(s2[0]);
+    close(s2[1]);
+}
+
+TEST(io_stop_other_pending_watcher_on_same_fd_inside_callback) {
+    stop_other_case(1);
+}
+
+TEST(io_stop_other_pending_watcher_on_other_fd_inside_callback) {
+    stop_other_case(0);
+}
+
+/* Restart inside the own callback: stop, point at another fd, start again. */
+struct restart {
+    int sv1[2], sv2[2];
+    int calls_on_1, calls_on_2;
+};
+
+static void restart_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct restart *r = w->data;
+    CHECK_EQ(revents, MUX_READ);
+    int fd = mux_io_fd(w);
+    CHECK_EQ(drain(fd), 1);
+    CHECK_EQ(mux_io_stop(loop, w), 0);
+    if (fd == r->sv1[0]) {
+        r->calls_on_1++;
+        CHECK_EQ(mux_io_set(w, r->sv2[0], MUX_READ), 0);
+    } else {
+        r->calls_on_2++;
+        CHECK_EQ(mux_io_set(w, r->sv1[0], MUX_READ), 0);
+    }
+    CHECK_EQ(mux_io_start(loop, w), 0);
+    CHECK_EQ(mux_io_is_active(w), 1);
+}
+
+TEST(io_restart_inside_own_callback) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct restart r = {{0}, {0}, 0, 0};
+    make_socketpair(r.sv1);
+    make_socketpair(r.sv2);
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, restart_cb, r.sv1[0], MUX_READ), 0);
+    w.data = &r;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    write_byte(r.sv1[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(r.calls_on_1, 1);
+    CHECK_EQ(mux_io_fd(&w), r.sv2[0]);
+    /* Now on sv2: data on sv1 is not seen, data on sv2 is. */
+    write_byte(r.sv1[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(r.calls_on_1, 1);
+    CHECK_EQ(r.calls_on_2, 0);
+    write_byte(r.sv2[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(r.calls_on_2, 1);
+    /* Back on sv1, whose byte has been waiting. */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(r.calls_on_1, 2);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(r.sv1[0]);
+    close(r.sv1[1]);
+    close(r.sv2[0]);
+    close(r.sv2[1]);
+}
+
+TEST(io_modify_changes_interest) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, sv[0], MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(s.calls, 0);
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_WRITE), 0); /* active watcher */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_WRITE);
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_READ), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(s.calls, 1); /* writable but no longer asked for */
+    write_byte(sv[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 2);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_READ | MUX_WRITE), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 3);
+    CHECK_EQ(s.revents, MUX_READ | MUX_WRITE);
+    /* Modifying an inactive watcher changes what its next start watches. */
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_WRITE), 0);
+    CHECK_EQ(mux_io_is_active(&w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_EQ(s.calls, 3);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 4);
+    CHECK_EQ(s.revents, MUX_WRITE);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* MUX_EDGE: a correct edge-triggered reader (reads until EAGAIN) gets exactly one call per
+ * new write on epoll / io_uring, and a superset elsewhere, with the same bytes either way. */
+struct edge {
+    int fd, calls, bytes;
+};
+
+static void edge_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct edge *e = w->data;
+    (void)loop;
+    CHECK_EQ(revents, MUX_READ);
+    e->calls++;
+    e->bytes += drain(e->fd);
+}
+
+TEST(io_edge_triggered_reader_gets_one_call_per_write) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int exact = loop_is(&loop, "epoll") || loop_is(&loop, "uring");
+    int sv[2];
+    make_socketpair(sv);
+    struct edge e = {sv[0], 0, 0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, edge_cb, sv[0], MUX_READ | MUX_EDGE), 0);
+    w.data = &e;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    char buf[100];
+    memset(buf, 'e', sizeof buf);
+    for (int round = 1; round <= 5; round++) {
+        CHECK_EQ(write(sv[1], buf, sizeof buf), (ssize_t)sizeof buf);
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+        for (int i = 0; i < 3; i++) /* no new data: no new edge */
+            CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+        CHECK_EQ(e.bytes, round * 100);
+        if (exact)
+            CHECK_EQ(e.calls, round);
+        else
+            CHECK_GE(e.calls, round);
+    }
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* An fd closed behind the loop's back and re-opened under the same number, pointed at by a
+ * newly initialised watcher: the new watcher fires. The old watcher, still active on the
+ * number, may see the new file's readiness or MUX_ERROR (and then be stopped). */
+TEST(io_fd_closed_and_reused_new_watcher_fires) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int a[2], b[2];
+    make_socketpair(a);
+    struct seen s1 = {0}, s2 = {0};
+    mux_io_t w1, w2;
+    CHECK_EQ(mux_io_init(&w1, record, a[0], MUX_READ), 0);
+    w1.data = &s1;
+    CHECK_EQ(mux_io_start(&loop, &w1), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1); /* the kernel has it now */
+    int num = a[0];
+    close(a[0]);
+    close(a[1]);
+    make_socketpair(b);
+    CHECK_EQ(b[0], num); /* lowest free number: re-used */
+    CHECK_EQ(mux_io_init(&w2, record, b[0], MUX_READ), 0);
+    w2.data = &s2;
+    CHECK_EQ(mux_io_start(&loop, &w2), 0);
+    write_byte(b[1]);
+    for (int i = 0; i < 20 && s2.calls == 0; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    CHECK_EQ(s2.calls, 1);
+    CHECK_EQ(s2.revents, MUX_READ);
+    CHECK_LE(s1.calls, 1);
+    if (s1.calls == 1) {
+        CHECK(s1.revents == MUX_READ || (s1.revents & MUX_ERROR));
+        if (s1.revents & MUX_ERROR)
+            CHECK_EQ(mux_io_is_active(&w1), 0);
+    }
+    CHECK_EQ(mux_io_stop(&loop, &w1), 0);
+    CHECK_EQ(mux_io_stop(&loop, &w2), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* no spinning, nothing left */
+    loop_close(&loop);
+    close(b[0]);
+    close(b[1]);
+}
+
+/* The same, with the one watcher stopped and pointed at the new fd with mux_io_set in the
+ * same iteration: the loop must tell the kernel again although the wanted events on that
+ * number did not change. */
+TEST(io_fd_closed_and_reused_watcher_set_fires) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int a[2], b[2];
+    make_socketpair(a);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, a[0], MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    int num = a[0];
+    close(a[0]);
+    close(a[1]);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    make_socketpair(b);
+    CHECK_EQ(b[0], num);
+    CHECK_EQ(mux_io_set(&w, b[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    write_byte(b[1]);
+    for (int i = 0; i < 20 && s.calls == 0; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(b[0]);
+    close(b[1]);
+}
+
+/* The watcher is stopped, the loop iterates while the fd is closed, then the number is
+ * re-used and the watcher restarted on it. */
+TEST(io_fd_closed_between_iterations_and_reused) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int a[2], b[2];
+    make_socketpair(a);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, a[0], MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    int num = a[0];
+    close(a[0]);
+    close(a[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    make_socketpair(b);
+    CHECK_EQ(b[0], num);
+    CHECK_EQ(mux_io_init(&w, record, b[0], MUX_READ), 0);
+    w.data = &s; /* init clears the watcher, data included */
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    write_byte(b[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(b[0]);
+    close(b[1]);
+}
+
+/* A watcher left on an fd that is closed and not re-used: the loop must neither spin nor
+ * crash. It may report MUX_ERROR (and stop the watcher) or simply never call it. */
+TEST(io_watched_fd_closed_does_not_spin) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int a[2];
+    make_socketpair(a);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, a[0], MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    close(a[0]);
+    close(a[1]);
+    for (int i = 0; i < 50; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_LE(s.calls, 1);
+    if (s.calls == 1) {
+        CHECK(s.revents & MUX_ERROR);
+        CHECK_EQ(mux_io_is_active(&w), 0);
+    }
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+}
+
+/* 10,000 watched fds; a few of them are written to and exactly those fire. */
+TEST(io_ten_thousand_fds_only_written_ones_fire) {
+    enum { PAIRS = 5000, N = 2 * PAIRS };
+    mux_loop_t loop;
+    loop_open(&loop);
+    if (loop_is(&loop, "select")) {
+        loop_close(&loop);
+        SKIP("select watches fds below FD_SETSIZE (1024) only");
+    }
+    long lim = raise_nofile_limit();
+    if (lim < N + 64) {
+        char why[128];
+        snprintf(why, sizeof why, "RLIMIT_NOFILE is %ld, need %d", lim, N + 64);
+        loop_close(&loop);
+        SKIP(why);
+    }
+    int *fds = calloc(N, sizeof *fds);
+    mux_io_t *w = calloc(N, sizeof *w);
+    struct seen *s = calloc(N, sizeof *s);
+    CHECK(fds && w && s);
+    for (int i = 0; i < PAIRS; i++)
+        make_socketpair(&fds[2 * i]);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(mux_io_init(&w[i], record, fds[i], MUX_READ), 0);
+        w[i].data = &s[i];
+        CHECK_EQ(mux_io_start(&loop, &w[i]), 0);
+    }
+    CHECK_EQ(mux_loop_active(&loop), N);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), N);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(s[i].calls, 0);
+    /* Writing to one end makes the other end readable. */
+    static const int targets[] = {0, 1, 777, 2500, 4097, 6001, 9998, 9999};
+    enum { T = sizeof targets / sizeof targets[0] };
+    for (int k = 0; k < T; k++)
+        write_byte(fds[targets[k] ^ 1]);
+    int fired = 0;
+    for (int round = 0; round < 10 && fired < T; round++) {
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), N);
+        fired = 0;
+        for (int i = 0; i < N; i++)
+            fired += s[i].calls > 0;
+    }
+    CHECK_EQ(fired, T);
+    for (int k = 0; k < T; k++) {
+        CHECK_GE(s[targets[k]].calls, 1);
+        CHECK_EQ(s[targets[k]].all, MUX_READ);
+    }
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(mux_io_stop(&loop, &w[i]), 0);
+    loop_close(&loop);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    free(fds);
+    free(w);
+    free(s);
+}
+
+TEST(io_select_refuses_fd_at_or_above_fd_setsize) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    if (!loop_is(&loop, "select")) {
+        loop_close(&loop);
+        SKIP("only the select backend has an fd limit");
+    }
+    if (raise_nofile_limit() < FD_SETSIZE + 8) {
+        loop_close(&loop);
+        SKIP("RLIMIT_NOFILE too low to make an fd above FD_SETSIZE");
+    }
+    int sv[2];
+    make_socketpair(sv);
+    int high = dup2(sv[0], FD_SETSIZE + 5);
+    int edge = dup2(sv[0], FD_SETSIZE - 1);
+    CHECK_EQ(high, FD_SETSIZE + 5);
+    CHECK_EQ(edge, FD_SETSIZE - 1);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, high, MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), -EINVAL);
+    CHECK_EQ(mux_io_is_active(&w), 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    CHECK_EQ(mux_io_init(&w, record, FD_SETSIZE, MUX_READ), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), -EINVAL);
+    /* The highest fd select can watch works. */
+    CHECK_EQ(mux_io_init(&w, record, edge, MUX_READ), 0);
+    w.data = &s; /* init clears the watcher, data included */
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    write_byte(sv[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(high);
+    close(edge);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* eventfds work like sockets; a watcher for READ|WRITE gets both. */
+TEST(io_eventfd_readiness) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    CHECK_GE(efd, 0);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, efd, MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(s.calls, 0);
+    uint64_t one = 1;
+    CHECK_EQ(write(efd, &one, sizeof one), 8);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(efd);
+}
+
+/* Regular files cannot be polled (epoll refuses them); they are reported ready on every
+ * iteration, as poll and select do. */
+TEST(io_regular_file_is_always_ready) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    int fd = fileno(f);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, fd, MUX_READ | MUX_WRITE), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    for (int i = 1; i <= 3; i++) {
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+        CHECK_EQ(s.calls, i);
+        CHECK_EQ(s.revents, MUX_READ | MUX_WRITE);
+    }
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    fclose(f);
+}
+
+/* mux_io_modify inside a callback drops the direction of another watcher whose event was
+ * already gathered in this iteration: that event is discarded. */
+struct modify_other {
+    mux_io_t a, b;
+    mux_io_t *modified; /* the watcher whose READ was dropped */
+    int calls_modifier, calls_modified;
+};
+
+static void modify_other_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct modify_other *m = w->data;
+    if (w == m->modified) {
+        CHECK_EQ(revents, MUX_WRITE);
+        m->calls_modified++;
+        return;
+    }
+    CHECK_EQ(revents, MUX_READ);
+    m->calls_modifier++;
+    if (!m->modified) {
+        m->modified = w == &m->a ? &m->b : &m->a;
+        CHECK_EQ(mux_io_modify(loop, m->modified, MUX_WRITE), 0);
+    }
+}
+
+TEST(io_modify_discards_gathered_event_of_dropped_direction) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int s1[2], s2[2];
+    make_socketpair(s1);
+    make_socketpair(s2);
+    write_byte(s1[1]);
+    write_byte(s2[1]);
+    struct modify_other m;
+    memset(&m, 0, sizeof m);
+    CHECK_EQ(mux_io_init(&m.a, modify_other_cb, s1[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_init(&m.b, modify_other_cb, s2[0], MUX_READ), 0);
+    m.a.data = m.b.data = &m;
+    CHECK_EQ(mux_io_start(&loop, &m.a), 0);
+    CHECK_EQ(mux_io_start(&loop, &m.b), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(m.calls_modifier, 1);
+    CHECK_EQ(m.calls_modified, 0); /* its gathered READ was discarded */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(m.calls_modifier, 2);
+    CHECK_EQ(m.calls_modified, 1); /* now for WRITE only */
+    CHECK_EQ(mux_io_stop(&loop, &m.a), 0);
+    CHECK_EQ(mux_io_stop(&loop, &m.b), 0);
+    loop_close(&loop);
+    close(s1[0]);
+    close(s1[1]);
+    close(s2[0]);
+    close(s2[1]);
+}
+
+/* End of file and a closed peer count as readiness: MUX_READ for a reader (EOF), MUX_WRITE
+ * for a writer (the error is pending). */
+TEST(io_peer_closed_reports_read_and_write) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int p[2];
+    make_pipe(p);
+    struct seen r = {0}, wr = {0};
+    mux_io_t wa, wb;
+    CHECK_EQ(mux_io_init(&wa, record, p[0], MUX_READ), 0);
+    wa.data = &r;
+    CHECK_EQ(mux_io_start(&loop, &wa), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(r.calls, 0);
+    close(p[1]); /* writer gone: EOF */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &wa), 0);
+    close(p[0]);
+
+    make_pipe(p);
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    while (write(p[1], buf, sizeof buf) > 0) { /* full: not writable */
+    }
+    CHECK_EQ(mux_io_init(&wb, record, p[1], MUX_WRITE), 0);
+    wb.data = &wr;
+    CHECK_EQ(mux_io_start(&loop, &wb), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(wr.calls, 0);
+    close(p[0]); /* reader gone: a write would fail with EPIPE */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(wr.calls, 1);
+    CHECK_EQ(wr.revents, MUX_WRITE);
+    CHECK_EQ(mux_io_stop(&loop, &wb), 0);
+    close(p[1]);
+    loop_close(&loop);
+}
+
+/* A watcher started on an fd number that is not open: the kernel refuses it (EBADF), and the
+ * watcher is stopped and called with MUX_ERROR; the loop then has nothing left to do. */
+TEST(io_watcher_on_closed_fd_gets_error_and_is_stopped) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    int dead = sv[0];
+    close(sv[0]);
+    struct seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, record, dead, MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* ends: the watcher was stopped */
+    CHECK_EQ(s.calls, 1);
+    CHECK(s.revents & MUX_ERROR);
+    CHECK_EQ(s.revents & ~(unsigned)(MUX_ERROR | MUX_READ), 0);
+    CHECK_EQ(mux_io_is_active(&w), 0);
+    loop_close(&loop);
+    close(sv[1]);
+}
+
+/* Starting an idle watcher from an io callback: the next iteration does not block. */
+static void start_idle_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)revents;
+    drain(mux_io_fd(w));
+    CHECK_EQ(mux_idle_start(loop, w->data), 0);
+}
+
+static void idle_once(mux_loop_t *loop, mux_idle_t *i)
+{
+    (*(int *)i->data)++;
+    CHECK_EQ(mux_idle_stop(loop, i), 0);
+}
+
+TEST(io_callback_starting_idle_makes_next_iteration_nonblocking) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2], n = 0;
+    make_socketpair(sv);
+    mux_io_t w;
+    mux_idle_t i;
+    CHECK_EQ(mux_idle_init(&i, idle_once), 0);
+    i.data = &n;
+    CHECK_EQ(mux_io_init(&w, start_idle_cb, sv[0], MUX_READ), 0);
+    w.data = &i;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    write_byte(sv[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    uint64_t t0 = mono_ns();
+    for (int k = 0; k < 3 && n == 0; k++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(n, 1);
+    CHECK_LT(mono_ns() - t0, 200 * MS);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* One edge-triggered and one level-triggered watcher on the same fd: the level-triggered
+ * one keeps being called while data is left unread; the edge one at least once. */
+TEST(io_edge_and_level_watchers_on_one_fd) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct seen e = {0}, l = {0};
+    mux_io_t we, wl;
+    CHECK_EQ(mux_io_init(&we, record, sv[0], MUX_READ | MUX_EDGE), 0);
+    CHECK_EQ(mux_io_init(&wl, record, sv[0], MUX_READ), 0);
+    we.data = &e;
+    wl.data = &l;
+    CHECK_EQ(mux_io_start(&loop, &we), 0);
+    CHECK_EQ(mux_io_start(&loop, &wl), 0);
+    write_byte(sv[1]); /* never read */
+    for (int i = 1; i <= 3; i++) {
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+        CHECK_EQ(l.calls, i);
+        CHECK_EQ(l.revents, MUX_READ);
+    }
+    CHECK_GE(e.calls, 1);
+    CHECK_EQ(e.all, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &we), 0);
+    CHECK_EQ(mux_io_stop(&loop, &wl), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}

@@ -1,0 +1,420 @@
+/* The loop: run modes, stopping, closing, re-entrancy, and one loop per thread. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void count_timer(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    (*(int *)t->data)++;
+}
+
+static void count_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop;
+    (void)revents;
+    (*(int *)w->data)++;
+}
+
+TEST(loop_run_default_returns_0_without_watchers) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 0); /* nothing active: does not block */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_LT(mono_ns() - t0, 500 * MS);
+    loop_close(&loop);
+}
+
+TEST(loop_run_nowait_returns_at_once_with_active_count) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2], fired = 0;
+    make_socketpair(sv);
+    mux_io_t w;
+    mux_timer_t t;
+    CHECK_EQ(mux_io_init(&w, count_io, sv[0], MUX_READ), 0);
+    w.data = &fired;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_timer_init(&t, count_timer), 0);
+    t.data = &fired;
+    CHECK_EQ(mux_timer_start(&loop, &t, 10000 * MS, 0), 0);
+    CHECK_EQ(mux_loop_active(&loop), 2);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    CHECK_LT(mono_ns() - t0, 200 * MS);
+    CHECK_EQ(fired, 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_timer_stop(&loop, &t), 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+TEST(loop_run_once_blocks_until_one_event) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2], io_fired = 0, timer_fired = 0;
+    make_socketpair(sv);
+    mux_io_t w; /* never ready: keeps the loop alive */
+    CHECK_EQ(mux_io_init(&w, count_io, sv[0], MUX_READ), 0);
+    w.data = &io_fired;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    mux_timer_t t;
+    CHECK_EQ(mux_timer_init(&t, count_timer), 0);
+    t.data = &timer_fired;
+    CHECK_EQ(mux_now_update(&loop), 0);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_timer_start(&loop, &t, 30 * MS, 0), 0);
+    /* ONCE may return early without an event only if it iterated with nothing ready, which
+     * the header does not allow: it blocks until at least one event. */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(timer_fired, 1);
+    CHECK_GE(mono_ns() - t0, 30 * MS);
+    CHECK_EQ(io_fired, 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+static void stop_loop_at_3(mux_loop_t *loop, mux_timer_t *t)
+{
+    int *n = t->data;
+    if (++*n % 3 == 0)
+        CHECK_EQ(mux_loop_stop(loop), 0);
+}
+
+TEST(loop_stop_from_callback_returns_from_run) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_timer_t t;
+    int n = 0;
+    CHECK_EQ(mux_timer_init(&t, stop_loop_at_3), 0);
+    t.data = &n;
+    CHECK_EQ(mux_timer_start(&loop, &t, 1 * MS, 1 * MS), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 1); /* the timer is still active */
+    CHECK_EQ(n, 3);
+    /* The stop applied to that run only: the next run goes on until the next stop. */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 1);
+    CHECK_EQ(n, 6);
+    CHECK_EQ(mux_timer_stop(&loop, &t), 0);
+    loop_close(&loop);
+}
+
+TEST(loop_close_is_ebusy_with_active_watcher) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_timer_t t;
+    int n = 0;
+    CHECK_EQ(mux_timer_init(&t, count_timer), 0);
+    t.data = &n;
+    CHECK_EQ(mux_timer_start(&loop, &t, 1 * MS, 0), 0);
+    CHECK_EQ(mux_loop_close(&loop), -EBUSY);
+    /* The loop was left untouched: it still runs the timer. */
+    CHECK(mux_loop_backend(&loop) != NULL);
+    CHECK_EQ(mux_loop_active(&loop), 1);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(mux_timer_start(&loop, &t, 1000 * MS, 0), 0);
+    CHECK_EQ(mux_loop_close(&loop), -EBUSY);
+    CHECK_EQ(mux_timer_stop(&loop, &t), 0);
+    loop_close(&loop);
+}
+
+TEST(loop_calls_on_closed_loop_are_einval) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_timer_t t;
+    mux_io_t w;
+    int n = 0, sv[2];
+    make_socketpair(sv);
+    CHECK_EQ(mux_timer_init(&t, count_timer), 0);
+    t.data = &n;
+    CHECK_EQ(mux_io_init(&w, count_io, sv[0], MUX_READ), 0);
+    w.data = &n;
+    loop_close(&loop);
+
+    CHECK_EQ(mux_timer_start(&loop, &t, 1 * MS, 0), -EINVAL);
+    CHECK_EQ(mux_timer_is_active(&t), 0);
+    CHECK_EQ(mux_timer_stop(&loop, &t), -EINVAL);
+    CHECK_EQ(mux_timer_again(&loop, &t), -EINVAL);
+    CHECK_EQ(mux_io_start(&loop, &w), -EINVAL);
+    CHECK_EQ(mux_io_is_active(&w), 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), -EINVAL);
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_WRITE), -EINVAL);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), -EINVAL);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), -EINVAL);
+    CHECK_EQ(mux_loop_stop(&loop), -EINVAL);
+    CHECK_EQ(mux_loop_active(&loop), -EINVAL);
+    CHECK(mux_loop_backend(&loop) == NULL);
+    CHECK_EQ(mux_loop_fork(&loop), -EINVAL);
+    CHECK_EQ(mux_now(&loop), 0);
+    CHECK_EQ(mux_now_update(&loop), -EINVAL);
+    CHECK_EQ(mux_wall_now(&loop), 0);
+    CHECK_EQ(mux_loop_close(&loop), -EINVAL);
+    CHECK_EQ(n, 0);
+
+    /* Initialised again, it works again. */
+    loop_open(&loop);
+    CHECK_EQ(mux_timer_start(&loop, &t, 1 * MS, 0), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(n, 1);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+static void run_inside_callback(mux_loop_t *loop, mux_timer_t *t)
+{
+    CHECK_EQ(mux_run(loop, MUX_RUN_DEFAULT), -EBUSY);
+    CHECK_EQ(mux_run(loop, MUX_RUN_NOWAIT), -EBUSY);
+    CHECK_EQ(mux_run(loop, MUX_RUN_ONCE), -EBUSY);
+    (*(int *)t->data)++;
+}
+
+TEST(loop_run_inside_callback_is_ebusy) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_timer_t t;
+    int n = 0;
+    CHECK_EQ(mux_timer_init(&t, run_inside_callback), 0);
+    t.data = &n;
+    CHECK_EQ(mux_timer_start(&loop, &t, 0, 0), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(n, 1);
+    loop_close(&loop);
+}
+
+static void close_inside_callback(mux_loop_t *loop, mux_timer_t *t)
+{
+    CHECK_EQ(mux_timer_is_active(t), 0);
+    CHECK_EQ(mux_loop_active(loop), 0);
+    CHECK_EQ(mux_loop_close(loop), -EINVAL);
+    (*(int *)t->data)++;
+}
+
+TEST(loop_close_inside_run_is_einval) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_timer_t t;
+    int n = 0;
+    CHECK_EQ(mux_timer_init(&t, close_inside_callback), 0);
+    t.data = &n;
+    CHECK_EQ(mux_timer_start(&loop, &t, 0, 0), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(n, 1);
+    loop_close(&loop);
+}
+
+/* Callbacks of watchers that are started but never meant to run. */
+static void noop_periodic(mux_loop_t *l, mux_periodic_t *w) { (void)l; (void)w; CHECK(0); }
+static void noop_idle(mux_loop_t *l, mux_idle_t *w) { (void)l; (void)w; CHECK(0); }
+static void noop_prepare(mux_loop_t *l, mux_prepare_t *w) { (void)l; (void)w; CHECK(0); }
+static void noop_check(mux_loop_t *l, mux_check_t *w) { (void)l; (void)w; CHECK(0); }
+static void noop_fork(mux_loop_t *l, mux_fork_t *w) { (void)l; (void)w; CHECK(0); }
+static void noop_async(mux_loop_t *l, mux_async_t *w) { (void)l; (void)w; CHECK(0); }
+
+TEST(loop_active_counts_every_watcher_type) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    mux_io_t w;
+    mux_timer_t t;
+    mux_periodic_t p;
+    mux_idle_t i;
+    mux_prepare_t pr;
+    mux_check_t c;
+    mux_fork_t f;
+    mux_async_t a;
+    CHECK_EQ(mux_io_init(&w, count_io, sv[0], MUX_READ), 0);
+    CHECK_EQ(mux_timer_init(&t, count_timer), 0);
+    CHECK_EQ(mux_periodic_init(&p, noop_periodic), 0);
+    CHECK_EQ(mux_idle_init(&i, noop_idle), 0);
+    CHECK_EQ(mux_prepare_init(&pr, noop_prepare), 0);
+    CHECK_EQ(mux_check_init(&c, noop_check), 0);
+    CHECK_EQ(mux_fork_init(&f, noop_fork), 0);
+    CHECK_EQ(mux_async_init(&a, noop_async), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_loop_active(&loop), 1);
+    CHECK_EQ(mux_timer_start(&loop, &t, 10000 * MS, 0), 0);
+    CHECK_EQ(mux_periodic_start(&loop, &p, mux_wall_now(&loop) + 3600 * 1000 * (int64_t)MS, 0),
+             0);
+    CHECK_EQ(mux_idle_start(&loop, &i), 0);
+    CHECK_EQ(mux_prepare_start(&loop, &pr), 0);
+    CHECK_EQ(mux_check_start(&loop, &c), 0);
+    CHECK_EQ(mux_fork_start(&loop, &f), 0);
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    CHECK_EQ(mux_loop_active(&loop), 8);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_timer_stop(&loop, &t), 0);
+    CHECK_EQ(mux_periodic_stop(&loop, &p), 0);
+    CHECK_EQ(mux_idle_stop(&loop, &i), 0);
+    CHECK_EQ(mux_prepare_stop(&loop, &pr), 0);
+    CHECK_EQ(mux_check_stop(&loop, &c), 0);
+    CHECK_EQ(mux_fork_stop(&loop, &f), 0);
+    CHECK_EQ(mux_async_stop(&loop, &a), 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    /* Stopping twice does not count twice. */
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+TEST(loop_now_is_cached_and_update_refreshes_it) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    uint64_t a = mux_now(&loop);
+    CHECK_GT(a, 0);
+    sleep_ms(20);
+    CHECK_EQ(mux_now(&loop), a); /* cached: unchanged without an iteration */
+    CHECK_EQ(mux_now_update(&loop), 0);
+    uint64_t b = mux_now(&loop);
+    CHECK_GE(b - a, 20 * MS);
+    CHECK_LE(b, mono_ns());
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_GE(mux_now(&loop), b);
+    int64_t w0 = wall_ns(), w = mux_wall_now(&loop), w1 = wall_ns();
+    CHECK_GE(w, w0 - 50 * (int64_t)MS); /* may be cached per iteration, not by much */
+    CHECK_LE(w, w1);
+    loop_close(&loop);
+}
+
+/* One loop per thread: four threads each run their own loop with timers and an io ping-pong,
+ * at the same time, without sharing anything. */
+struct per_thread {
+    int sv[2], reads, fires;
+};
+
+static void pt_read(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct per_thread *pt = w->data;
+    CHECK_EQ(revents, MUX_READ);
+    pt->reads += drain(pt->sv[0]);
+    if (pt->reads >= 100)
+        CHECK_EQ(mux_io_stop(loop, w), 0);
+    else
+        write_byte(pt->sv[1]);
+}
+
+static void pt_timer(mux_loop_t *loop, mux_timer_t *t)
+{
+    struct per_thread *pt = t->data;
+    if (++pt->fires == 10)
+        CHECK_EQ(mux_timer_stop(loop, t), 0);
+}
+
+static void *per_thread_main(void *arg)
+{
+    struct per_thread *pt = arg;
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_io_t w;
+    mux_timer_t t;
+    make_socketpair(pt->sv);
+    CHECK_EQ(mux_io_init(&w, pt_read, pt->sv[0], MUX_READ), 0);
+    w.data = pt;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_timer_init(&t, pt_timer), 0);
+    t.data = pt;
+    CHECK_EQ(mux_timer_start(&loop, &t, 1 * MS, 1 * MS), 0);
+    write_byte(pt->sv[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    loop_close(&loop);
+    close(pt->sv[0]);
+    close(pt->sv[1]);
+    return NULL;
+}
+
+THREAD_TEST(loop_one_per_thread_runs_independently) {
+    enum { N = 4 };
+    pthread_t th[N];
+    struct per_thread pt[N];
+    memset(pt, 0, sizeof pt);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, per_thread_main, &pt[i]), 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(pthread_join(th[i], NULL), 0);
+        CHECK_EQ(pt[i].reads, 100);
+        CHECK_EQ(pt[i].fires, 10);
+    }
+    /* The main thread's own loop, for the backend check and a clean close. */
+    mux_loop_t loop;
+    loop_open(&loop);
+    loop_close(&loop);
+}
+
+TEST(loop_stop_before_run_makes_one_nonblocking_iteration) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2], n = 0;
+    make_socketpair(sv);
+    mux_io_t w; /* never ready */
+    CHECK_EQ(mux_io_init(&w, count_io, sv[0], MUX_READ), 0);
+    w.data = &n;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_loop_stop(&loop), 0);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 1);
+    CHECK_LT(mono_ns() - t0, 200 * MS);
+    /* The stop was used up by that run. */
+    write_byte(sv[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* Signal and async watchers keep MUX_RUN_DEFAULT running like any other watcher: the run
+ * goes on after the timer that raises the signal is done, until the watchers stop. */
+static mux_async_t *keep_async;
+
+static void keep_sig(mux_loop_t *loop, mux_signal_t *w, int signum)
+{
+    (void)signum;
+    CHECK_EQ(mux_signal_stop(loop, w), 0);
+    CHECK_EQ(mux_async_send(keep_async), 0);
+}
+
+static void keep_async_cb(mux_loop_t *loop, mux_async_t *a)
+{
+    CHECK_EQ(mux_async_stop(loop, a), 0);
+}
+
+static void keep_timer(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    (void)t;
+    CHECK_EQ(raise(SIGUSR2), 0);
+}
+
+TEST(loop_signal_and_async_watchers_keep_default_run_going) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_signal_t s;
+    mux_async_t a;
+    mux_timer_t t;
+    CHECK_EQ(mux_signal_init(&s, keep_sig, SIGUSR2), 0);
+    CHECK_EQ(mux_async_init(&a, keep_async_cb), 0);
+    CHECK_EQ(mux_timer_init(&t, keep_timer), 0);
+    keep_async = &a;
+    CHECK_EQ(mux_signal_start(&loop, &s), 0);
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    CHECK_EQ(mux_timer_start(&loop, &t, 10 * MS, 0), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    loop_close(&loop);
+}
