@@ -29,6 +29,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -388,6 +391,197 @@ int mux_async_stop(mux_loop_t *loop, mux_async_t *w);        /* 0 or -EINVAL */
 int mux_async_send(mux_async_t *w);
 /* Returns 1 when a send is waiting for the loop, 0 when not, -EINVAL. Thread-safe. */
 int mux_async_pending(const mux_async_t *w);
+
+/* ---------------------------------------------------------------------------------------
+ * Streams: completion-style TCP (IPv4, IPv6) and Unix-domain stream sockets.
+ *
+ * The caller asks for an operation and is called back when it is done. A stream holds
+ * references to the caller's buffers and iovec arrays while operations are in flight, so
+ * closing is asynchronous: mux_stream_close(s, cb), and the memory of the stream, of its
+ * unfinished write requests and of their buffers may be reused from `cb` on. Every queued
+ * write is called back exactly once: 0 when all its bytes were written, a negative errno
+ * when it failed, -ECANCELED when the stream was closed first. Callbacks never run from
+ * inside the call that caused them; they run from the loop, after the current callback.
+ * Streams, listeners and in-flight requests allocate nothing: every struct is the
+ * caller's. SIGPIPE is never raised (writes use MSG_NOSIGNAL).
+ * ------------------------------------------------------------------------------------ */
+
+typedef struct mux_stream mux_stream_t;
+typedef struct mux_write mux_write_t;
+typedef struct mux_listener mux_listener_t;
+typedef struct mux_bufpool mux_bufpool_t;
+
+/* `nread` > 0: that many bytes are in `buf`. 0: the peer shut down its side (end of
+ * stream). < 0: a negative errno (-ECONNRESET, -ETIMEDOUT from a timeout, -ENOBUFS when the
+ * pool is empty). After 0 or an error, reading has stopped. With a pool, `buf` is the
+ * caller's until it is given back with mux_bufpool_put. */
+typedef void (*mux_read_cb)(mux_stream_t *s, ssize_t nread, char *buf);
+/* `status`: 0, or a negative errno; -ECANCELED when the stream was closed first. */
+typedef void (*mux_write_cb)(mux_write_t *req, int status);
+/* `status`: 0 when connected, else a negative errno (-ECONNREFUSED, -ENETUNREACH, ...,
+ * -ECANCELED when closed first). After a failure, close the stream. */
+typedef void (*mux_connect_cb)(mux_stream_t *s, int status);
+/* `status`: 0 when every queued write finished and the write side is shut down. */
+typedef void (*mux_shutdown_cb)(mux_stream_t *s, int status);
+/* From here on the stream's memory is the caller's again. */
+typedef void (*mux_close_cb)(mux_stream_t *s);
+/* A new connection: `fd` >= 0 (non-blocking, close-on-exec) is the caller's, to hand to
+ * mux_stream_open or to close. Or `fd` < 0 and `status` a negative errno: -EMFILE/-ENFILE
+ * say the listener paused for lack of descriptors (it resumes by itself as soon as a
+ * stream of this loop closes, else within 100 ms, and serves its backlog then). */
+typedef void (*mux_accept_cb)(mux_listener_t *l, int fd, int status);
+typedef void (*mux_listener_close_cb)(mux_listener_t *l);
+
+/* A pool of equal buffers in caller memory, for reads that should not pin one buffer per
+ * idle connection. */
+struct mux_bufpool {
+    void *data;
+    char *mem_;
+    size_t size_;
+    uint32_t count_, nfree_, head_;
+    uint32_t *free_; /* free list threaded through caller memory; in-use marks */
+};
+
+/* Makes `pool` hand out `count` buffers of `size` bytes carved from `mem` (count * size
+ * bytes), using `free_slots` (count entries) for its bookkeeping; all three are the
+ * caller's and must outlive the pool's use. Returns 0 or -EINVAL. */
+int mux_bufpool_init(mux_bufpool_t *pool, void *mem, size_t size, uint32_t count,
+                     uint32_t *free_slots);
+/* Gives a buffer that a read callback received back to its pool. Returns 0, or -EINVAL for
+ * a pointer that is not a buffer of this pool or that is already free. */
+int mux_bufpool_put(mux_bufpool_t *pool, char *buf);
+/* Returns the number of free buffers, or -EINVAL. */
+int mux_bufpool_available(const mux_bufpool_t *pool);
+
+/* A write request: caller-owned, passed to mux_write, the caller's again in its callback. */
+struct mux_write {
+    void *data;
+    mux_write_cb cb_;
+    mux_stream_t *stream_;
+    mux_write_t *next_;
+    const struct iovec *iov_;
+    int iovcnt_, iovidx_;
+    size_t off_;  /* bytes of iov_[iovidx_] already written */
+    size_t left_; /* bytes not yet written */
+    int status_;
+};
+
+/* Per-stream timeouts, in nanoseconds; 0 disables one. When one expires, the read
+ * callback (if reading) gets -ETIMEDOUT and queued writes fail with -ETIMEDOUT. */
+typedef struct mux_stream_timeouts {
+    uint64_t idle_ns;  /* no byte read or written for this long */
+    uint64_t read_ns;  /* reading, and no byte arrived for this long */
+    uint64_t write_ns; /* writes queued, and no byte left for this long */
+} mux_stream_timeouts_t;
+
+struct mux_stream {
+    void *data;
+    /* private */
+    struct mux__loop *loop_;
+    mux_io_t io_;
+    mux_timer_t timer_;
+    int fd_;
+    unsigned flags_;
+    mux_read_cb read_cb_;
+    char *rbuf_;
+    size_t rlen_;
+    mux_bufpool_t *pool_;
+    mux_write_t *wq_head_, *wq_tail_; /* queued, in order */
+    mux_write_t *done_head_, *done_tail_; /* finished, callbacks not yet run */
+    size_t wq_bytes_;
+    mux_connect_cb connect_cb_;
+    mux_shutdown_cb shutdown_cb_;
+    mux_close_cb close_cb_;
+    int connect_status_, shutdown_status_;
+    mux_stream_timeouts_t to_;
+    uint64_t last_read_, last_write_;
+};
+
+/* Adopts `fd`, a connected stream socket (it is made non-blocking), as stream `s` of
+ * `loop`; `s->data` is kept, every other field is set. The stream owns the fd from now on and closes it in mux_stream_close. Returns 0,
+ * -EINVAL, -EBADF. */
+int mux_stream_open(mux_loop_t *loop, mux_stream_t *s, int fd);
+/* Starts connecting `s` to a TCP or Unix address; `cb` is called once. Returns 0 (the
+ * result comes to `cb`; close the stream in any case when done with it), or -EINVAL,
+ * -EAFNOSUPPORT, -EMFILE without calling `cb` (the stream is then not open). */
+int mux_stream_connect(mux_loop_t *loop, mux_stream_t *s, const struct sockaddr *addr,
+                       socklen_t addrlen, mux_connect_cb cb);
+/* Starts continuous reads into the caller's buffer `buf` of `len` bytes: every callback
+ * sees the data at the start of `buf`; the next read reuses it after the callback returns.
+ * Returns 0, -EINVAL, -EBUSY if already reading, -ENOTCONN before connect completed. */
+int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_cb cb);
+/* As mux_read_start, but every read takes a fresh buffer from `pool`. */
+int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_read_cb cb);
+/* Stops reading; no read callback runs after it returns. Returns 0 or -EINVAL. */
+int mux_read_stop(mux_stream_t *s);
+/* Queues a write of the `iovcnt` buffers of `iov`, after the writes already queued. The
+ * iovec array and the buffers must stay untouched until `cb`; `req` is the caller's.
+ * A write is tried at once when nothing is queued. Returns 0 (cb will be called), or
+ * -EINVAL, -EPIPE after shutdown, -ENOTCONN, without calling cb. */
+int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *iov, int iovcnt,
+              mux_write_cb cb);
+/* Returns the bytes queued and not yet written (for back-pressure), or -EINVAL. */
+ssize_t mux_stream_write_queue_size(const mux_stream_t *s);
+/* Shuts down the write side once every queued write is done (half-close); `cb` is called
+ * once. Returns 0, -EINVAL, -EBUSY when already shutting down, -ENOTCONN. */
+int mux_stream_shutdown(mux_stream_t *s, mux_shutdown_cb cb);
+/* Closes the stream: reading stops, unfinished writes, connect and shutdown are called
+ * back with -ECANCELED, the fd is closed, then `cb` (may be NULL) is called. Returns 0,
+ * -EINVAL, -EALREADY when already closing. */
+int mux_stream_close(mux_stream_t *s, mux_close_cb cb);
+/* Sets TCP_NODELAY (on != 0) or clears it. Returns 0, -EINVAL, -ENOTSUP for a Unix
+ * socket, or setsockopt's error. */
+int mux_stream_nodelay(mux_stream_t *s, int on);
+/* Enables TCP keep-alive with `idle_s` seconds before the first probe, or disables it
+ * (on == 0). Returns 0, -EINVAL, -ENOTSUP for a Unix socket, or setsockopt's error. */
+int mux_stream_keepalive(mux_stream_t *s, int on, unsigned idle_s);
+/* Sets the stream's timeouts (NULL: none). Returns 0 or -EINVAL. */
+int mux_stream_set_timeouts(mux_stream_t *s, const mux_stream_timeouts_t *to);
+/* Returns the stream's fd, or -EINVAL. */
+int mux_stream_fd(const mux_stream_t *s);
+/* Returns the loop of an open stream, or NULL. */
+mux_loop_t *mux_stream_loop(const mux_stream_t *s);
+
+/* Listeners. */
+enum {
+    MUX_LISTEN_REUSEPORT = 0x1, /* SO_REUSEPORT: several listeners (loops) share a port */
+    MUX_LISTEN_V6ONLY = 0x2,    /* IPV6_V6ONLY on an IPv6 address */
+};
+
+typedef struct mux_listen_options {
+    int backlog;        /* 0: SOMAXCONN */
+    unsigned flags;     /* MUX_LISTEN_*; unknown bits are -EINVAL */
+    unsigned batch;     /* connections accepted per readiness; 0: 64 */
+} mux_listen_options_t;
+
+struct mux_listener {
+    void *data;
+    /* private */
+    struct mux__loop *loop_;
+    mux_io_t io_;
+    mux_timer_t retry_;
+    int fd_;
+    unsigned flags_;
+    unsigned batch_;
+    mux_accept_cb cb_;
+    mux_listener_close_cb close_cb_;
+    mux_listener_t *next_paused_;
+};
+
+/* Binds a listening socket to `addr` (TCP; SO_REUSEADDR is always set) or to a Unix path
+ * (AF_UNIX; an existing socket file at the path is not removed) and starts accepting:
+ * `cb` runs once per accepted connection. Returns 0, -EINVAL, or the socket call's error
+ * (-EADDRINUSE, -EACCES, ...). */
+int mux_listen(mux_loop_t *loop, mux_listener_t *l, const struct sockaddr *addr,
+               socklen_t addrlen, const mux_listen_options_t *opts, mux_accept_cb cb);
+/* Writes the bound address (to learn the port after binding port 0). Returns 0, -EINVAL,
+ * or getsockname's error. */
+int mux_listener_address(const mux_listener_t *l, struct sockaddr *addr, socklen_t *len);
+/* Returns the loop of an open listener, or NULL. */
+mux_loop_t *mux_listener_loop(const mux_listener_t *l);
+/* Stops accepting and closes the socket; `cb` (may be NULL) runs from the loop once the
+ * listener's memory is the caller's again. Returns 0, -EINVAL, -EALREADY. */
+int mux_listener_close(mux_listener_t *l, mux_listener_close_cb cb);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,8 @@ enum {
 };
 
 #define MUX__IO_EVENTS (MUX_READ | MUX_WRITE)
+/* revents bit of the stream layer's io watchers: completions are waiting for delivery. */
+#define MUX__DEFER 0x100
 
 /* One entry per fd number. */
 struct mux__fd {
@@ -120,6 +122,7 @@ struct mux__loop {
     unsigned sig_seen[65];       /* last delivery count seen, per signal */
     mux_signal_t *sig_head[65];  /* watchers per signal */
     uint32_t sig_refs[65];       /* watchers per signal, child watchers counting for SIGCHLD */
+    mux_listener_t *paused; /* listeners waiting for a free descriptor */
     mux_child_t *children;
     uint32_t nchildren;
     unsigned chld_seen;
@@ -164,6 +167,9 @@ void mux__sig_loop_fork(struct mux__loop *loop);
 void mux__sig_loop_close(struct mux__loop *loop);
 void mux__sig_atfork_child(void);
 void mux__children_reap(struct mux__loop *loop);
+
+/* listener.c */
+void mux__listeners_resume(struct mux__loop *loop);
 
 /* hooks.c, async.c */
 void mux__hooks_init(struct mux__loop *loop);

@@ -192,7 +192,7 @@ MUX_EXPORT int mux_io_modify(mux_loop_t *pub, mux_io_t *w, unsigned events)
     if (w->h_.pending) {
         /* An event already gathered for interest the caller just dropped is not wanted. */
         struct mux__pending *p = &loop->pend[w->h_.pending - 1];
-        p->revents &= events | MUX_ERROR;
+        p->revents &= events | MUX_ERROR | MUX__DEFER;
         if (!p->revents)
             mux__unqueue(loop, &w->h_);
     }

@@ -1,0 +1,216 @@
+/* Listeners: bind, listen, and accept in batches on readiness backends.
+ *
+ * Running out of descriptors (EMFILE, ENFILE) is the classic way to lose an accept loop:
+ * the pending connection keeps the socket readable, accept keeps failing, and a
+ * level-triggered loop spins. A listener that hits it stops watching its socket, tells
+ * its callback once, and resumes as soon as a stream of the same loop is closed (a
+ * descriptor is free again), or after MUX__ACCEPT_RETRY at the latest for descriptors
+ * freed elsewhere. Nothing in the backlog is dropped: it is served when accept can work.
+ */
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MUX__ACCEPT_RETRY 100000000ull /* ns */
+
+enum {
+    L_OPEN = 0x1,
+    L_CLOSING = 0x2,
+    L_PAUSED = 0x4,
+};
+
+static int mux__listener_valid(const mux_listener_t *l)
+{
+    return l && l->loop_ && (l->flags_ & L_OPEN) && !(l->flags_ & L_CLOSING);
+}
+
+static void mux__listener_unpause(mux_listener_t *l)
+{
+    struct mux__loop *loop = l->loop_;
+    mux_listener_t **pp = &loop->paused;
+    while (*pp && *pp != l)
+        pp = &(*pp)->next_paused_;
+    if (*pp)
+        *pp = l->next_paused_;
+    l->next_paused_ = NULL;
+    l->flags_ &= ~(unsigned)L_PAUSED;
+    mux_timer_stop(loop->pub, &l->retry_);
+}
+
+static void mux__listener_pause(mux_listener_t *l)
+{
+    struct mux__loop *loop = l->loop_;
+    mux_io_stop(loop->pub, &l->io_);
+    l->flags_ |= L_PAUSED;
+    l->next_paused_ = loop->paused;
+    loop->paused = l;
+    mux_timer_start(loop->pub, &l->retry_, MUX__ACCEPT_RETRY, 0);
+}
+
+void mux__listeners_resume(struct mux__loop *loop)
+{
+    mux_listener_t *l;
+    while ((l = loop->paused) != NULL) {
+        mux__listener_unpause(l);
+        mux_io_start(loop->pub, &l->io_);
+    }
+}
+
+static void mux__listener_retry_cb(mux_loop_t *pub, mux_timer_t *t)
+{
+    mux_listener_t *l = mux__container_of(t, mux_listener_t, retry_);
+    mux__listener_unpause(l);
+    mux_io_start(pub, &l->io_);
+}
+
+static void mux__listener_accept(mux_listener_t *l)
+{
+    for (unsigned i = 0; i < l->batch_ && !(l->flags_ & L_CLOSING); i++) {
+        int fd = accept4(l->fd_, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            l->cb_(l, fd, 0);
+            continue;
+        }
+        switch (errno) {
+        case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+        case EWOULDBLOCK:
+#endif
+            return;
+        case EINTR:
+        case ECONNABORTED: /* the peer gave up while in the backlog */
+        case EPROTO:
+        case EPERM:        /* a firewall said no to this one */
+            continue;
+        case EMFILE:
+        case ENFILE:
+        case ENOBUFS:
+        case ENOMEM: {
+            int err = -errno;
+            mux__listener_pause(l);
+            l->cb_(l, -1, err);
+            return;
+        }
+        default:
+            l->cb_(l, -1, -errno);
+            return;
+        }
+    }
+}
+
+static void mux__listener_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
+{
+    mux_listener_t *l = mux__container_of(w, mux_listener_t, io_);
+    (void)pub;
+    if ((revents & MUX_READ) && !(l->flags_ & L_CLOSING))
+        mux__listener_accept(l);
+    if ((l->flags_ & L_CLOSING) && (revents & MUX__DEFER)) {
+        struct mux__loop *loop = l->loop_;
+        mux_listener_close_cb cb = l->close_cb_;
+        mux__unqueue(loop, &l->io_.h_);
+        l->flags_ = 0;
+        l->loop_ = NULL;
+        loop->active--;
+        if (cb)
+            cb(l);
+    }
+}
+
+static int mux__listen_socket(const struct sockaddr *addr, socklen_t len, unsigned flags,
+                              int backlog)
+{
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int on = 1, err = 0;
+    if (addr->sa_family != AF_UNIX &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0)
+        err = -errno;
+    if (!err && (flags & MUX_LISTEN_REUSEPORT) &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
+        err = -errno;
+    if (!err && (flags & MUX_LISTEN_V6ONLY) && addr->sa_family == AF_INET6 &&
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) != 0)
+        err = -errno;
+    if (!err && bind(fd, addr, len) != 0)
+        err = -errno;
+    if (!err && listen(fd, backlog > 0 ? backlog : SOMAXCONN) != 0)
+        err = -errno;
+    if (err) {
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct sockaddr *addr,
+                          socklen_t addrlen, const mux_listen_options_t *opts,
+                          mux_accept_cb cb)
+{
+    struct mux__loop *loop = mux__L(pub);
+    unsigned flags = opts ? opts->flags : 0;
+    if (!loop || !l || !addr || !cb || addrlen < sizeof(sa_family_t) ||
+        (flags & ~(unsigned)(MUX_LISTEN_REUSEPORT | MUX_LISTEN_V6ONLY)) ||
+        (opts && opts->backlog < 0))
+        return -EINVAL;
+    if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6 &&
+        addr->sa_family != AF_UNIX)
+        return -EAFNOSUPPORT;
+    int fd = mux__listen_socket(addr, addrlen, flags, opts ? opts->backlog : 0);
+    if (fd < 0)
+        return fd;
+    void *data = l->data;
+    memset(l, 0, sizeof *l);
+    l->data = data;
+    l->loop_ = loop;
+    l->fd_ = fd;
+    l->flags_ = L_OPEN;
+    l->batch_ = opts && opts->batch ? opts->batch : 64;
+    l->cb_ = cb;
+    mux_io_init(&l->io_, mux__listener_io_cb, fd, MUX_READ);
+    mux_timer_init(&l->retry_, mux__listener_retry_cb);
+    int err = mux_io_start(pub, &l->io_);
+    if (err != 0) {
+        close(fd);
+        l->loop_ = NULL;
+        l->flags_ = 0;
+        return err;
+    }
+    loop->active++; /* the listener itself, until its close callback */
+    return 0;
+}
+
+MUX_EXPORT int mux_listener_address(const mux_listener_t *l, struct sockaddr *addr,
+                                    socklen_t *len)
+{
+    if (!mux__listener_valid(l) || !addr || !len)
+        return -EINVAL;
+    return getsockname(l->fd_, addr, len) == 0 ? 0 : -errno;
+}
+
+MUX_EXPORT mux_loop_t *mux_listener_loop(const mux_listener_t *l)
+{
+    return l && l->loop_ && (l->flags_ & L_OPEN) ? l->loop_->pub : NULL;
+}
+
+MUX_EXPORT int mux_listener_close(mux_listener_t *l, mux_listener_close_cb cb)
+{
+    if (!l || !l->loop_ || !(l->flags_ & L_OPEN))
+        return -EINVAL;
+    if (l->flags_ & L_CLOSING)
+        return -EALREADY;
+    struct mux__loop *loop = l->loop_;
+    if (l->flags_ & L_PAUSED)
+        mux__listener_unpause(l);
+    mux_io_stop(loop->pub, &l->io_);
+    close(l->fd_);
+    l->fd_ = -1;
+    l->flags_ |= L_CLOSING;
+    l->close_cb_ = cb;
+    mux__queue(loop, &l->io_.h_, MUX__DEFER);
+    return 0;
+}
