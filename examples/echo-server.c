@@ -1,0 +1,239 @@
+/* echo-server: sends back every byte it receives, on as many connections as arrive.
+ *
+ * The shape of Asio's echo server, which the echo study measures: read into the
+ * connection's buffer, write the bytes back, read again once the write completed. A
+ * connection never holds more than one buffer of data, so a client that does not read
+ * its echoes slows itself down, not the server. SIGINT or SIGTERM closes everything and
+ * ends the program with status 0. The backend comes from IOMUX_BACKEND, as in every
+ * iomux program.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <iomux.h>
+
+struct conn {
+    mux_stream_t stream;
+    mux_write_t write;
+    struct iovec iov;
+    struct conn *next, *prev; /* all open connections, to close them on exit */
+    char buf[];
+};
+
+struct server {
+    mux_loop_t loop;
+    mux_listener_t listener;
+    mux_signal_t sigint, sigterm;
+    struct conn *conns;
+    size_t bufsize;
+    unsigned long accepted;
+};
+
+static void on_read(mux_stream_t *s, ssize_t nread, char *buf);
+
+static void on_closed(mux_stream_t *s)
+{
+    free(s->data); /* the stream is ours again only now */
+}
+
+static void conn_close(struct server *srv, struct conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    mux_stream_close(&c->stream, on_closed);
+}
+
+static void on_written(mux_write_t *req, int status)
+{
+    struct conn *c = req->data;
+    if (status == -ECANCELED)
+        return; /* closing: the close callback frees it */
+    struct server *srv = mux_stream_loop(&c->stream)->data;
+    if (status < 0 || mux_read_start(&c->stream, c->buf, srv->bufsize, on_read) < 0)
+        conn_close(srv, c);
+}
+
+static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct conn *c = s->data;
+    struct server *srv = mux_stream_loop(s)->data;
+    if (nread <= 0) { /* end of stream or an error: reading has stopped */
+        conn_close(srv, c);
+        return;
+    }
+    mux_read_stop(s); /* the buffer is busy until the echo is written */
+    c->iov.iov_base = buf;
+    c->iov.iov_len = (size_t)nread;
+    c->write.data = c;
+    if (mux_write(s, &c->write, &c->iov, 1, on_written) < 0)
+        conn_close(srv, c);
+}
+
+static void on_accept(mux_listener_t *l, int fd, int status)
+{
+    struct server *srv = l->data;
+    if (fd < 0) {
+        fprintf(stderr, "echo-server: accept: %s\n", mux_strerror(status));
+        return; /* EMFILE: the listener pauses and resumes by itself */
+    }
+    struct conn *c = malloc(sizeof *c + srv->bufsize);
+    if (!c || mux_stream_open(&srv->loop, &c->stream, fd) < 0) {
+        fprintf(stderr, "echo-server: out of memory or bad socket\n");
+        close(fd);
+        free(c);
+        return;
+    }
+    c->stream.data = c;
+    c->prev = NULL;
+    c->next = srv->conns;
+    if (c->next)
+        c->next->prev = c;
+    srv->conns = c;
+    srv->accepted++;
+    mux_stream_nodelay(&c->stream, 1);
+    if (mux_read_start(&c->stream, c->buf, srv->bufsize, on_read) < 0)
+        conn_close(srv, c);
+}
+
+static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
+{
+    struct server *srv = loop->data;
+    (void)w;
+    fprintf(stderr, "echo-server: signal %d, %lu connections served, closing\n", signum,
+            srv->accepted);
+    mux_signal_stop(loop, &srv->sigint);
+    mux_signal_stop(loop, &srv->sigterm);
+    mux_listener_close(&srv->listener, NULL);
+    while (srv->conns)
+        conn_close(srv, srv->conns);
+    /* Nothing is active once the close callbacks ran: mux_run returns. */
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: echo-server [--port N] [--bind ADDR] [--buffer BYTES] [--reuseport]\n"
+                "  --port N        TCP port to listen on (default 55555; 0 picks a free one)\n"
+                "  --bind ADDR     IPv4 or IPv6 address to bind (default 127.0.0.1)\n"
+                "  --buffer BYTES  per-connection read buffer (default 16384)\n"
+                "  --reuseport     set SO_REUSEPORT, to run one server per CPU on one port\n"
+                "Prints 'listening on ADDR:PORT' once ready. The backend comes from the\n"
+                "IOMUX_BACKEND environment variable (epoll, poll, select, uring), else the\n"
+                "best available. SIGINT or SIGTERM stops it.\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"port", required_argument, NULL, 'p'},   {"bind", required_argument, NULL, 'b'},
+        {"buffer", required_argument, NULL, 's'}, {"reuseport", no_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    static struct server srv = {.bufsize = 16384};
+    const char *bind_addr = "127.0.0.1";
+    long port = 55555;
+    mux_listen_options_t lopts = {0};
+    int opt;
+    while ((opt = getopt_long(argc, argv, "p:b:s:rh", opts, NULL)) != -1) {
+        char *end;
+        switch (opt) {
+        case 'p':
+            port = strtol(optarg, &end, 10);
+            if (*end || port < 0 || port > 65535) {
+                fprintf(stderr, "echo-server: bad port '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'b':
+            bind_addr = optarg;
+            break;
+        case 's':
+            srv.bufsize = strtoul(optarg, &end, 10);
+            if (*end || srv.bufsize == 0 || srv.bufsize > (64u << 20)) {
+                fprintf(stderr, "echo-server: bad buffer size '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'r':
+            lopts.flags |= MUX_LISTEN_REUSEPORT;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    socklen_t len;
+    if (inet_pton(AF_INET, bind_addr, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        len = sizeof *v4;
+    } else if (inet_pton(AF_INET6, bind_addr, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        len = sizeof *v6;
+    } else {
+        fprintf(stderr, "echo-server: bad address '%s'\n", bind_addr);
+        return 2;
+    }
+
+    int rc = mux_loop_init(&srv.loop, NULL);
+    if (rc < 0) {
+        fprintf(stderr, "echo-server: loop: %s\n", mux_strerror(rc));
+        return 1;
+    }
+    srv.loop.data = &srv;
+    srv.listener.data = &srv;
+    rc = mux_listen(&srv.loop, &srv.listener, (struct sockaddr *)&ss, len, &lopts, on_accept);
+    if (rc < 0) {
+        fprintf(stderr, "echo-server: listen on %s:%ld: %s\n", bind_addr, port,
+                mux_strerror(rc));
+        return 1;
+    }
+    mux_signal_init(&srv.sigint, on_signal, SIGINT);
+    mux_signal_init(&srv.sigterm, on_signal, SIGTERM);
+    if ((rc = mux_signal_start(&srv.loop, &srv.sigint)) < 0 ||
+        (rc = mux_signal_start(&srv.loop, &srv.sigterm)) < 0) {
+        fprintf(stderr, "echo-server: signals: %s\n", mux_strerror(rc));
+        return 1;
+    }
+    len = sizeof ss;
+    mux_listener_address(&srv.listener, (struct sockaddr *)&ss, &len);
+    printf("listening on %s:%u (backend %s)\n", bind_addr,
+           ntohs(ss.ss_family == AF_INET ? v4->sin_port : v6->sin6_port),
+           mux_loop_backend(&srv.loop));
+    fflush(stdout);
+
+    rc = mux_run(&srv.loop, MUX_RUN_DEFAULT);
+    if (rc < 0) {
+        fprintf(stderr, "echo-server: run: %s\n", mux_strerror(rc));
+        return 1;
+    }
+    rc = mux_loop_close(&srv.loop);
+    if (rc < 0) {
+        fprintf(stderr, "echo-server: close: %s\n", mux_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
