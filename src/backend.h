@@ -37,8 +37,23 @@ struct mux__backend {
 extern const struct mux__backend *const mux__backends[];
 
 /* Queues the watchers of `fd` for `revents`; returns the events the loop still wants on
- * `fd` (0 when nothing watches it). Safe for any fd value. */
-unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned revents);
+ * `fd` (0 when nothing watches it). Safe for any fd value. Inline: it runs per event. */
+static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned revents)
+{
+    if (mux__unlikely((uint32_t)fd >= loop->nfds))
+        return 0;
+    struct mux__fd *e = &loop->fds[fd];
+    for (mux_io_t *w = e->head; w; w = w->next_) {
+        unsigned r = revents & w->events_ & MUX__IO_EVENTS;
+        if (!r)
+            continue;
+        if (mux__unlikely(w->h_.flags & MUX__W_INTERNAL))
+            mux__internal_event(loop, w);
+        else
+            mux__queue(loop, &w->h_, r);
+    }
+    return e->want;
+}
 /* Stops every watcher of `fd` and queues it with MUX_ERROR: the fd is not valid. */
 void mux__fd_kill(struct mux__loop *loop, int fd);
 

@@ -79,7 +79,8 @@ struct mux__loop {
     const struct mux__backend *backend;
     void *bdata; /* the backend's own state */
 
-    uint64_t now;     /* cached monotonic ns */
+    uint64_t now;     /* cached monotonic ns; read it through mux__now() */
+    uint8_t now_stale; /* the clock was not read this iteration yet */
     uint32_t active;  /* active watchers, not counting the loop's own */
     uint8_t running;  /* inside mux_run */
     uint8_t stop;     /* mux_loop_stop was called */
@@ -133,13 +134,49 @@ static inline struct mux__loop *mux__L(const mux_loop_t *pub)
     return pub ? pub->impl_ : NULL;
 }
 
+/* clock.c */
+uint64_t mux__mono_ns(void);
+int64_t mux__wall_ns(void);
+extern int64_t mux__test_wall_offset; /* tests only: a simulated wall-clock jump */
+extern unsigned mux__fork_gen;        /* bumped in every child by pthread_atfork */
+
+/* The loop's time, read from the clock at most once per iteration and only when something
+ * asks: an iteration that needs no time (no timer due, no timeout) costs no clock read. */
+static inline uint64_t mux__now(struct mux__loop *loop)
+{
+    if (loop->now_stale) {
+        loop->now = mux__mono_ns();
+        loop->now_stale = 0;
+    }
+    return loop->now;
+}
+
 /* loop.c */
+int mux__pend_grow(struct mux__loop *loop, uint32_t need);
 void mux__internal_event(struct mux__loop *loop, mux_io_t *w);
+
+/* Queues `h` with `revents`, or adds them to its queued entry. Capacity is kept at least
+ * the number of active watchers, and every watcher is queued at most once, so the growth
+ * path only runs for completions queued from inside callbacks (streams). */
+static inline void mux__queue(struct mux__loop *loop, struct mux__whdr *h, unsigned revents)
+{
+    if (h->pending) {
+        loop->pend[h->pending - 1].revents |= revents;
+        return;
+    }
+    if (mux__unlikely(loop->npend == loop->pend_cap) &&
+        mux__pend_grow(loop, loop->npend + 1) != 0) {
+        loop->error = -ENOMEM;
+        return;
+    }
+    loop->pend[loop->npend].w = h;
+    loop->pend[loop->npend].revents = revents;
+    h->pending = ++loop->npend;
+}
 int mux__clock_watch(struct mux__loop *loop);
 int mux__reserve(struct mux__loop *loop); /* room for one more active watcher */
 void mux__activate(struct mux__loop *loop, struct mux__whdr *h);
 void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h);
-void mux__queue(struct mux__loop *loop, struct mux__whdr *h, unsigned revents);
 void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h);
 void mux__wake(struct mux__loop *loop); /* async-signal-safe */
 int mux__wake_open(struct mux__loop *loop);
@@ -147,7 +184,7 @@ void mux__wake_close(struct mux__loop *loop);
 
 /* io.c */
 void mux__fd_touch(struct mux__loop *loop, int fd, int force);
-int mux__fd_apply(struct mux__loop *loop);
+void mux__fd_apply(struct mux__loop *loop);
 int mux__fd_reserve(struct mux__loop *loop, int fd);
 int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w);
 void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w);
@@ -177,11 +214,5 @@ int mux__hook_start(struct mux__loop *loop, struct mux__hooklist *l, struct mux_
 void mux__hook_stop(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k);
 void mux__hooks_queue(struct mux__loop *loop, struct mux__hooklist *l);
 void mux__asyncs_poll(struct mux__loop *loop);
-
-/* clock.c */
-uint64_t mux__mono_ns(void);
-int64_t mux__wall_ns(void);
-extern int64_t mux__test_wall_offset; /* tests only: a simulated wall-clock jump */
-extern unsigned mux__fork_gen;        /* bumped in every child by pthread_atfork */
 
 #endif

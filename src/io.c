@@ -68,7 +68,7 @@ static unsigned mux__fd_want(const struct mux__fd *e)
     return want ? want | edge : 0;
 }
 
-int mux__fd_apply(struct mux__loop *loop)
+void mux__fd_apply(struct mux__loop *loop)
 {
     int fd;
     while ((fd = loop->changes) >= 0) {
@@ -84,7 +84,6 @@ int mux__fd_apply(struct mux__loop *loop)
         if (err != 0)
             mux__fd_kill(loop, fd); /* e.g. EBADF: the watchers hear of it, the loop goes on */
     }
-    return 0;
 }
 
 static void mux__io_unlink(struct mux__loop *loop, mux_io_t *w)
@@ -94,23 +93,6 @@ static void mux__io_unlink(struct mux__loop *loop, mux_io_t *w)
         pp = &(*pp)->next_;
     *pp = w->next_;
     w->next_ = NULL;
-}
-
-unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned revents)
-{
-    if ((uint32_t)fd >= loop->nfds)
-        return 0;
-    struct mux__fd *e = &loop->fds[fd];
-    for (mux_io_t *w = e->head; w; w = w->next_) {
-        unsigned r = revents & w->events_ & MUX__IO_EVENTS;
-        if (!r)
-            continue;
-        if (mux__unlikely(w->h_.flags & MUX__W_INTERNAL))
-            mux__internal_event(loop, w);
-        else
-            mux__queue(loop, &w->h_, r);
-    }
-    return e->want;
 }
 
 void mux__fd_kill(struct mux__loop *loop, int fd)

@@ -41,7 +41,7 @@ static void mux__global_init(void)
 
 /* ---- pending queue ------------------------------------------------------------------ */
 
-static int mux__pend_grow(struct mux__loop *loop, uint32_t need)
+int mux__pend_grow(struct mux__loop *loop, uint32_t need)
 {
     uint32_t cap = loop->pend_cap ? loop->pend_cap : 64;
     while (cap < need)
@@ -76,24 +76,6 @@ void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h)
         loop->active--;
 }
 
-void mux__queue(struct mux__loop *loop, struct mux__whdr *h, unsigned revents)
-{
-    if (h->pending) {
-        loop->pend[h->pending - 1].revents |= revents;
-        return;
-    }
-    /* Every watcher is queued at most once and capacity follows the number of active
-     * watchers, so this only grows if a gather phase ran with a half-drained queue. */
-    if (mux__unlikely(loop->npend == loop->pend_cap) &&
-        mux__pend_grow(loop, loop->npend + 1) != 0) {
-        loop->error = -ENOMEM;
-        return;
-    }
-    loop->pend[loop->npend].w = h;
-    loop->pend[loop->npend].revents = revents;
-    h->pending = ++loop->npend;
-}
-
 void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h)
 {
     if (h->pending) {
@@ -106,11 +88,6 @@ static void mux__dispatch(struct mux__loop *loop, struct mux__whdr *h, unsigned 
 {
     mux_loop_t *pub = loop->pub;
     switch (h->type) {
-    case MUX__T_IO: {
-        mux_io_t *w = mux__container_of(h, mux_io_t, h_);
-        w->cb_(pub, w, revents);
-        break;
-    }
     case MUX__T_TIMER: {
         mux_timer_t *w = mux__container_of(h, mux_timer_t, h_);
         w->cb_(pub, w);
@@ -161,13 +138,18 @@ static void mux__dispatch(struct mux__loop *loop, struct mux__whdr *h, unsigned 
 
 static void mux__invoke_pending(struct mux__loop *loop)
 {
-    /* npend is re-read each time: a callback never queues, but stays correct if one did. */
+    /* npend is re-read each time: stream completions are queued from callbacks. */
     for (uint32_t i = 0; i < loop->npend; i++) {
         struct mux__pending p = loop->pend[i];
         if (!p.w)
             continue;
         p.w->pending = 0;
-        mux__dispatch(loop, p.w, p.revents);
+        if (mux__likely(p.w->type == MUX__T_IO)) { /* the hot case, without the switch */
+            mux_io_t *w = mux__container_of(p.w, mux_io_t, h_);
+            w->cb_(loop->pub, w, p.revents);
+        } else {
+            mux__dispatch(loop, p.w, p.revents);
+        }
     }
     loop->npend = 0;
 }
@@ -407,6 +389,7 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
 #endif
     loop->fork_gen = mux__fork_gen;
     loop->now = mux__mono_ns();
+    loop->now_stale = 0;
     loop->wall_minus_mono = mux__wall_ns() - (int64_t)loop->now;
     mux__hooks_init(loop);
     loop->nfds = mux__initial_fds();
@@ -512,7 +495,7 @@ MUX_EXPORT const char *mux_loop_backend(const mux_loop_t *pub)
 MUX_EXPORT uint64_t mux_now(const mux_loop_t *pub)
 {
     struct mux__loop *loop = mux__L(pub);
-    return loop ? loop->now : 0;
+    return loop ? mux__now(loop) : 0;
 }
 
 MUX_EXPORT int mux_now_update(mux_loop_t *pub)
@@ -521,6 +504,7 @@ MUX_EXPORT int mux_now_update(mux_loop_t *pub)
     if (!loop)
         return -EINVAL;
     loop->now = mux__mono_ns();
+    loop->now_stale = 0;
     return 0;
 }
 
@@ -550,6 +534,7 @@ static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
         return -1;
     /* Callbacks ran since the clock was read: measure from now, not from then. */
     loop->now = mux__mono_ns();
+    loop->now_stale = 0;
     return mux__min_timeout(mux__timers_timeout(loop), mux__periodics_timeout(loop));
 }
 
@@ -568,7 +553,7 @@ static void mux__gather(struct mux__loop *loop)
     if (loop->recheck)
         mux__children_reap(loop);
     if (loop->timers.n)
-        mux__timers_expire(loop);
+        mux__timers_expire(loop); /* reads the clock */
     if (loop->periodics.n)
         mux__periodics_expire(loop);
     if (loop->idles.count && loop->npend == 0)
@@ -592,16 +577,16 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
             if (err != 0)
                 break;
         }
-        mux__invoke_pending(loop);
+        if (loop->npend)
+            mux__invoke_pending(loop);
         if (mode == MUX_RUN_DEFAULT && (loop->active == 0 || loop->stop))
             break;
         if (loop->prepares.count) {
             mux__hooks_queue(loop, &loop->prepares);
             mux__invoke_pending(loop);
         }
-        err = mux__fd_apply(loop);
-        if (err != 0)
-            break;
+        if (loop->changes >= 0)
+            mux__fd_apply(loop);
         err = loop->backend->wait(loop, mux__wait_timeout(loop, mode));
         if (err == -EINTR) {
             /* A signal handler ran: it may have sent an async or recorded a signal and
@@ -611,7 +596,7 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         }
         if (err != 0)
             break;
-        loop->now = mux__mono_ns();
+        loop->now_stale = 1;
         mux__gather(loop);
         mux__invoke_pending(loop);
         if (loop->error) {

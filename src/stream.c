@@ -148,7 +148,8 @@ static void mux__stream_flush(mux_stream_t *s)
                 mux__writes_fail(s, -errno);
                 break;
             }
-            s->last_write_ = s->loop_->now;
+            if (s->to_.idle_ns | s->to_.write_ns)
+                s->last_write_ = mux__now(s->loop_);
             s->wq_bytes_ -= (size_t)w;
             mux__write_advance(req, (size_t)w);
             if (req->left_ > 0)
@@ -190,7 +191,8 @@ static void mux__stream_read(mux_stream_t *s)
         }
         ssize_t n = recv(s->fd_, buf, len, 0);
         if (n > 0) {
-            s->last_read_ = s->loop_->now;
+            if (s->to_.idle_ns | s->to_.read_ns)
+                s->last_read_ = mux__now(s->loop_);
             s->read_cb_(s, n, buf);
             if (!(s->flags_ & S_READING) || (size_t)n < len)
                 return; /* stopped, or a short read: the socket is empty */
@@ -220,7 +222,7 @@ static void mux__stream_connected(mux_stream_t *s)
         s->flags_ |= S_CONNECTED;
     s->connect_status_ = -err;
     s->flags_ |= S_DEFER_CONNECT;
-    s->last_read_ = s->last_write_ = s->loop_->now;
+    s->last_read_ = s->last_write_ = mux__now(s->loop_);
     mux__stream_interest(s);
 }
 
@@ -317,7 +319,7 @@ static void mux__stream_arm_timer(mux_stream_t *s)
 {
     mux_loop_t *pub = s->loop_->pub;
     int expired;
-    uint64_t now = s->loop_->now, at = mux__stream_next_deadline(s, now, &expired);
+    uint64_t now = mux__now(s->loop_), at = mux__stream_next_deadline(s, now, &expired);
     mux_timer_stop(pub, &s->timer_);
     if (expired || at != UINT64_MAX)
         mux_timer_start(pub, &s->timer_, expired ? 0 : at - now, 0);
@@ -328,7 +330,7 @@ static void mux__stream_timer_cb(mux_loop_t *pub, mux_timer_t *t)
     mux_stream_t *s = mux__container_of(t, mux_stream_t, timer_);
     int expired;
     (void)pub;
-    mux__stream_next_deadline(s, s->loop_->now, &expired);
+    mux__stream_next_deadline(s, mux__now(s->loop_), &expired);
     if (!expired) {
         mux__stream_arm_timer(s);
         return;
@@ -343,7 +345,7 @@ static void mux__stream_timer_cb(mux_loop_t *pub, mux_timer_t *t)
     }
     /* Still open (the callback may have closed it): keep watching. */
     if (mux__stream_valid(s)) {
-        s->last_read_ = s->last_write_ = s->loop_->now;
+        s->last_read_ = s->last_write_ = mux__now(s->loop_);
         mux__stream_arm_timer(s);
     }
 }
@@ -358,7 +360,7 @@ static void mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, int fd, u
     s->flags_ = S_OPEN | flags;
     mux_io_init(&s->io_, mux__stream_io_cb, fd, MUX_READ);
     mux_timer_init(&s->timer_, mux__stream_timer_cb);
-    s->last_read_ = s->last_write_ = loop->now;
+    s->last_read_ = s->last_write_ = mux__now(loop);
     loop->active++; /* the stream itself, until its close callback */
 }
 
@@ -418,7 +420,7 @@ static int mux__read_start(mux_stream_t *s, mux_read_cb cb)
         return -ENOTCONN;
     s->read_cb_ = cb;
     s->flags_ |= S_READING;
-    s->last_read_ = s->loop_->now;
+    s->last_read_ = mux__now(s->loop_);
     mux__stream_interest(s);
     if (s->to_.read_ns)
         mux__stream_arm_timer(s);
@@ -482,7 +484,7 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *
     int first = s->wq_head_ == NULL;
     if (first) {
         s->wq_head_ = req;
-        s->last_write_ = s->loop_->now;
+        s->last_write_ = mux__now(s->loop_);
     } else {
         s->wq_tail_->next_ = req;
     }
@@ -578,7 +580,7 @@ MUX_EXPORT int mux_stream_set_timeouts(mux_stream_t *s, const mux_stream_timeout
         return -EINVAL;
     static const mux_stream_timeouts_t none;
     s->to_ = to ? *to : none;
-    s->last_read_ = s->last_write_ = s->loop_->now;
+    s->last_read_ = s->last_write_ = mux__now(s->loop_);
     if (s->to_.idle_ns || s->to_.read_ns || s->to_.write_ns)
         mux__stream_arm_timer(s);
     else

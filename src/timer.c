@@ -50,7 +50,7 @@ MUX_EXPORT int mux_timer_start(mux_loop_t *pub, mux_timer_t *t, uint64_t after_n
     if (t->h_.flags & MUX__W_ACTIVE)
         return -EBUSY;
     t->repeat_ = repeat_ns;
-    return mux__timer_insert(loop, t, mux__sat_add(loop->now, after_ns));
+    return mux__timer_insert(loop, t, mux__sat_add(mux__now(loop), after_ns));
 }
 
 MUX_EXPORT int mux_timer_stop(mux_loop_t *pub, mux_timer_t *t)
@@ -73,7 +73,7 @@ MUX_EXPORT int mux_timer_again(mux_loop_t *pub, mux_timer_t *t)
         return -EINVAL;
     if (!t->repeat_)
         return mux_timer_stop(pub, t);
-    uint64_t at = mux__sat_add(loop->now, t->repeat_);
+    uint64_t at = mux__sat_add(mux__now(loop), t->repeat_);
     if (!(t->h_.flags & MUX__W_ACTIVE))
         return mux__timer_insert(loop, t, at);
     t->hl_.seq = ++loop->seq;
@@ -95,7 +95,7 @@ MUX_EXPORT int64_t mux_timer_remaining(const mux_loop_t *pub, const mux_timer_t 
     if (!loop || !mux__timer_valid(t) || !(t->h_.flags & MUX__W_ACTIVE))
         return -EINVAL;
     uint64_t at = mux__heap_at(&loop->timers, &t->hl_);
-    uint64_t left = at > loop->now ? at - loop->now : 0;
+    uint64_t now = mux__now(loop), left = at > now ? at - now : 0;
     return left > INT64_MAX ? INT64_MAX : (int64_t)left;
 }
 
@@ -108,23 +108,24 @@ int64_t mux__timers_timeout(struct mux__loop *loop)
 {
     if (loop->timers.n == 0)
         return -1;
-    uint64_t at = loop->timers.v[0].at;
-    if (at <= loop->now)
+    uint64_t at = loop->timers.v[0].at, now = mux__now(loop);
+    if (at <= now)
         return 0;
-    uint64_t d = at - loop->now;
+    uint64_t d = at - now;
     return d > INT64_MAX ? INT64_MAX : (int64_t)d;
 }
 
 void mux__timers_expire(struct mux__loop *loop)
 {
     struct mux__heap *h = &loop->timers;
-    while (h->n && h->v[0].at <= loop->now) {
+    uint64_t now = mux__now(loop);
+    while (h->n && h->v[0].at <= now) {
         mux_timer_t *t = mux__container_of(h->v[0].link, mux_timer_t, hl_);
         if (t->repeat_) {
             /* Keep the cadence; after a stall, skip the missed periods. */
             uint64_t at = mux__sat_add(h->v[0].at, t->repeat_);
-            if (at <= loop->now)
-                at = mux__sat_add(loop->now, t->repeat_);
+            if (at <= now)
+                at = mux__sat_add(now, t->repeat_);
             mux__heap_update(h, &t->hl_, at);
         } else {
             mux__heap_remove(h, &t->hl_);

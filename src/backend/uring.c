@@ -1,0 +1,502 @@
+/* uring: Linux io_uring, used as a readiness interface through multishot poll requests.
+ *
+ * What is odd about it, and what this file does about it:
+ * - Life cycle of a multishot poll. An fd with wanted events gets one IORING_OP_POLL_ADD
+ *   with IORING_POLL_ADD_MULTI (Linux 5.13). Arming polls the file at once: if it is ready
+ *   then, a completion (CQE) is posted straight away. Afterwards the request sits on the
+ *   file's wait queue and posts one CQE, with IORING_CQE_F_MORE set, per wake-up that
+ *   matches its mask; the kernel re-polls the file on each wake-up, so the mask is the
+ *   state of the file then. A CQE without F_MORE means the kernel ended the request: it
+ *   was cancelled (-ECANCELED: our own remove, or the task that armed it exited), it
+ *   failed (-EBADF: the fd number was closed before arming), the file cannot be waited on
+ *   (a regular file answers "ready" once and ends the request), or the CQ ring was full
+ *   (below). Only then is it re-armed: the fd is handed back to the core as forced, and
+ *   the next batch of changes adds a new request.
+ * - Multishot poll is edge-triggered: a file that stays readable and is not woken again
+ *   posts nothing more. IORING_POLL_ADD_LEVEL (6.0) does not help: it was found to give
+ *   deferred edge-triggered notifications (io-uring list, "IORING_POLL_ADD_LEVEL doesn't
+ *   provide level triggered poll", Sept. 2022), so it is not used. MUX_EDGE watchers get
+ *   the request as it is. For the default level-triggered watchers the file keeps the
+ *   level itself: every fd that reported events to a level-triggered watcher is re-polled
+ *   on the next submission with an IORING_POLL_UPDATE_EVENTS of the live request (same
+ *   mask), which re-runs the arm-time check and posts a CQE if the file is still ready.
+ *   That is the same re-poll epoll does for a level-triggered item, and it rides on the
+ *   same io_uring_enter as everything else. An update that cannot be applied (-EALREADY:
+ *   the request is firing right now) makes the fd be re-armed from scratch.
+ * - A poll request holds a reference to the file, not to the fd number. Closing the fd
+ *   does not close the file while the request is armed (a peer sees the close only once
+ *   the request is removed), and the request keeps reporting the old file. So interest is
+ *   dropped eagerly -- want 0 queues an IORING_OP_POLL_REMOVE, which costs no system call
+ *   as it rides on the next enter -- and a forced change (the number may name a new file)
+ *   removes the old request and adds a new one. Every request carries the fd and a
+ *   generation in its user data, bumped whenever a request is added or removed, so the
+ *   CQEs of removed or replaced requests are recognised and dropped. A hang-up or error
+ *   reported on a request whose fd number has since been closed is turned into MUX_ERROR
+ *   (one fcntl the first time a request reports POLLHUP / POLLERR).
+ * - The CQ overflow rule. The kernel must not drop a completion (IORING_FEAT_NODROP is
+ *   required): when the CQ ring is full it keeps CQEs on an internal overflow list, sets
+ *   IORING_SQ_CQ_OVERFLOW, and moves them to the ring as it empties, on an enter with
+ *   GETEVENTS. A multishot poll that finds the CQ full ends itself (its CQE goes to the
+ *   overflow list without F_MORE), so it must be re-armed like any ended request. The
+ *   wait therefore drains the ring, then flushes the overflow list with further enters
+ *   until the flag clears. If the kernel could not even allocate an overflow entry it
+ *   reports -EBADR on the next enter: a CQE was lost, so the ring is rebuilt and every fd
+ *   re-armed (arming re-reports readiness). The CQ ring is sized 16 times the SQ ring.
+ * - SQ full: interest changes are queued as SQEs and sent with the wait; when one
+ *   iteration changes more fds than the SQ ring holds, the queued ones are submitted
+ *   early (one io_uring_submit per ring-full), never dropped.
+ * - The wait is one io_uring_enter that submits and waits: GETEVENTS with a timespec
+ *   through IORING_ENTER_EXT_ARG (IORING_FEAT_EXT_ARG, 5.11; nanosecond precision, no
+ *   timeout SQE), min_complete 0 for a poll. -ETIME is the timeout, not an error.
+ * - Task work: a wake-up of a polled file runs the poll's completion as task work of the
+ *   thread that armed it. IORING_SETUP_DEFER_TASKRUN would batch it into the enter, but
+ *   since 6.13 an enter runs at most 20 deferred items per pass, so 100 ready fds would
+ *   need several enters per iteration; it also ties the ring to one thread. The ring uses
+ *   IORING_SETUP_COOP_TASKRUN (no inter-processor interrupt; the work runs on the next
+ *   kernel exit, an enter included) and SUBMIT_ALL (one failing SQE does not hold back
+ *   the rest of the batch), each only when the kernel accepts it.
+ * - The loop's wake-up eventfd is an ordinary watched fd: its multishot poll completes
+ *   when another thread or a signal handler writes it, which ends a blocked enter. No
+ *   system call per iteration is spent on it.
+ * - Fork: the ring (its fd and its shared mappings) is inherited by the child. The child
+ *   only unmaps and closes its copies (io_uring_queue_exit without a registered ring fd
+ *   does nothing else), which leaves the parent's requests armed and untouched, and makes
+ *   a new ring; the core then re-applies every watched fd with force.
+ * - The kernel may refuse io_uring altogether: kernel.io_uring_disabled, seccomp filters
+ *   in containers (EPERM or ENOSYS), or a kernel older than the features used. open then
+ *   fails, so the default backend choice falls back to epoll, and naming "uring" returns
+ *   the kernel's error. Required: NODROP, EXT_ARG, FAST_POLL and RSRC_TAGS (5.13, the
+ *   release that brought multishot poll and poll update), else -ENOSYS.
+ * - Tests: IOMUX_TEST_URING_REFUSE=EPERM (or ENOSYS, or a number) makes open fail as a
+ *   refusing kernel would; IOMUX_URING_ENTRIES=n sizes the SQ ring to n entries and the CQ
+ *   ring to 2n, to exercise the full-ring paths.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+#ifndef IORING_SETUP_SUBMIT_ALL
+#define IORING_SETUP_SUBMIT_ALL (1U << 7)
+#endif
+#ifndef IORING_SETUP_COOP_TASKRUN
+#define IORING_SETUP_COOP_TASKRUN (1U << 8)
+#endif
+#ifndef IORING_FEAT_CQE_SKIP
+#define IORING_FEAT_CQE_SKIP (1U << 11)
+#endif
+#ifndef IOSQE_CQE_SKIP_SUCCESS
+#define IOSQE_CQE_SKIP_SUCCESS (1U << 6)
+#endif
+
+#define MUX__URING_FEATURES                                                                \
+    (IORING_FEAT_NODROP | IORING_FEAT_EXT_ARG | IORING_FEAT_FAST_POLL | IORING_FEAT_RSRC_TAGS)
+#define MUX__URING_DEFAULT_ENTRIES 256u
+#define MUX__URING_CQ_FACTOR 16u
+
+/* User data: kind in bits 62-63, generation in bits 32-61, fd in bits 0-31. */
+enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2 };
+#define MUX__GEN_MASK 0x3fffffffu
+
+/* kmask: the events the live request has (0: none armed), plus these bits. */
+#define MUX__K_EVENTS (MUX_READ | MUX_WRITE | MUX_EDGE)
+#define MUX__K_FRESH 0x10    /* reported again since it went on the re-poll list */
+#define MUX__K_VERIFIED 0x20 /* the fd number was checked after a hang-up */
+#define MUX__K_RECHECK 0x40  /* on the list of level re-polls */
+
+struct mux__uring {
+    struct io_uring ring;
+    int ring_ok;       /* `ring` holds a ring that close must release */
+    unsigned skip;     /* IOSQE_CQE_SKIP_SUCCESS when the kernel has it */
+    int *recheck;      /* fds to re-poll for level-triggered watchers */
+    uint32_t nrecheck, recheck_cap;
+};
+
+static uint64_t mux__ud(unsigned kind, int fd, uint32_t gen)
+{
+    return (uint64_t)kind << 62 | (uint64_t)(gen & MUX__GEN_MASK) << 32 | (uint32_t)fd;
+}
+
+/* IOMUX_TEST_URING_REFUSE: pretend the kernel refused io_uring with this error. */
+static int mux__uring_test_refusal(void)
+{
+    const char *v = getenv("IOMUX_TEST_URING_REFUSE");
+    if (!v || !*v)
+        return 0;
+    if (strcmp(v, "EPERM") == 0)
+        return -EPERM;
+    if (strcmp(v, "ENOSYS") == 0)
+        return -ENOSYS;
+    if (strcmp(v, "EACCES") == 0)
+        return -EACCES;
+    int n = atoi(v);
+    return n > 0 && n < 4096 ? -n : -EPERM;
+}
+
+static int mux__uring_setup(struct mux__uring *st)
+{
+    static const unsigned tries[] = {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL,
+                                     IORING_SETUP_SUBMIT_ALL, 0};
+    unsigned entries = MUX__URING_DEFAULT_ENTRIES, cq = entries * MUX__URING_CQ_FACTOR;
+    const char *v = getenv("IOMUX_URING_ENTRIES");
+    if (v && *v) {
+        long n = atol(v);
+        entries = n < 1 ? 1 : n > 4096 ? 4096 : (unsigned)n;
+        cq = 0; /* the kernel's default: twice the SQ ring */
+    }
+    int err = -ENOSYS;
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        struct io_uring_params p;
+        memset(&p, 0, sizeof p);
+        p.flags = tries[i] | (cq ? IORING_SETUP_CQSIZE : 0);
+        p.cq_entries = cq;
+        err = io_uring_queue_init_params(entries, &st->ring, &p);
+        if (err == -EINVAL && tries[i] != 0)
+            continue; /* an older kernel: try with fewer flags */
+        if (err != 0)
+            return err;
+        if ((p.features & MUX__URING_FEATURES) != MUX__URING_FEATURES) {
+            io_uring_queue_exit(&st->ring);
+            return -ENOSYS;
+        }
+        st->skip = p.features & IORING_FEAT_CQE_SKIP ? IOSQE_CQE_SKIP_SUCCESS : 0;
+        st->ring_ok = 1;
+        return 0;
+    }
+    return err;
+}
+
+static int mux__uring_open(struct mux__loop *loop)
+{
+    int err = mux__uring_test_refusal();
+    if (err != 0)
+        return err;
+    struct mux__uring *st = calloc(1, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    err = mux__uring_setup(st);
+    if (err != 0) {
+        free(st);
+        return err;
+    }
+    for (uint32_t fd = 0; fd < loop->nfds; fd++)
+        loop->fds[fd].kmask = 0;
+    loop->bdata = st;
+    return 0;
+}
+
+static void mux__uring_close(struct mux__loop *loop)
+{
+    struct mux__uring *st = loop->bdata;
+    if (st->ring_ok)
+        io_uring_queue_exit(&st->ring);
+    free(st->recheck);
+    free(st);
+    loop->bdata = NULL;
+}
+
+/* A new, empty ring; nothing of the old one is cancelled or waited for. The caller makes
+ * the core re-apply every watched fd. */
+static int mux__uring_renew(struct mux__loop *loop)
+{
+    struct mux__uring *st = loop->bdata;
+    if (st->ring_ok)
+        io_uring_queue_exit(&st->ring);
+    st->ring_ok = 0;
+    st->nrecheck = 0;
+    for (uint32_t fd = 0; fd < loop->nfds; fd++)
+        loop->fds[fd].kmask = 0;
+    return mux__uring_setup(st);
+}
+
+static int mux__uring_fork(struct mux__loop *loop)
+{
+    return mux__uring_renew(loop);
+}
+
+static unsigned mux__uring_cq_overflow(const struct mux__uring *st)
+{
+    return IO_URING_READ_ONCE(*st->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW;
+}
+
+/* Enters with GETEVENTS and no wait: runs pending task work and moves overflowed CQEs
+ * into the ring. */
+static int mux__uring_get_events(struct mux__uring *st)
+{
+    int r = io_uring_enter(st->ring.ring_fd, 0, 0, IORING_ENTER_GETEVENTS, NULL);
+    return r < 0 ? r : 0;
+}
+
+static void mux__uring_recheck_add(struct mux__loop *loop, int fd)
+{
+    struct mux__uring *st = loop->bdata;
+    if (st->nrecheck == st->recheck_cap) {
+        uint32_t cap = st->recheck_cap ? st->recheck_cap * 2 : 64;
+        int *p = realloc(st->recheck, (size_t)cap * sizeof *p);
+        if (!p) {
+            mux__fd_touch(loop, fd, 1); /* re-arming re-polls as well */
+            return;
+        }
+        st->recheck = p;
+        st->recheck_cap = cap;
+    }
+    st->recheck[st->nrecheck++] = fd;
+    loop->fds[fd].kmask |= MUX__K_RECHECK;
+}
+
+static unsigned mux__uring_revents(int res)
+{
+    unsigned got = (res & (POLLIN | POLLRDHUP) ? MUX_READ : 0) | (res & POLLOUT ? MUX_WRITE : 0);
+    return res & (POLLERR | POLLHUP) ? got | MUX__IO_EVENTS : got;
+}
+
+/* One CQE. Never submits: what it needs from the kernel goes through the core's change
+ * list (mux__fd_touch with force re-arms) or the re-poll list. */
+static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
+{
+    unsigned kind = (unsigned)(ud >> 62);
+    int fd = (int)(uint32_t)ud;
+    if (kind == MUX__UD_REMOVE || (uint32_t)fd >= loop->nfds)
+        return;
+    struct mux__fd *e = &loop->fds[fd];
+    if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->bgen & MUX__GEN_MASK) ||
+        !(e->kmask & MUX__IO_EVENTS))
+        return; /* a removed or replaced request */
+    if (kind == MUX__UD_UPDATE) {
+        /* -ENOENT: the request has ended, and its last CQE re-arms it. Otherwise the
+         * update may be lost (-EALREADY: the request was firing): start afresh. */
+        if (res < 0 && res != -ENOENT)
+            mux__fd_touch(loop, fd, 1);
+        return;
+    }
+    if (!(flags & IORING_CQE_F_MORE)) {
+        e->kmask &= MUX__K_RECHECK; /* ended: re-armed by the next batch of changes */
+        mux__fd_touch(loop, fd, 1);
+        if (res < 0) {
+            if (res != -ECANCELED && res != -EINTR && res != -EAGAIN && res != -ENOMEM)
+                mux__fd_kill(loop, fd); /* -EBADF and friends */
+            return;
+        }
+    }
+    if (mux__unlikely(res & (POLLERR | POLLHUP)) && !(e->kmask & MUX__K_VERIFIED)) {
+        /* The request holds the file: make sure the number still names an open fd. */
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            mux__fd_kill(loop, fd);
+            return;
+        }
+        e->kmask |= MUX__K_VERIFIED;
+    }
+    unsigned want = mux__fd_event(loop, fd, mux__uring_revents(res));
+    if ((want & MUX__IO_EVENTS) && !(want & MUX_EDGE)) {
+        if (e->kmask & MUX__K_RECHECK)
+            e->kmask |= MUX__K_FRESH; /* a wake-up re-polled it already */
+        else
+            mux__uring_recheck_add(loop, fd);
+    }
+}
+
+/* Handles every CQE in the ring; returns how many there were. */
+static unsigned mux__uring_reap(struct mux__loop *loop)
+{
+    struct mux__uring *st = loop->bdata;
+    struct io_uring_cqe *cqe;
+    unsigned head, n = 0;
+    io_uring_for_each_cqe(&st->ring, head, cqe)
+    {
+        mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags);
+        n++;
+    }
+    io_uring_cq_advance(&st->ring, n);
+    return n;
+}
+
+/* Makes room for `need` SQEs, submitting what is queued when the SQ ring is full. */
+static int mux__uring_reserve(struct mux__loop *loop, unsigned need)
+{
+    struct mux__uring *st = loop->bdata;
+    for (int tries = 0; io_uring_sq_space_left(&st->ring) < need; tries++) {
+        if (tries > 1000)
+            return -EAGAIN; /* the kernel takes nothing: give up on this change */
+        int r = io_uring_submit(&st->ring);
+        if (r > 0 || r == -EINTR)
+            continue;
+        if (r < 0 && r != -EBUSY && r != -EAGAIN)
+            return r;
+        /* An old kernel refuses to submit while CQEs overflow: make room in the CQ. */
+        mux__uring_reap(loop);
+        mux__uring_get_events(st);
+        mux__uring_reap(loop);
+    }
+    return 0;
+}
+
+/* A cleared SQE; mux__uring_reserve has made sure that there is one. */
+static struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int fd, uint64_t ud)
+{
+    static struct io_uring_sqe sink; /* never used: keeps the compiler's NULL path defined */
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&st->ring);
+    if (mux__unlikely(!sqe))
+        sqe = &sink;
+    memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = (uint8_t)op;
+    sqe->fd = fd;
+    sqe->user_data = ud;
+    return sqe;
+}
+
+static uint32_t mux__uring_mask(unsigned want)
+{
+    uint32_t m = (want & MUX_READ ? POLLIN : 0) | (want & MUX_WRITE ? POLLOUT : 0);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    m = m << 16 | m >> 16; /* poll32_events is stored half-word swapped */
+#endif
+    return m;
+}
+
+/* IORING_OP_POLL_REMOVE with update flags: a new mask, or a re-poll with the same one. */
+static void mux__uring_prep_update(struct mux__uring *st, int fd, uint32_t gen, unsigned want)
+{
+    struct io_uring_sqe *sqe =
+        mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_UPDATE, fd, gen));
+    sqe->addr = mux__ud(MUX__UD_POLL, fd, gen);
+    sqe->len = IORING_POLL_UPDATE_EVENTS;
+    sqe->poll32_events = mux__uring_mask(want);
+    sqe->flags = (uint8_t)st->skip;
+}
+
+static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int force)
+{
+    struct mux__uring *st = loop->bdata;
+    int err = mux__uring_reserve(loop, 2);
+    if (err != 0)
+        return err;
+    struct mux__fd *e = &loop->fds[fd];
+    unsigned have = e->kmask & MUX__K_EVENTS;
+    if (have && (force || !want)) {
+        struct io_uring_sqe *sqe =
+            mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_REMOVE, fd, e->bgen));
+        sqe->addr = mux__ud(MUX__UD_POLL, fd, e->bgen);
+        sqe->flags = (uint8_t)st->skip;
+        e->bgen++; /* the cancelled request's last CQE is stale */
+        e->kmask &= MUX__K_RECHECK;
+        have = 0;
+    }
+    if (!want)
+        return 0;
+    if (!have) {
+        e->bgen++;
+        struct io_uring_sqe *sqe =
+            mux__uring_prep(st, IORING_OP_POLL_ADD, fd, mux__ud(MUX__UD_POLL, fd, e->bgen));
+        sqe->poll32_events = mux__uring_mask(want);
+        sqe->len = IORING_POLL_ADD_MULTI;
+        e->kmask = (uint8_t)((e->kmask & MUX__K_RECHECK) | want);
+        return 0;
+    }
+    /* Only the events count for the kernel; MUX_EDGE is this file's business. */
+    if ((have ^ want) & MUX__IO_EVENTS)
+        mux__uring_prep_update(st, fd, e->bgen, want);
+    e->kmask = (uint8_t)((e->kmask & ~MUX__K_EVENTS) | want);
+    return 0;
+}
+
+/* Queues the level re-polls of the fds that reported events last time, except those that
+ * a wake-up has reported again since (their CQE was reaped before this): the kernel
+ * re-polled them then. Those stay on the list, with the ones reported since. */
+static int mux__uring_rechecks(struct mux__loop *loop, uint32_t old)
+{
+    struct mux__uring *st = loop->bdata;
+    uint32_t kept = 0;
+    int err = 0;
+    for (uint32_t i = 0; i < old; i++) {
+        int fd = st->recheck[i];
+        struct mux__fd *e = &loop->fds[fd];
+        if (e->kmask & MUX__K_FRESH) {
+            e->kmask &= (uint8_t)~MUX__K_FRESH;
+            st->recheck[kept++] = fd;
+            continue;
+        }
+        e->kmask &= (uint8_t)~MUX__K_RECHECK;
+        unsigned have = e->kmask & MUX__K_EVENTS;
+        if (err != 0 || !(have & MUX__IO_EVENTS) || (have & MUX_EDGE))
+            continue; /* not armed (re-arming polls anyway), or edge-triggered now */
+        err = mux__uring_reserve(loop, 1);
+        if (err == 0)
+            mux__uring_prep_update(st, fd, e->bgen, have);
+    }
+    if (st->nrecheck > old && kept < old)
+        memmove(st->recheck + kept, st->recheck + old, (st->nrecheck - old) * sizeof *st->recheck);
+    st->nrecheck = kept + st->nrecheck - old;
+    return err;
+}
+
+/* Submits everything queued and waits: one io_uring_enter in the common case. */
+static int mux__uring_enter(struct mux__uring *st, int64_t timeout_ns)
+{
+    struct io_uring_cqe *cqe;
+    if (timeout_ns < 0)
+        return io_uring_submit_and_wait(&st->ring, 1);
+#ifdef IORING_SETUP_DEFER_TASKRUN /* liburing 2.3 or newer has the next call */
+    if (timeout_ns == 0)
+        return io_uring_submit_and_get_events(&st->ring);
+#endif
+    struct __kernel_timespec ts = {.tv_sec = timeout_ns / 1000000000,
+                                   .tv_nsec = timeout_ns % 1000000000};
+    return io_uring_submit_and_wait_timeout(&st->ring, &cqe, 1, &ts, NULL);
+}
+
+static int mux__uring_wait(struct mux__loop *loop, int64_t timeout_ns)
+{
+    struct mux__uring *st = loop->bdata;
+    /* CQEs posted since the last wait (task work runs on every return from the kernel,
+     * the callbacks' own system calls included) are reaped first: they spare re-polls. */
+    uint32_t old = st->nrecheck;
+    unsigned early = mux__uring_reap(loop);
+    int err = mux__uring_rechecks(loop, old);
+    if (err != 0)
+        return err;
+    if (early && io_uring_sq_ready(&st->ring) == 0 && !mux__uring_cq_overflow(st))
+        return 0; /* events in hand and nothing to send: no system call at all */
+    if (early || mux__uring_cq_overflow(st))
+        timeout_ns = 0;
+    int r = mux__uring_enter(st, timeout_ns);
+    mux__uring_reap(loop);
+    /* Without SUBMIT_ALL a failing SQE stops the batch: send the rest before going on. */
+    for (int i = 0; i < 64 && r >= 0 && io_uring_sq_ready(&st->ring); i++) {
+        r = io_uring_submit(&st->ring);
+        mux__uring_reap(loop);
+    }
+    /* CQ overflow: the kernel holds CQEs back until the ring has room. */
+    for (int i = 0; mux__uring_cq_overflow(st) && i < 1 << 20; i++) {
+        int g = mux__uring_get_events(st);
+        if (mux__uring_reap(loop) == 0 && g != 0 && g != -EINTR && g != -EAGAIN) {
+            r = g;
+            break;
+        }
+    }
+    if (r >= 0 || r == -ETIME || r == -EAGAIN || r == -EBUSY)
+        return 0;
+    if (r == -EBADR) {
+        /* The kernel lost CQEs: some request may have ended unseen. Start again. */
+        err = mux__uring_renew(loop);
+        if (err != 0)
+            return err;
+        mux__fd_refresh_all(loop);
+        return 0;
+    }
+    return r; /* -EINTR included, which the core ignores */
+}
+
+const struct mux__backend mux__backend_uring = {
+    .name = "uring",
+    .fd_limit = INT_MAX,
+    .open = mux__uring_open,
+    .close = mux__uring_close,
+    .fork = mux__uring_fork,
+    .change = mux__uring_change,
+    .wait = mux__uring_wait,
+};
