@@ -218,7 +218,8 @@ static int mux__internal_watch(struct mux__loop *loop, mux_io_t *w, int fd)
         mux__io_stop_internal(loop, w);
     if (fd < 0)
         return 0;
-    mux_io_init(w, mux__internal_cb, fd, MUX_READ);
+    /* Edge-triggered: the loop drains both of its descriptors whenever they report. */
+    mux_io_init(w, mux__internal_cb, fd, MUX_READ | MUX_EDGE);
     w->h_.flags |= MUX__W_INTERNAL;
     return mux__io_start_internal(loop, w);
 }

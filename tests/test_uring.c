@@ -1,0 +1,215 @@
+/* The io_uring backend's own cases: the run-time fallback when the kernel refuses
+ * io_uring, and a ring far smaller than the number of watched fds. They name the backend
+ * themselves, so they are backend-independent cases (core.<name>), skipped in a build
+ * without the uring backend.
+ *
+ * The backend reads two test knobs when a loop opens: IOMUX_TEST_URING_REFUSE=<errno name>
+ * makes it fail as a refusing kernel would (io_uring_disabled sysctl, seccomp), and
+ * IOMUX_URING_ENTRIES=<n> gives it an SQ ring of n entries and a CQ ring of 2n.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static int uring_built(void)
+{
+    for (size_t i = 0; mux_backend_name(i); i++)
+        if (strcmp(mux_backend_name(i), "uring") == 0)
+            return 1;
+    return 0;
+}
+
+static void skip_unless_uring_opens(void)
+{
+    if (!uring_built())
+        SKIP("the uring backend is not built (liburing not found at configure time)");
+    int r = mux_backend_probe("uring");
+    if (r != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "this kernel refuses io_uring: %s", mux_strerror(r));
+        SKIP(why);
+    }
+}
+
+/* A refused io_uring: the default choice falls back to epoll without a word, and a loop
+ * that names "uring" gets the kernel's error. */
+static void check_refusal(const char *knob, int err)
+{
+    mux_loop_t loop;
+    CHECK_EQ(setenv("IOMUX_TEST_URING_REFUSE", knob, 1), 0);
+    CHECK_EQ(mux_loop_init(&loop, NULL), 0);
+    CHECK_STR_EQ(mux_loop_backend(&loop), "epoll");
+    CHECK_EQ(mux_loop_close(&loop), 0);
+    mux_loop_options_t named = {"uring", 0};
+    CHECK_EQ(mux_loop_init(&loop, &named), err);
+    CHECK_EQ(mux_backend_probe("uring"), err);
+    /* The same through the environment. */
+    CHECK_EQ(setenv("IOMUX_BACKEND", "uring", 1), 0);
+    CHECK_EQ(mux_loop_init(&loop, NULL), err);
+    CHECK_EQ(unsetenv("IOMUX_BACKEND"), 0);
+    CHECK_EQ(unsetenv("IOMUX_TEST_URING_REFUSE"), 0);
+}
+
+CORE_TEST(uring_refused_by_kernel_falls_back_to_epoll_and_named_uring_fails) {
+    if (!uring_built())
+        SKIP("the uring backend is not built (liburing not found at configure time)");
+    CHECK_EQ(unsetenv("IOMUX_BACKEND"), 0);
+    check_refusal("EPERM", -EPERM);   /* io_uring_disabled, or seccomp's EPERM */
+    check_refusal("ENOSYS", -ENOSYS); /* seccomp's ENOSYS, or a kernel without it */
+}
+
+CORE_TEST(uring_opens_here_and_is_the_default) {
+    CHECK_EQ(unsetenv("IOMUX_TEST_URING_REFUSE"), 0);
+    CHECK_EQ(unsetenv("IOMUX_BACKEND"), 0);
+    skip_unless_uring_opens();
+    mux_loop_t loop;
+    CHECK_EQ(mux_loop_init(&loop, NULL), 0);
+    CHECK_STR_EQ(mux_loop_backend(&loop), "uring");
+    CHECK_EQ(mux_loop_close(&loop), 0);
+}
+
+/* ---- a tiny ring under many ready fds ---- */
+
+struct ring_fd {
+    int fd, calls, bytes;
+    unsigned all;
+};
+
+static void read_all(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct ring_fd *r = w->data;
+    (void)loop;
+    r->calls++;
+    r->all |= revents;
+    r->bytes += drain(r->fd);
+}
+
+static void count_only(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct ring_fd *r = w->data;
+    (void)loop;
+    r->calls++;
+    r->all |= revents;
+}
+
+/* Opens a uring loop whose SQ ring has `entries` entries (CQ: twice that). */
+static void open_small_ring(mux_loop_t *loop, const char *entries)
+{
+    CHECK_EQ(unsetenv("IOMUX_TEST_URING_REFUSE"), 0);
+    skip_unless_uring_opens();
+    CHECK_EQ(setenv("IOMUX_URING_ENTRIES", entries, 1), 0);
+    mux_loop_options_t named = {"uring", MUX_LOOP_IGNORE_ENV};
+    CHECK_EQ(mux_loop_init(loop, &named), 0);
+    CHECK_EQ(unsetenv("IOMUX_URING_ENTRIES"), 0);
+}
+
+/* Runs until every watcher has been called at least `calls` times; returns iterations. */
+static int run_until_all(mux_loop_t *loop, struct ring_fd *r, int n, int calls)
+{
+    for (int iter = 1; iter <= 1000; iter++) {
+        CHECK_GE(mux_run(loop, MUX_RUN_ONCE), 0);
+        int done = 0;
+        for (int i = 0; i < n; i++)
+            done += r[i].calls >= calls;
+        if (done == n)
+            return iter;
+    }
+    harness_fail(__FILE__, __LINE__, "every watcher called", "an event was lost");
+}
+
+/* 1,000 read watchers on an SQ ring of 4 entries and a CQ ring of 8: every interest change
+ * must get through a full SQ, and every completion through a full CQ (whose multishot
+ * polls the kernel then ends). All fds are made ready at once, twice; each watcher must
+ * hear of it each time, with every byte. */
+static void many_ready_fds_case(unsigned events)
+{
+    enum { PAIRS = 500, N = 2 * PAIRS };
+    if (raise_nofile_limit() < N + 64)
+        SKIP("RLIMIT_NOFILE too low for 1,000 socketpair ends");
+    mux_loop_t loop;
+    open_small_ring(&loop, "4");
+    int *fds = calloc(N, sizeof *fds);
+    mux_io_t *w = calloc(N, sizeof *w);
+    struct ring_fd *r = calloc(N, sizeof *r);
+    CHECK(fds && w && r);
+    for (int i = 0; i < PAIRS; i++)
+        make_socketpair(&fds[2 * i]);
+    for (int i = 0; i < N; i++) {
+        r[i].fd = fds[i];
+        CHECK_EQ(mux_io_init(&w[i], read_all, fds[i], events), 0);
+        w[i].data = &r[i]; /* after init, which clears it */
+        CHECK_EQ(mux_io_start(&loop, &w[i]), 0);
+    }
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), N);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(r[i].calls, 0);
+    for (int round = 1; round <= 2; round++) {
+        for (int i = 0; i < N; i++)
+            write_byte(fds[i]); /* makes the other end readable */
+        run_until_all(&loop, r, N, round);
+        for (int i = 0; i < N; i++) {
+            CHECK_EQ(r[i].bytes, round);
+            CHECK_EQ(r[i].all, MUX_READ);
+        }
+        /* Everything was read: nothing more comes. */
+        for (int i = 0; i < 3; i++)
+            CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), N);
+        for (int i = 0; i < N; i++)
+            CHECK_EQ(r[i].calls, round);
+    }
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(mux_io_stop(&loop, &w[i]), 0);
+    CHECK_EQ(mux_loop_close(&loop), 0);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    free(fds);
+    free(w);
+    free(r);
+}
+
+CORE_TEST(uring_tiny_ring_many_ready_fds_level_no_event_lost) {
+    many_ready_fds_case(MUX_READ);
+}
+
+CORE_TEST(uring_tiny_ring_many_ready_fds_edge_no_event_lost) {
+    many_ready_fds_case(MUX_READ | MUX_EDGE);
+}
+
+/* Level-triggered readiness survives a full CQ: 300 fds left readable (never read) and
+ * always writable, watched for both, keep being reported on every iteration. */
+CORE_TEST(uring_tiny_ring_level_readiness_is_reported_every_iteration) {
+    enum { PAIRS = 150, N = 2 * PAIRS, ITER = 5 };
+    if (raise_nofile_limit() < N + 64)
+        SKIP("RLIMIT_NOFILE too low");
+    mux_loop_t loop;
+    open_small_ring(&loop, "2");
+    int fds[N];
+    mux_io_t w[N];
+    struct ring_fd r[N];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < PAIRS; i++)
+        make_socketpair(&fds[2 * i]);
+    for (int i = 0; i < N; i++) {
+        write_byte(fds[i ^ 1]);
+        r[i].fd = fds[i];
+        CHECK_EQ(mux_io_init(&w[i], count_only, fds[i], MUX_READ | MUX_WRITE), 0);
+        w[i].data = &r[i];
+        CHECK_EQ(mux_io_start(&loop, &w[i]), 0);
+    }
+    /* A CQ of 4 cannot hold 300 completions: one iteration still reports them all. */
+    for (int iter = 1; iter <= ITER; iter++) {
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), N);
+        for (int i = 0; i < N; i++) {
+            CHECK_EQ(r[i].calls, iter);
+            CHECK_EQ(r[i].all, MUX_READ | MUX_WRITE);
+        }
+    }
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(mux_io_stop(&loop, &w[i]), 0);
+    CHECK_EQ(mux_loop_close(&loop), 0);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+}
