@@ -186,6 +186,8 @@ void mux__wake_close(struct mux__loop *loop);
 void mux__fd_touch(struct mux__loop *loop, int fd, int force);
 void mux__fd_apply(struct mux__loop *loop);
 int mux__fd_reserve(struct mux__loop *loop, int fd);
+struct mux__fd *mux__fd_table_alloc(uint32_t n);
+void mux__fd_table_free(struct mux__fd *fds, uint32_t n);
 int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w);
 void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w);
 void mux__fd_refresh_all(struct mux__loop *loop);

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "backend.h"
 #include "internal.h"
@@ -23,6 +24,22 @@ static int mux__io_valid(const mux_io_t *w)
     return w && w->h_.type == MUX__T_IO;
 }
 
+/* The fd table is sized to RLIMIT_NOFILE up front, so that starting a watcher does not
+ * allocate, but most of it is never touched: anonymous pages arrive zeroed on first touch,
+ * where calloc would clear (and so touch) the whole table on every loop init. */
+struct mux__fd *mux__fd_table_alloc(uint32_t n)
+{
+    void *p = mmap(NULL, (size_t)n * sizeof(struct mux__fd), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void mux__fd_table_free(struct mux__fd *fds, uint32_t n)
+{
+    if (fds)
+        munmap(fds, (size_t)n * sizeof *fds);
+}
+
 int mux__fd_reserve(struct mux__loop *loop, int fd)
 {
     if ((uint32_t)fd < loop->nfds)
@@ -30,10 +47,11 @@ int mux__fd_reserve(struct mux__loop *loop, int fd)
     uint32_t n = loop->nfds * 2;
     if (n <= (uint32_t)fd)
         n = (uint32_t)fd + 1;
-    struct mux__fd *fds = realloc(loop->fds, (size_t)n * sizeof *fds);
+    struct mux__fd *fds = mux__fd_table_alloc(n);
     if (!fds)
         return -ENOMEM;
-    memset(fds + loop->nfds, 0, (size_t)(n - loop->nfds) * sizeof *fds);
+    memcpy(fds, loop->fds, (size_t)loop->nfds * sizeof *fds);
+    mux__fd_table_free(loop->fds, loop->nfds);
     loop->fds = fds;
     loop->nfds = n;
     return 0;

@@ -365,7 +365,7 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
 
 static void mux__loop_free(struct mux__loop *loop)
 {
-    free(loop->fds);
+    mux__fd_table_free(loop->fds, loop->nfds);
     free(loop->pend);
     free(loop->timers.v);
     free(loop->periodics.v);
@@ -394,7 +394,7 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
     loop->wall_minus_mono = mux__wall_ns() - (int64_t)loop->now;
     mux__hooks_init(loop);
     loop->nfds = mux__initial_fds();
-    loop->fds = calloc(loop->nfds, sizeof *loop->fds);
+    loop->fds = mux__fd_table_alloc(loop->nfds);
     if (!loop->fds || mux__pend_grow(loop, 64) != 0) {
         mux__loop_free(loop);
         return -ENOMEM;

@@ -29,9 +29,7 @@ static int mux__poll_open(struct mux__loop *loop)
     struct mux__poll *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
-    loop->bdata = st;
-    for (uint32_t fd = 0; fd < loop->nfds; fd++)
-        loop->fds[fd].bgen = 0;
+    loop->bdata = st; /* the fd table starts zeroed: every bgen says "no slot" */
     return 0;
 }
 

@@ -184,9 +184,7 @@ static int mux__uring_open(struct mux__loop *loop)
         free(st);
         return err;
     }
-    for (uint32_t fd = 0; fd < loop->nfds; fd++)
-        loop->fds[fd].kmask = 0;
-    loop->bdata = st;
+    loop->bdata = st; /* the fd table starts zeroed: no fd has a request yet */
     return 0;
 }
 
