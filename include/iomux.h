@@ -107,8 +107,8 @@ int mux_loop_init(mux_loop_t *loop, const mux_loop_options_t *opts);
  * a call from inside mux_run. */
 int mux_loop_close(mux_loop_t *loop);
 
-/* Runs the loop in `mode` (MUX_RUN_*). Returns the number of watchers still active
- * (0 when it ran out of work), or a negative errno: -EINVAL for bad arguments, -EBUSY when
+/* Runs the loop in `mode` (MUX_RUN_*). Returns what mux_loop_active would, the number of
+ * watchers, streams and listeners still active (0 when it ran out of work), or a negative errno: -EINVAL for bad arguments, -EBUSY when
  * called from inside its own mux_run, a kernel error from the backend's wait. */
 int mux_run(mux_loop_t *loop, int mode);
 
@@ -117,7 +117,8 @@ int mux_run(mux_loop_t *loop, int mode);
  * block. Returns 0 or -EINVAL. */
 int mux_loop_stop(mux_loop_t *loop);
 
-/* Returns the number of active watchers, or -EINVAL. */
+/* Returns the number of active watchers plus open streams and listeners (each counting
+ * once, whatever it is doing), or -EINVAL. */
 int mux_loop_active(const mux_loop_t *loop);
 
 /* Returns the name of the loop's backend ("epoll", ...), or NULL for a closed loop. */

@@ -39,6 +39,7 @@ enum {
     MUX__W_ACTIVE = 0x01,   /* started and not stopped */
     MUX__W_INTERNAL = 0x02, /* the loop's own; not counted in mux_loop_active */
     MUX__W_NEWFD = 0x04,    /* io: fd set since the last start; the kernel must be told */
+    MUX__W_NOREF = 0x08,    /* a part of a stream or listener, which counts once itself */
 };
 
 #define MUX__IO_EVENTS (MUX_READ | MUX_WRITE)
@@ -81,7 +82,8 @@ struct mux__loop {
 
     uint64_t now;     /* cached monotonic ns; read it through mux__now() */
     uint8_t now_stale; /* the clock was not read this iteration yet */
-    uint32_t active;  /* active watchers, not counting the loop's own */
+    uint32_t active;  /* active watchers and open streams and listeners */
+    uint32_t noref;   /* active watchers that are parts of streams and listeners */
     uint8_t running;  /* inside mux_run */
     uint8_t stop;     /* mux_loop_stop was called */
     uint8_t forked;   /* fork work to do at the top of the next iteration */

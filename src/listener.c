@@ -173,6 +173,8 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     l->cb_ = cb;
     mux_io_init(&l->io_, mux__listener_io_cb, fd, MUX_READ);
     mux_timer_init(&l->retry_, mux__listener_retry_cb);
+    l->io_.h_.flags |= MUX__W_NOREF;
+    l->retry_.h_.flags |= MUX__W_NOREF;
     int err = mux_io_start(pub, &l->io_);
     if (err != 0) {
         close(fd);

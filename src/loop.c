@@ -58,21 +58,25 @@ int mux__pend_grow(struct mux__loop *loop, uint32_t need)
 
 int mux__reserve(struct mux__loop *loop)
 {
-    uint32_t need = loop->active + 1 + MUX__INTERNAL_MAX;
+    uint32_t need = loop->active + loop->noref + 1 + MUX__INTERNAL_MAX;
     return need <= loop->pend_cap ? 0 : mux__pend_grow(loop, need);
 }
 
 void mux__activate(struct mux__loop *loop, struct mux__whdr *h)
 {
     h->flags |= MUX__W_ACTIVE;
-    if (!(h->flags & MUX__W_INTERNAL))
+    if (h->flags & MUX__W_NOREF)
+        loop->noref++;
+    else if (!(h->flags & MUX__W_INTERNAL))
         loop->active++;
 }
 
 void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h)
 {
     h->flags &= (uint8_t)~MUX__W_ACTIVE;
-    if (!(h->flags & MUX__W_INTERNAL))
+    if (h->flags & MUX__W_NOREF)
+        loop->noref--;
+    else if (!(h->flags & MUX__W_INTERNAL))
         loop->active--;
 }
 

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "internal.h"
 
 #define MUX__READ_BUDGET 16
@@ -45,6 +46,11 @@ static int mux__stream_valid(const mux_stream_t *s)
     return s && s->loop_ && (s->flags_ & S_OPEN) && !(s->flags_ & S_CLOSING);
 }
 
+static int mux__stream_has_deliveries(const mux_stream_t *s)
+{
+    return s->done_head_ || (s->flags_ & (S_DEFER_CONNECT | S_DEFER_SHUTDOWN | S_CLOSING));
+}
+
 /* Makes the io watcher ask for what the stream needs now. */
 static void mux__stream_interest(mux_stream_t *s)
 {
@@ -56,8 +62,11 @@ static void mux__stream_interest(mux_stream_t *s)
     mux_loop_t *pub = s->loop_->pub;
     int active = (s->io_.h_.flags & MUX__W_ACTIVE) != 0;
     if (!want) {
-        if (active)
-            mux_io_stop(pub, &s->io_);
+        if (active) {
+            mux_io_stop(pub, &s->io_); /* this also drops a queued delivery: queue it again */
+            if (mux__stream_has_deliveries(s) && !(s->flags_ & S_IN_CB))
+                mux__queue(s->loop_, &s->io_.h_, MUX__DEFER);
+        }
         return;
     }
     if (want != s->io_.events_)
@@ -99,6 +108,17 @@ static void mux__stream_do_shutdown(mux_stream_t *s)
 {
     s->flags_ |= S_SHUT | S_DEFER_SHUTDOWN;
     s->shutdown_status_ = shutdown(s->fd_, SHUT_WR) == 0 ? 0 : -errno;
+}
+
+/* After the queue drained or failed: a shutdown that waited for it happens now, the io
+ * watcher follows, and finished operations get delivered. */
+static void mux__stream_settle(mux_stream_t *s)
+{
+    if (!s->wq_head_ && (s->flags_ & S_SHUTTING) && !(s->flags_ & S_SHUT))
+        mux__stream_do_shutdown(s);
+    mux__stream_interest(s);
+    if (s->done_head_ || (s->flags_ & (S_DEFER_SHUTDOWN | S_DEFER_CONNECT)))
+        mux__stream_defer(s);
 }
 
 /* Advances `req` by `n` written bytes. */
@@ -160,11 +180,7 @@ static void mux__stream_flush(mux_stream_t *s)
             s->wq_tail_ = NULL;
         mux__write_done(s, req, 0);
     }
-    if (!s->wq_head_ && (s->flags_ & S_SHUTTING) && !(s->flags_ & S_SHUT))
-        mux__stream_do_shutdown(s);
-    mux__stream_interest(s);
-    if (s->done_head_ || (s->flags_ & S_DEFER_SHUTDOWN))
-        mux__stream_defer(s);
+    mux__stream_settle(s);
 }
 
 static void mux__stream_stop_reading(mux_stream_t *s)
@@ -268,9 +284,13 @@ static void mux__stream_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
     s->flags_ |= S_IN_CB;
     if (!(s->flags_ & S_CLOSING)) {
         if (revents & MUX_ERROR) { /* the fd was closed behind the stream's back */
-            s->flags_ &= ~(unsigned)S_CONNECTING;
-            s->connect_status_ = -EBADF;
+            if (s->flags_ & S_CONNECTING) {
+                s->flags_ &= ~(unsigned)S_CONNECTING;
+                s->connect_status_ = -EBADF;
+                s->flags_ |= S_DEFER_CONNECT;
+            }
             mux__writes_fail(s, -EBADF);
+            mux__stream_settle(s);
             if (s->flags_ & S_READING) {
                 mux__stream_stop_reading(s);
                 s->read_cb_(s, -EBADF, NULL);
@@ -336,9 +356,7 @@ static void mux__stream_timer_cb(mux_loop_t *pub, mux_timer_t *t)
         return;
     }
     mux__writes_fail(s, -ETIMEDOUT);
-    mux__stream_interest(s);
-    if (s->done_head_)
-        mux__stream_defer(s);
+    mux__stream_settle(s);
     if (s->flags_ & S_READING) {
         mux__stream_stop_reading(s);
         s->read_cb_(s, -ETIMEDOUT, NULL);
@@ -360,6 +378,8 @@ static void mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, int fd, u
     s->flags_ = S_OPEN | flags;
     mux_io_init(&s->io_, mux__stream_io_cb, fd, MUX_READ);
     mux_timer_init(&s->timer_, mux__stream_timer_cb);
+    s->io_.h_.flags |= MUX__W_NOREF;
+    s->timer_.h_.flags |= MUX__W_NOREF;
     s->last_read_ = s->last_write_ = mux__now(loop);
     loop->active++; /* the stream itself, until its close callback */
 }
@@ -376,6 +396,8 @@ MUX_EXPORT int mux_stream_open(mux_loop_t *pub, mux_stream_t *s, int fd)
     socklen_t len = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
         return -errno == -ENOTSOCK ? -EINVAL : -errno;
+    if (fd >= loop->backend->fd_limit) /* select: FD_SETSIZE */
+        return -EINVAL;
     if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0)
         return -errno;
     mux__stream_setup(loop, s, fd, S_CONNECTED | (ss.ss_family == AF_UNIX ? S_UNIX : 0));
@@ -395,6 +417,10 @@ MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s,
     int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
+    if (fd >= loop->backend->fd_limit) { /* select: FD_SETSIZE */
+        close(fd);
+        return -EMFILE;
+    }
     mux__stream_setup(loop, s, fd, family == AF_UNIX ? S_UNIX : 0);
     s->connect_cb_ = cb;
     int r;
@@ -490,10 +516,12 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *
     }
     s->wq_tail_ = req;
     s->wq_bytes_ += left;
-    if (first)
+    if (first) {
         mux__stream_flush(s); /* speculative: most writes finish right here */
-    if (s->wq_head_ && s->to_.write_ns && !(s->timer_.h_.flags & MUX__W_ACTIVE))
-        mux__stream_arm_timer(s);
+        /* A write deadline may come before the one the timer sleeps for now. */
+        if (s->wq_head_ && s->to_.write_ns)
+            mux__stream_arm_timer(s);
+    }
     return 0;
 }
 

@@ -138,8 +138,8 @@ THREAD_TEST(async_send_from_thread_wakes_blocked_loop) {
     a.data = &n;
     CHECK_EQ(mux_async_start(&loop, &a), 0);
     pthread_t th;
+    uint64_t t0 = mono_ns(); /* before the thread exists: it may run (and sleep) at once */
     CHECK_EQ(pthread_create(&th, NULL, late_sender, &a), 0);
-    uint64_t t0 = mono_ns();
     CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1); /* blocks until the send */
     CHECK_EQ(n, 1);
     CHECK_GE(mono_ns() - t0, 40 * MS);
