@@ -31,13 +31,15 @@ test-asan: deps
 	cmake -S . -B build/asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
 	      -DIOMUX_SANITIZE=address,undefined
 	cmake --build build/asan -j $(JOBS)
-	cd build/asan && ctest --output-on-failure -j $(JOBS) --timeout 300
+	cd build/asan && { ctest --output-on-failure -j $(JOBS) --timeout 300; rc=$$?; \
+	  ../../scripts/skip-reasons .; exit $$rc; }
 
 test-tsan: deps
 	cmake -S . -B build/tsan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
 	      -DIOMUX_SANITIZE=thread
 	cmake --build build/tsan -j $(JOBS)
-	cd build/tsan && ctest --output-on-failure -j $(JOBS) --timeout 300 -L thread
+	cd build/tsan && { ctest --output-on-failure -j $(JOBS) --timeout 300 -L thread; rc=$$?; \
+	  ../../scripts/skip-reasons .; exit $$rc; }
 
 bench: deps-bench
 	cmake -S . -B build/release $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
