@@ -36,7 +36,7 @@ test-asan: deps
 
 test-tsan: deps
 	cmake -S . -B build/tsan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
-	      -DIOMUX_SANITIZE=thread
+	      -DIOMUX_SANITIZE=thread -DIOMUX_BENCH=OFF
 	cmake --build build/tsan -j $(JOBS)
 	cd build/tsan && { ctest --output-on-failure -j $(JOBS) --timeout 300 -L thread; rc=$$?; \
 	  ../../scripts/skip-reasons .; exit $$rc; }
