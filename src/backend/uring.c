@@ -1,28 +1,43 @@
-/* uring: Linux io_uring, used as a readiness interface through multishot poll requests.
+/* uring: Linux io_uring, used as a readiness interface through poll requests: one-shot
+ * for level-triggered watchers, multishot for edge-triggered ones.
  *
  * What is odd about it, and what this file does about it:
- * - Life cycle of a multishot poll. An fd with wanted events gets one IORING_OP_POLL_ADD
- *   with IORING_POLL_ADD_MULTI (Linux 5.13). Arming polls the file at once: if it is ready
- *   then, a completion (CQE) is posted straight away. Afterwards the request sits on the
- *   file's wait queue and posts one CQE, with IORING_CQE_F_MORE set, per wake-up that
- *   matches its mask; the kernel re-polls the file on each wake-up, so the mask is the
- *   state of the file then. A CQE without F_MORE means the kernel ended the request: it
- *   was cancelled (-ECANCELED: our own remove, or the task that armed it exited), it
- *   failed (-EBADF: the fd number was closed before arming), the file cannot be waited on
- *   (a regular file answers "ready" once and ends the request), or the CQ ring was full
- *   (below). Only then is it re-armed: the fd is handed back to the core as forced, and
- *   the next batch of changes adds a new request.
- * - Multishot poll is edge-triggered: a file that stays readable and is not woken again
- *   posts nothing more. IORING_POLL_ADD_LEVEL (6.0) does not help: it was found to give
- *   deferred edge-triggered notifications (io-uring list, "IORING_POLL_ADD_LEVEL doesn't
- *   provide level triggered poll", Sept. 2022), so it is not used. MUX_EDGE watchers get
- *   the request as it is. For the default level-triggered watchers the file keeps the
- *   level itself: every fd that reported events to a level-triggered watcher is re-polled
- *   on the next submission with an IORING_POLL_UPDATE_EVENTS of the live request (same
- *   mask), which re-runs the arm-time check and posts a CQE if the file is still ready.
- *   That is the same re-poll epoll does for a level-triggered item, and it rides on the
- *   same io_uring_enter as everything else. An update that cannot be applied (-EALREADY:
- *   the request is firing right now) makes the fd be re-armed from scratch.
+ * - Two kinds of poll request. An IORING_OP_POLL_ADD polls the file when it is armed: if
+ *   the file is ready then, the completion (CQE) is posted at once, inside the enter that
+ *   submitted it, and the request never waits. Otherwise it sits on the file's wait queue
+ *   until a wake-up that matches its mask; the kernel then re-polls the file, so the mask
+ *   is the state of the file at that moment. A one-shot request ends with its first CQE.
+ *   A multishot one (IORING_POLL_ADD_MULTI, Linux 5.13) stays armed and posts one CQE per
+ *   matching wake-up, with IORING_CQE_F_MORE set, until the kernel ends it: cancelled
+ *   (-ECANCELED: our own remove, or the task that armed it exited), failed (-EBADF: the fd
+ *   number was closed before arming), a file that cannot be waited on (a regular file
+ *   answers "ready" once), or a full CQ ring (below). A request that ended with events
+ *   is re-armed like a one-shot one (next point); one that failed is handed back to the
+ *   core as forced, and the next batch of changes adds it again (or the fd is killed).
+ * - Level-triggered watchers (the default) get one-shot requests, re-armed after their
+ *   events were dispatched: a one-shot poll tests readiness when it is armed, so a file
+ *   left readable reports again, and that re-arm is the level re-poll epoll does for a
+ *   level-triggered item. The re-arms are queued as SQEs just before the next wait and
+ *   ride on its single io_uring_enter; an fd whose watchers stopped meanwhile is simply
+ *   not re-armed (nothing to remove), and one closed meanwhile fails the re-arm with
+ *   -EBADF (its watchers get MUX_ERROR). Only fds whose watchers have run are re-armed:
+ *   one reaped in this wait would report the same events twice. Arming late is also what
+ *   makes this cheap: the file's wait queue holds no request between the report and the
+ *   re-arm, so whatever makes it ready meanwhile (the program's own writes, typically)
+ *   wakes nobody, and the re-arm completes inline. A multishot request for the same
+ *   watcher costs more per event, measured (bench/README.md, poller study, 100 active of
+ *   1,000 socketpairs: about 10% slower): each wake-up of an armed request queues task
+ *   work and posts its CQE from it, and a level-triggered watcher still needs a re-poll
+ *   after dispatch (an IORING_POLL_UPDATE_EVENTS of the live request, which finds,
+ *   disarms and re-arms it).
+ * - MUX_EDGE watchers (only when every watcher of the fd asks for it) get a multishot
+ *   request as it is: it is edge-triggered, a file that stays readable and is not woken
+ *   again posts nothing more, and it costs no SQE per event. IORING_POLL_ADD_LEVEL (6.0)
+ *   is not used: it was found to give deferred edge-triggered notifications (io-uring
+ *   list, "IORING_POLL_ADD_LEVEL doesn't provide level triggered poll", Sept. 2022). A
+ *   change of mask updates the armed request (IORING_POLL_UPDATE_EVENTS keeps its kind);
+ *   a change between edge and level replaces it. An update that cannot be applied
+ *   (-EALREADY: the request is firing right now) makes the fd be re-armed from scratch.
  * - A poll request holds a reference to the file, not to the fd number. Closing the fd
  *   does not close the file while the request is armed (a peer sees the close only once
  *   the request is removed), and the request keeps reporting the old file. So interest is
@@ -37,21 +52,23 @@
  *   required): when the CQ ring is full it keeps CQEs on an internal overflow list, sets
  *   IORING_SQ_CQ_OVERFLOW, and moves them to the ring as it empties, on an enter with
  *   GETEVENTS. A multishot poll that finds the CQ full ends itself (its CQE goes to the
- *   overflow list without F_MORE), so it must be re-armed like any ended request. The
- *   wait therefore drains the ring, then flushes the overflow list with further enters
- *   until the flag clears. If the kernel could not even allocate an overflow entry it
- *   reports -EBADR on the next enter: a CQE was lost, so the ring is rebuilt and every fd
- *   re-armed (arming re-reports readiness). The CQ ring is sized 16 times the SQ ring.
- * - SQ full: interest changes are queued as SQEs and sent with the wait; when one
- *   iteration changes more fds than the SQ ring holds, the queued ones are submitted
- *   early (one io_uring_submit per ring-full), never dropped.
+ *   overflow list without F_MORE), so it must be re-armed like any ended request; a
+ *   one-shot CQE is held back like any other. The wait therefore drains the ring, then
+ *   flushes the overflow list with further enters until the flag clears. If the kernel
+ *   could not even allocate an overflow entry it reports -EBADR on the next enter: a CQE
+ *   was lost, so the ring is rebuilt and every fd re-armed (arming re-reports readiness).
+ *   The CQ ring is sized 16 times the SQ ring.
+ * - SQ full: interest changes and re-arms are queued as SQEs and sent with the wait; when
+ *   one iteration queues more than the SQ ring holds, the queued ones are submitted early
+ *   (one io_uring_submit per ring-full), never dropped.
  * - The wait is one io_uring_enter that submits and waits: GETEVENTS with a timespec
  *   through IORING_ENTER_EXT_ARG (IORING_FEAT_EXT_ARG, 5.11; nanosecond precision, no
  *   timeout SQE), min_complete 0 for a poll. -ETIME is the timeout, not an error.
- * - Task work: a wake-up of a polled file runs the poll's completion as task work of the
- *   thread that armed it. IORING_SETUP_DEFER_TASKRUN would batch it into the enter, but
- *   since 6.13 an enter runs at most 20 deferred items per pass, so 100 ready fds would
- *   need several enters per iteration; it also ties the ring to one thread. The ring uses
+ * - Task work: a wake-up of a waiting poll runs its completion as task work of the
+ *   thread that armed it (a re-arm that finds the file ready completes inline, without
+ *   any). IORING_SETUP_DEFER_TASKRUN would batch it into the enter, but since 6.13 an
+ *   enter runs at most 20 deferred items per pass, so 100 ready fds would need several
+ *   enters per iteration; it also ties the ring to one thread. The ring uses
  *   IORING_SETUP_COOP_TASKRUN (no inter-processor interrupt; the work runs on the next
  *   kernel exit, an enter included) and SUBMIT_ALL (one failing SQE does not hold back
  *   the rest of the batch), each only when the kernel accepts it.
@@ -103,18 +120,19 @@
 enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2 };
 #define MUX__GEN_MASK 0x3fffffffu
 
-/* kmask: the events the live request has (0: none armed), plus these bits. */
+/* kmask: the events of the armed request (0: none armed; MUX_EDGE: it is multishot), plus
+ * these bits. */
 #define MUX__K_EVENTS (MUX_READ | MUX_WRITE | MUX_EDGE)
-#define MUX__K_FRESH 0x10    /* reported again since it went on the re-poll list */
 #define MUX__K_VERIFIED 0x20 /* the fd number was checked after a hang-up */
-#define MUX__K_RECHECK 0x40  /* on the list of level re-polls */
+#define MUX__K_REARM 0x40    /* on the re-arm list */
 
 struct mux__uring {
     struct io_uring ring;
     int ring_ok;       /* `ring` holds a ring that close must release */
     unsigned skip;     /* IOSQE_CQE_SKIP_SUCCESS when the kernel has it */
-    int *recheck;      /* fds to re-poll for level-triggered watchers */
-    uint32_t nrecheck, recheck_cap;
+    int *rearm;        /* fds whose request completed, to re-arm before a wait */
+    uint32_t nrearm, rearm_cap;
+    uint32_t ndone;    /* the first ndone of them have had their watchers run */
 };
 
 static uint64_t mux__ud(unsigned kind, int fd, uint32_t gen)
@@ -193,7 +211,7 @@ static void mux__uring_close(struct mux__loop *loop)
     struct mux__uring *st = loop->bdata;
     if (st->ring_ok)
         io_uring_queue_exit(&st->ring);
-    free(st->recheck);
+    free(st->rearm);
     free(st);
     loop->bdata = NULL;
 }
@@ -206,7 +224,7 @@ static int mux__uring_renew(struct mux__loop *loop)
     if (st->ring_ok)
         io_uring_queue_exit(&st->ring);
     st->ring_ok = 0;
-    st->nrecheck = 0;
+    st->nrearm = st->ndone = 0;
     for (uint32_t fd = 0; fd < loop->nfds; fd++)
         loop->fds[fd].kmask = 0;
     return mux__uring_setup(st);
@@ -230,21 +248,23 @@ static int mux__uring_get_events(struct mux__uring *st)
     return r < 0 ? r : 0;
 }
 
-static void mux__uring_recheck_add(struct mux__loop *loop, int fd)
+static void mux__uring_rearm_add(struct mux__loop *loop, int fd)
 {
     struct mux__uring *st = loop->bdata;
-    if (st->nrecheck == st->recheck_cap) {
-        uint32_t cap = st->recheck_cap ? st->recheck_cap * 2 : 64;
-        int *p = realloc(st->recheck, (size_t)cap * sizeof *p);
+    if (loop->fds[fd].kmask & MUX__K_REARM)
+        return;
+    if (mux__unlikely(st->nrearm == st->rearm_cap)) {
+        uint32_t cap = st->rearm_cap ? st->rearm_cap * 2 : 64;
+        int *p = realloc(st->rearm, (size_t)cap * sizeof *p);
         if (!p) {
-            mux__fd_touch(loop, fd, 1); /* re-arming re-polls as well */
+            mux__fd_touch(loop, fd, 1); /* the core's change list re-arms it as well */
             return;
         }
-        st->recheck = p;
-        st->recheck_cap = cap;
+        st->rearm = p;
+        st->rearm_cap = cap;
     }
-    st->recheck[st->nrecheck++] = fd;
-    loop->fds[fd].kmask |= MUX__K_RECHECK;
+    st->rearm[st->nrearm++] = fd;
+    loop->fds[fd].kmask |= MUX__K_REARM;
 }
 
 static unsigned mux__uring_revents(int res)
@@ -254,7 +274,7 @@ static unsigned mux__uring_revents(int res)
 }
 
 /* One CQE. Never submits: what it needs from the kernel goes through the core's change
- * list (mux__fd_touch with force re-arms) or the re-poll list. */
+ * list (mux__fd_touch with force re-arms) or the re-arm list. */
 static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
 {
     unsigned kind = (unsigned)(ud >> 62);
@@ -272,30 +292,32 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
             mux__fd_touch(loop, fd, 1);
         return;
     }
-    if (!(flags & IORING_CQE_F_MORE)) {
-        e->kmask &= MUX__K_RECHECK; /* ended: re-armed by the next batch of changes */
-        mux__fd_touch(loop, fd, 1);
-        if (res < 0) {
-            if (res != -ECANCELED && res != -EINTR && res != -EAGAIN && res != -ENOMEM)
-                mux__fd_kill(loop, fd); /* -EBADF and friends */
-            return;
-        }
+    unsigned ended = !(flags & IORING_CQE_F_MORE);
+    if (mux__unlikely(res < 0)) {
+        e->kmask &= MUX__K_REARM; /* a failed request has ended */
+        mux__fd_touch(loop, fd, 1); /* re-armed by the next batch of changes */
+        if (res != -ECANCELED && res != -EINTR && res != -EAGAIN && res != -ENOMEM)
+            mux__fd_kill(loop, fd); /* -EBADF and friends */
+        return;
     }
     if (mux__unlikely(res & (POLLERR | POLLHUP)) && !(e->kmask & MUX__K_VERIFIED)) {
         /* The request holds the file: make sure the number still names an open fd. */
         if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            if (ended)
+                e->kmask &= MUX__K_REARM;
             mux__fd_kill(loop, fd);
             return;
         }
         e->kmask |= MUX__K_VERIFIED;
     }
-    unsigned want = mux__fd_event(loop, fd, mux__uring_revents(res));
-    if ((want & MUX__IO_EVENTS) && !(want & MUX_EDGE)) {
-        if (e->kmask & MUX__K_RECHECK)
-            e->kmask |= MUX__K_FRESH; /* a wake-up re-polled it already */
-        else
-            mux__uring_recheck_add(loop, fd);
+    if (ended) {
+        /* A one-shot request, or a multishot one the kernel ended (a full CQ ring, a
+         * file that cannot be waited on): armed again just before the next wait, after
+         * the watchers have run, if they still want events. */
+        e->kmask &= MUX__K_REARM;
+        mux__uring_rearm_add(loop, fd);
     }
+    mux__fd_event(loop, fd, mux__uring_revents(res));
 }
 
 /* Handles every CQE in the ring; returns how many there were. */
@@ -367,6 +389,17 @@ static void mux__uring_prep_update(struct mux__uring *st, int fd, uint32_t gen, 
     sqe->flags = (uint8_t)st->skip;
 }
 
+/* A new request for `want`: one-shot for level-triggered watchers, multishot for edge. */
+static void mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd, unsigned want)
+{
+    e->bgen++;
+    struct io_uring_sqe *sqe =
+        mux__uring_prep(st, IORING_OP_POLL_ADD, fd, mux__ud(MUX__UD_POLL, fd, e->bgen));
+    sqe->poll32_events = mux__uring_mask(want);
+    sqe->len = want & MUX_EDGE ? IORING_POLL_ADD_MULTI : 0;
+    e->kmask = (uint8_t)((e->kmask & MUX__K_REARM) | want);
+}
+
 static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int force)
 {
     struct mux__uring *st = loop->bdata;
@@ -375,60 +408,59 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
         return err;
     struct mux__fd *e = &loop->fds[fd];
     unsigned have = e->kmask & MUX__K_EVENTS;
-    if (have && (force || !want)) {
+    /* A request cannot change its kind: edge <-> level replaces it. */
+    if (have && (force || !want || ((have ^ want) & MUX_EDGE))) {
         struct io_uring_sqe *sqe =
             mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_REMOVE, fd, e->bgen));
         sqe->addr = mux__ud(MUX__UD_POLL, fd, e->bgen);
         sqe->flags = (uint8_t)st->skip;
         e->bgen++; /* the cancelled request's last CQE is stale */
-        e->kmask &= MUX__K_RECHECK;
+        e->kmask &= MUX__K_REARM;
         have = 0;
     }
     if (!want)
         return 0;
     if (!have) {
-        e->bgen++;
-        struct io_uring_sqe *sqe =
-            mux__uring_prep(st, IORING_OP_POLL_ADD, fd, mux__ud(MUX__UD_POLL, fd, e->bgen));
-        sqe->poll32_events = mux__uring_mask(want);
-        sqe->len = IORING_POLL_ADD_MULTI;
-        e->kmask = (uint8_t)((e->kmask & MUX__K_RECHECK) | want);
+        mux__uring_prep_add(st, e, fd, want);
         return 0;
     }
-    /* Only the events count for the kernel; MUX_EDGE is this file's business. */
     if ((have ^ want) & MUX__IO_EVENTS)
         mux__uring_prep_update(st, fd, e->bgen, want);
     e->kmask = (uint8_t)((e->kmask & ~MUX__K_EVENTS) | want);
     return 0;
 }
 
-/* Queues the level re-polls of the fds that reported events last time, except those that
- * a wake-up has reported again since (their CQE was reaped before this): the kernel
- * re-polled them then. Those stay on the list, with the ones reported since. */
-static int mux__uring_rechecks(struct mux__loop *loop, uint32_t old)
+/* Re-arms the fds whose request completed in an earlier wait, if they still want events
+ * and nothing armed them meanwhile. Only those whose watchers have run since: re-arming
+ * the others would report the events they are about to handle a second time. */
+static int mux__uring_rearms(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
-    uint32_t kept = 0;
+    uint32_t i = 0, old = st->ndone;
+    unsigned space = io_uring_sq_space_left(&st->ring);
     int err = 0;
-    for (uint32_t i = 0; i < old; i++) {
-        int fd = st->recheck[i];
+    for (; i < old; i++) {
+        int fd = st->rearm[i];
         struct mux__fd *e = &loop->fds[fd];
-        if (e->kmask & MUX__K_FRESH) {
-            e->kmask &= (uint8_t)~MUX__K_FRESH;
-            st->recheck[kept++] = fd;
+        if ((e->kmask & MUX__K_EVENTS) || !(e->want & MUX__IO_EVENTS)) {
+            e->kmask &= (uint8_t)~MUX__K_REARM;
             continue;
         }
-        e->kmask &= (uint8_t)~MUX__K_RECHECK;
-        unsigned have = e->kmask & MUX__K_EVENTS;
-        if (err != 0 || !(have & MUX__IO_EVENTS) || (have & MUX_EDGE))
-            continue; /* not armed (re-arming polls anyway), or edge-triggered now */
-        err = mux__uring_reserve(loop, 1);
-        if (err == 0)
-            mux__uring_prep_update(st, fd, e->bgen, have);
+        if (mux__unlikely(space == 0)) {
+            err = mux__uring_reserve(loop, 1);
+            if (err != 0)
+                break; /* the rest stay on the list */
+            space = io_uring_sq_space_left(&st->ring);
+        }
+        space--;
+        e->kmask &= (uint8_t)~MUX__K_REARM;
+        mux__uring_prep_add(st, e, fd, e->want);
     }
-    if (st->nrecheck > old && kept < old)
-        memmove(st->recheck + kept, st->recheck + old, (st->nrecheck - old) * sizeof *st->recheck);
-    st->nrecheck = kept + st->nrecheck - old;
+    if (i > 0) {
+        memmove(st->rearm, st->rearm + i, (st->nrearm - i) * sizeof *st->rearm);
+        st->nrearm -= i;
+    }
+    st->ndone = 0;
     return err;
 }
 
@@ -447,16 +479,15 @@ static int mux__uring_enter(struct mux__uring *st, int64_t timeout_ns)
     return io_uring_submit_and_wait_timeout(&st->ring, &cqe, 1, &ts, NULL);
 }
 
-static int mux__uring_wait(struct mux__loop *loop, int64_t timeout_ns)
+static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
 {
     struct mux__uring *st = loop->bdata;
-    /* CQEs posted since the last wait (task work runs on every return from the kernel,
-     * the callbacks' own system calls included) are reaped first: they spare re-polls. */
-    uint32_t old = st->nrecheck;
-    unsigned early = mux__uring_reap(loop);
-    int err = mux__uring_rechecks(loop, old);
+    /* Re-arms first, then the CQEs posted since the last wait (task work runs on every
+     * return from the kernel, the callbacks' own system calls included). */
+    int err = mux__uring_rearms(loop);
     if (err != 0)
         return err;
+    unsigned early = mux__uring_reap(loop);
     if (early && io_uring_sq_ready(&st->ring) == 0 && !mux__uring_cq_overflow(st))
         return 0; /* events in hand and nothing to send: no system call at all */
     if (early || mux__uring_cq_overflow(st))
@@ -487,6 +518,14 @@ static int mux__uring_wait(struct mux__loop *loop, int64_t timeout_ns)
         return 0;
     }
     return r; /* -EINTR included, which the core ignores */
+}
+
+static int mux__uring_wait(struct mux__loop *loop, int64_t timeout_ns)
+{
+    struct mux__uring *st = loop->bdata;
+    int err = mux__uring_wait_once(loop, timeout_ns);
+    st->ndone = st->nrearm; /* the core runs their watchers before it waits again */
+    return err;
 }
 
 const struct mux__backend mux__backend_uring = {
