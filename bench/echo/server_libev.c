@@ -1,0 +1,162 @@
+/* The echo server on libev 4 (native API, epoll backend). Each connection has a read and
+ * a write watcher: a read is written back at once, and only a short write swaps the read
+ * watcher for the write watcher until the rest is out, as libev's documentation
+ * suggests ("try the write first, watch for writability only when it fails"). */
+#include "echo_common.h"
+
+#include <dlfcn.h>
+#include <ev.h>
+#include <signal.h>
+
+struct conn {
+    ev_io rio, wio;
+    size_t len, done;
+    struct conn *next, *prev; /* all open connections, to close them on exit */
+    char buf[];
+};
+
+static struct conn *conns;
+static size_t bufsize;
+
+static void conn_close(struct ev_loop *loop, struct conn *c)
+{
+    ev_io_stop(loop, &c->rio);
+    ev_io_stop(loop, &c->wio);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    close(c->rio.fd);
+    free(c);
+}
+
+/* Writes what is left; 1 when all is written, 0 when the socket is full, -1 on error. */
+static int flush(struct conn *c)
+{
+    while (c->done < c->len) {
+        ssize_t n = write(c->rio.fd, c->buf + c->done, c->len - c->done);
+        if (n < 0)
+            return errno == EAGAIN ? 0 : -1;
+        c->done += (size_t)n;
+    }
+    return 1;
+}
+
+static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct conn *c = w->data;
+    (void)revents;
+    int r = flush(c);
+    if (r < 0) {
+        conn_close(loop, c);
+    } else if (r > 0) {
+        ev_io_stop(loop, &c->wio);
+        ev_io_start(loop, &c->rio);
+    }
+}
+
+static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct conn *c = w->data;
+    (void)revents;
+    ssize_t n = read(w->fd, c->buf, bufsize);
+    if (n <= 0) {
+        if (n == 0 || errno != EAGAIN)
+            conn_close(loop, c);
+        return;
+    }
+    c->len = (size_t)n;
+    c->done = 0;
+    int r = flush(c);
+    if (r < 0) {
+        conn_close(loop, c);
+    } else if (r == 0) {
+        ev_io_stop(loop, &c->rio);
+        ev_io_start(loop, &c->wio);
+    }
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)revents;
+    for (;;) {
+        int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != ECONNABORTED)
+                perror("echo-libev: accept");
+            return;
+        }
+        struct conn *c = malloc(sizeof *c + bufsize);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        echo_nodelay(fd);
+        c->len = c->done = 0;
+        ev_io_init(&c->rio, on_readable, fd, EV_READ);
+        ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
+        c->rio.data = c->wio.data = c;
+        c->prev = NULL;
+        c->next = conns;
+        if (conns)
+            conns->prev = c;
+        conns = c;
+        ev_io_start(loop, &c->rio);
+    }
+}
+
+static ev_io listener;
+static ev_signal sigint_w, sigterm_w;
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)w, (void)revents;
+    ev_signal_stop(loop, &sigint_w);
+    ev_signal_stop(loop, &sigterm_w);
+    ev_io_stop(loop, &listener);
+    close(listener.fd);
+    while (conns)
+        conn_close(loop, conns);
+}
+
+/* Debian's libev also exports libevent's old names: make sure ev_run is libev's. */
+static int identify(char *buf, size_t len)
+{
+    Dl_info info = {0};
+    dladdr((void *)(uintptr_t)ev_run, &info);
+    const char *where = info.dli_fname ? info.dli_fname : "?";
+    const char *base = strrchr(where, '/') ? strrchr(where, '/') + 1 : where;
+    int ok = ev_version_major() == EV_VERSION_MAJOR && strncmp(base, "libev.", 6) == 0 &&
+             (ev_supported_backends() & EVBACKEND_EPOLL);
+    snprintf(buf, len, "libev %d.%d, epoll, %s%s", ev_version_major(), ev_version_minor(),
+             where, ok ? "" : ": not libev with epoll, or not the version of its header");
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    char identity[512];
+    int ok = identify(identity, sizeof identity);
+    struct echo_options o = echo_parse(argc, argv, "echo-libev",
+                                       "libev ev_io watchers, write attempted first", identity,
+                                       ok);
+    bufsize = o.bufsize;
+    struct ev_loop *loop = ev_default_loop(EVBACKEND_EPOLL | EVFLAG_NOENV);
+    if (!loop || ev_backend(loop) != EVBACKEND_EPOLL) {
+        fprintf(stderr, "echo-libev: no epoll loop\n");
+        return 1;
+    }
+    int lfd = echo_listen_socket("echo-libev", o.port);
+    ev_io_init(&listener, on_accept, lfd, EV_READ);
+    ev_io_start(loop, &listener);
+    ev_signal_init(&sigint_w, on_signal, SIGINT);
+    ev_signal_init(&sigterm_w, on_signal, SIGTERM);
+    ev_signal_start(loop, &sigint_w);
+    ev_signal_start(loop, &sigterm_w);
+    echo_listening(lfd, identity);
+    ev_run(loop, 0); /* returns once the signal handler stopped every watcher */
+    ev_loop_destroy(loop);
+    return 0;
+}
