@@ -157,6 +157,56 @@ static inline uint64_t mux__now(struct mux__loop *loop)
 int mux__pend_grow(struct mux__loop *loop, uint32_t need);
 void mux__internal_event(struct mux__loop *loop, mux_io_t *w);
 
+/* Room in the pending queue for one more active watcher, and the loop's own watchers
+ * (wake-up, clock), which are not counted. 0 or -ENOMEM; inline: it runs on every start. */
+#define MUX__INTERNAL_MAX 4
+static inline int mux__reserve(struct mux__loop *loop)
+{
+    uint32_t need = loop->active + loop->noref + 1 + MUX__INTERNAL_MAX;
+    return mux__likely(need <= loop->pend_cap) ? 0 : mux__pend_grow(loop, need);
+}
+
+/* Start and stop bookkeeping of every watcher: inline, they run on every start and stop. */
+static inline void mux__activate(struct mux__loop *loop, struct mux__whdr *h)
+{
+    h->flags |= MUX__W_ACTIVE;
+    if (h->flags & MUX__W_NOREF)
+        loop->noref++;
+    else if (!(h->flags & MUX__W_INTERNAL))
+        loop->active++;
+}
+
+static inline void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h)
+{
+    h->flags &= (uint8_t)~MUX__W_ACTIVE;
+    if (h->flags & MUX__W_NOREF)
+        loop->noref--;
+    else if (!(h->flags & MUX__W_INTERNAL))
+        loop->active--;
+}
+
+/* Takes `h` out of the pending queue: its callback will not run for what was gathered. */
+static inline void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h)
+{
+    if (h->pending) {
+        loop->pend[h->pending - 1].w = NULL;
+        h->pending = 0;
+    }
+}
+
+/* Puts `fd` on the batch of changes applied before the next wait (once per iteration). */
+static inline void mux__fd_touch(struct mux__loop *loop, int fd, int force)
+{
+    struct mux__fd *e = &loop->fds[fd];
+    if (force)
+        e->changed |= MUX__FD_FORCE;
+    if (!(e->changed & MUX__FD_CHANGED)) {
+        e->changed |= MUX__FD_CHANGED;
+        e->next_change = loop->changes;
+        loop->changes = fd;
+    }
+}
+
 /* Queues `h` with `revents`, or adds them to its queued entry. Capacity is kept at least
  * the number of active watchers, and every watcher is queued at most once, so the growth
  * path only runs for completions queued from inside callbacks (streams). */
@@ -176,18 +226,18 @@ static inline void mux__queue(struct mux__loop *loop, struct mux__whdr *h, unsig
     h->pending = ++loop->npend;
 }
 int mux__clock_watch(struct mux__loop *loop);
-int mux__reserve(struct mux__loop *loop); /* room for one more active watcher */
-void mux__activate(struct mux__loop *loop, struct mux__whdr *h);
-void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h);
-void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h);
 void mux__wake(struct mux__loop *loop); /* async-signal-safe */
 int mux__wake_open(struct mux__loop *loop);
 void mux__wake_close(struct mux__loop *loop);
 
 /* io.c */
-void mux__fd_touch(struct mux__loop *loop, int fd, int force);
 void mux__fd_apply(struct mux__loop *loop);
-int mux__fd_reserve(struct mux__loop *loop, int fd);
+int mux__fd_grow(struct mux__loop *loop, int fd);
+/* Makes the fd table reach `fd`. 0 or -ENOMEM. */
+static inline int mux__fd_reserve(struct mux__loop *loop, int fd)
+{
+    return mux__likely((uint32_t)fd < loop->nfds) ? 0 : mux__fd_grow(loop, fd);
+}
 struct mux__fd *mux__fd_table_alloc(uint32_t n);
 void mux__fd_table_free(struct mux__fd *fds, uint32_t n);
 int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w);

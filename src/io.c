@@ -40,10 +40,8 @@ void mux__fd_table_free(struct mux__fd *fds, uint32_t n)
         munmap(fds, (size_t)n * sizeof *fds);
 }
 
-int mux__fd_reserve(struct mux__loop *loop, int fd)
+int mux__fd_grow(struct mux__loop *loop, int fd)
 {
-    if ((uint32_t)fd < loop->nfds)
-        return 0;
     uint32_t n = loop->nfds * 2;
     if (n <= (uint32_t)fd)
         n = (uint32_t)fd + 1;
@@ -55,18 +53,6 @@ int mux__fd_reserve(struct mux__loop *loop, int fd)
     loop->fds = fds;
     loop->nfds = n;
     return 0;
-}
-
-void mux__fd_touch(struct mux__loop *loop, int fd, int force)
-{
-    struct mux__fd *e = &loop->fds[fd];
-    if (force)
-        e->changed |= MUX__FD_FORCE;
-    if (!(e->changed & MUX__FD_CHANGED)) {
-        e->changed |= MUX__FD_CHANGED;
-        e->next_change = loop->changes;
-        loop->changes = fd;
-    }
 }
 
 void mux__fd_refresh_all(struct mux__loop *loop)

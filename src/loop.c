@@ -23,8 +23,6 @@
 #include "backend.h"
 #include "internal.h"
 
-/* The loop's own io watchers (wake-up, clock) are not counted; keep room for them. */
-#define MUX__INTERNAL_MAX 4
 
 static pthread_once_t mux__once = PTHREAD_ONCE_INIT;
 
@@ -54,38 +52,6 @@ int mux__pend_grow(struct mux__loop *loop, uint32_t need)
     loop->pend = p;
     loop->pend_cap = cap;
     return 0;
-}
-
-int mux__reserve(struct mux__loop *loop)
-{
-    uint32_t need = loop->active + loop->noref + 1 + MUX__INTERNAL_MAX;
-    return need <= loop->pend_cap ? 0 : mux__pend_grow(loop, need);
-}
-
-void mux__activate(struct mux__loop *loop, struct mux__whdr *h)
-{
-    h->flags |= MUX__W_ACTIVE;
-    if (h->flags & MUX__W_NOREF)
-        loop->noref++;
-    else if (!(h->flags & MUX__W_INTERNAL))
-        loop->active++;
-}
-
-void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h)
-{
-    h->flags &= (uint8_t)~MUX__W_ACTIVE;
-    if (h->flags & MUX__W_NOREF)
-        loop->noref--;
-    else if (!(h->flags & MUX__W_INTERNAL))
-        loop->active--;
-}
-
-void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h)
-{
-    if (h->pending) {
-        loop->pend[h->pending - 1].w = NULL;
-        h->pending = 0;
-    }
 }
 
 static void mux__dispatch(struct mux__loop *loop, struct mux__whdr *h, unsigned revents)
