@@ -158,8 +158,11 @@ static void mux__stream_flush(mux_stream_t *s)
             /* Zero-length entries are skipped above; advance past them too. */
             while (req->iov_[req->iovidx_].iov_len == 0)
                 req->iovidx_++;
+            /* One buffer, the common case, skips sendmsg's import of a msghdr and iovec. */
             struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-            ssize_t w = sendmsg(s->fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t w = n == 1 ? send(s->fd_, iov[0].iov_base, iov[0].iov_len,
+                                      MSG_NOSIGNAL | MSG_DONTWAIT)
+                               : sendmsg(s->fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w < 0) {
                 if (errno == EINTR)
                     continue;
