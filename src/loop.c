@@ -430,6 +430,9 @@ static int mux__loop_refork(struct mux__loop *loop)
     mux__sig_loop_fork(loop);
     mux__fd_refresh_all(loop);
     mux__hooks_queue(loop, &loop->forks);
+    /* A send or signal the parent had not consumed left its flags set, and the new
+     * descriptor never heard of it: look at them as if woken. */
+    loop->woken = 1;
     return 0;
 }
 
@@ -499,7 +502,7 @@ static int64_t mux__min_timeout(int64_t a, int64_t b)
 static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
 {
     if (mode == MUX_RUN_NOWAIT || loop->stop || loop->npend || loop->recheck ||
-        loop->idles.count || loop->active == 0 || loop->forked)
+        loop->woken || loop->idles.count || loop->active == 0 || loop->forked)
         return 0;
     if (loop->timers.n == 0 && loop->periodics.n == 0)
         return -1;
@@ -542,7 +545,7 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         return -EBUSY;
     loop->running = 1;
     int err = 0;
-    for (;;) {
+    for (int first = 1;; first = 0) {
         if (mux__unlikely(loop->fork_gen != mux__fork_gen || loop->forked)) {
             err = mux__loop_refork(loop);
             if (err != 0)
@@ -550,7 +553,8 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         }
         if (loop->npend)
             mux__invoke_pending(loop);
-        if (mode == MUX_RUN_DEFAULT && (loop->active == 0 || loop->stop))
+        /* A stop from before this call still gets its one (non-blocking) iteration. */
+        if (mode == MUX_RUN_DEFAULT && (loop->active == 0 || (loop->stop && !first)))
             break;
         if (loop->prepares.count) {
             mux__hooks_queue(loop, &loop->prepares);

@@ -18,14 +18,16 @@ static int mux__periodic_valid(const mux_periodic_t *p)
     return p && p->h_.type == MUX__T_PERIODIC;
 }
 
-/* The first offset + k * interval after `wall`, or the offset of a one-shot. */
+/* The first offset + k * interval after `wall`, or the offset of a one-shot. A time past
+ * what int64_t holds (a huge interval) is INT64_MAX: never, in practice. */
 static uint64_t mux__periodic_next(const mux_periodic_t *p, int64_t wall)
 {
     if (!p->interval_)
         return (uint64_t)p->offset_;
-    int64_t iv = (int64_t)p->interval_, d = wall - p->offset_;
+    int64_t iv = (int64_t)p->interval_, d = wall - p->offset_, step, at;
     int64_t k = d >= 0 ? d / iv + 1 : -((-d) / iv) + ((-d) % iv == 0 ? 1 : 0);
-    int64_t at = p->offset_ + k * iv;
+    if (__builtin_mul_overflow(k, iv, &step) || __builtin_add_overflow(p->offset_, step, &at))
+        return INT64_MAX;
     return at < 0 ? 0 : (uint64_t)at;
 }
 
@@ -47,6 +49,7 @@ MUX_EXPORT int mux_periodic_start(mux_loop_t *pub, mux_periodic_t *p, int64_t of
         return -EINVAL;
     if (p->h_.flags & MUX__W_ACTIVE)
         return -EBUSY;
+    mux__unqueue(loop, &p->h_); /* a firing gathered before the restart is void */
     int err = mux__reserve(loop);
     if (err == 0)
         err = mux__heap_reserve(&loop->periodics, 1);

@@ -171,6 +171,10 @@ void mux__sig_atfork_child(void)
     /* Another thread of the parent may have held it; the child has only this thread. */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     memcpy(&mux__sig_lock, &fresh, sizeof fresh);
+    /* Handlers that were running in other threads at the fork do not exist here; their
+     * count would make a slot's release wait forever. */
+    for (int i = 0; i < MUX__SIG_SLOTS; i++)
+        __atomic_store_n(&mux__sig_slots[i].users, 0, __ATOMIC_SEQ_CST);
 }
 
 /* ---- public ------------------------------------------------------------------------ */

@@ -328,6 +328,8 @@ static uint64_t mux__stream_next_deadline(mux_stream_t *s, uint64_t now, int *ex
         if (!c[i].limit || !c[i].applies)
             continue;
         uint64_t at = c[i].since + c[i].limit;
+        if (at < c[i].since)
+            continue; /* beyond the end of time: never */
         if (at <= now)
             *expired = 1;
         else if (at < next)

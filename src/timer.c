@@ -49,6 +49,7 @@ MUX_EXPORT int mux_timer_start(mux_loop_t *pub, mux_timer_t *t, uint64_t after_n
         return -EINVAL;
     if (t->h_.flags & MUX__W_ACTIVE)
         return -EBUSY;
+    mux__unqueue(loop, &t->h_); /* an expiry gathered before the restart is void */
     t->repeat_ = repeat_ns;
     return mux__timer_insert(loop, t, mux__sat_add(mux__now(loop), after_ns));
 }
@@ -73,6 +74,9 @@ MUX_EXPORT int mux_timer_again(mux_loop_t *pub, mux_timer_t *t)
         return -EINVAL;
     if (!t->repeat_)
         return mux_timer_stop(pub, t);
+    /* An expiry gathered in this iteration but not yet dispatched is void: the deadline
+     * moved (the classic case: an io callback pushes its idle timeout back). */
+    mux__unqueue(loop, &t->h_);
     uint64_t at = mux__sat_add(mux__now(loop), t->repeat_);
     if (!(t->h_.flags & MUX__W_ACTIVE))
         return mux__timer_insert(loop, t, at);

@@ -177,26 +177,29 @@ static int mux__epoll_syswait(struct mux__epoll *st, int64_t timeout_ns)
 #endif
     int ms = -1;
     if (timeout_ns >= 0) {
-        int64_t m = (timeout_ns + 999999) / 1000000; /* round up: never early */
+        int64_t m = timeout_ns / 1000000 + (timeout_ns % 1000000 != 0); /* up: never early */
         ms = m > INT_MAX ? INT_MAX : (int)m;
     }
     return epoll_wait(st->epfd, st->ev, st->nev, ms);
 }
 
-/* Someone got events nobody wants any more: narrow the registration now. */
+/* Someone got events nobody wants any more: narrow the registration now. When the fd
+ * number was closed while its file lives on (a dup, a forked child's copy), the kernel
+ * can no longer be told by number: only a new epoll set gets rid of the registration. */
 static void mux__epoll_narrow(struct mux__loop *loop, int fd, unsigned want)
 {
     struct mux__epoll *st = loop->bdata;
     struct mux__fd *e = &loop->fds[fd];
+    int err;
     if (want & MUX__IO_EVENTS) {
-        if (mux__epoll_ctl(loop, EPOLL_CTL_MOD, fd, want) == 0) {
-            e->kmask = (uint8_t)want;
-            return;
-        }
+        err = mux__epoll_ctl(loop, EPOLL_CTL_MOD, fd, want);
+    } else {
+        struct epoll_event dummy = {0};
+        err = epoll_ctl(st->epfd, EPOLL_CTL_DEL, fd, &dummy) == 0 ? 0 : -errno;
     }
-    struct epoll_event dummy = {0};
-    epoll_ctl(st->epfd, EPOLL_CTL_DEL, fd, &dummy);
-    e->kmask = 0;
+    e->kmask = err == 0 ? (uint8_t)(want & (MUX__IO_EVENTS | MUX_EDGE)) : 0;
+    if (err != 0)
+        st->rebuild = 1;
 }
 
 static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
@@ -218,7 +221,9 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
         unsigned got = (ev & EPOLLIN ? MUX_READ : 0) | (ev & EPOLLOUT ? MUX_WRITE : 0);
         unsigned err = ev & (EPOLLERR | EPOLLHUP) ? MUX__IO_EVENTS : 0;
         unsigned want = mux__fd_event(loop, fd, got | err);
-        if (mux__unlikely(got & ~want & MUX__IO_EVENTS))
+        /* Unwanted readiness, or an error or hang-up on an fd nobody watches (those are
+         * reported whatever the mask): a lazily kept registration to narrow. */
+        if (mux__unlikely((got & ~want & MUX__IO_EVENTS) || (err && !(want & MUX__IO_EVENTS))))
             mux__epoll_narrow(loop, fd, want);
     }
     for (int i = 0; i < st->neperm; i++)
