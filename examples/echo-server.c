@@ -207,8 +207,7 @@ int main(int argc, char **argv)
     srv.listener.data = &srv;
     rc = mux_listen(&srv.loop, &srv.listener, (struct sockaddr *)&ss, len, &lopts, on_accept);
     if (rc < 0) {
-        fprintf(stderr, "echo-server: listen on %s:%ld: %s\n", bind_addr, port,
-                mux_strerror(rc));
+        fprintf(stderr, "echo-server: listen on %s:%ld: %s\n", bind_addr, port, mux_strerror(rc));
         return 1;
     }
     mux_signal_init(&srv.sigint, on_signal, SIGINT);

@@ -108,8 +108,9 @@ int mux_loop_init(mux_loop_t *loop, const mux_loop_options_t *opts);
 int mux_loop_close(mux_loop_t *loop);
 
 /* Runs the loop in `mode` (MUX_RUN_*). Returns what mux_loop_active would, the number of
- * watchers, streams and listeners still active (0 when it ran out of work), or a negative errno: -EINVAL for bad arguments, -EBUSY when
- * called from inside its own mux_run, a kernel error from the backend's wait. */
+ * watchers, streams and listeners still active (0 when it ran out of work), or a negative errno:
+ * -EINVAL for bad arguments, -EBUSY when called from inside its own mux_run, a kernel error from
+ * the backend's wait. */
 int mux_run(mux_loop_t *loop, int mode);
 
 /* Makes the running mux_run return after the current iteration. Called while the loop
@@ -257,9 +258,9 @@ struct mux_periodic {
 /* Initialises `p`. Returns 0 or -EINVAL. */
 int mux_periodic_init(mux_periodic_t *p, mux_periodic_cb cb);
 /* With interval_ns 0: fires once at wall-clock time `offset_ns` (at once if it has passed)
- * and is inactive when its callback runs. Otherwise fires at every offset_ns + k * interval_ns of the wall clock, the
- * next one after now (offset 0, interval 3600e9: on every full hour, UTC). Returns 0,
- * -EBUSY if active, -EINVAL (offset_ns < 0), -ENOMEM. */
+ * and is inactive when its callback runs. Otherwise fires at every offset_ns + k * interval_ns of
+ * the wall clock, the next one after now (offset 0, interval 3600e9: on every full hour, UTC).
+ * Returns 0, -EBUSY if active, -EINVAL (offset_ns < 0), -ENOMEM. */
 int mux_periodic_start(mux_loop_t *loop, mux_periodic_t *p, int64_t offset_ns,
                        uint64_t interval_ns);
 /* Stops the periodic. Returns 0 (also when inactive) or -EINVAL. */
@@ -323,9 +324,9 @@ struct mux_idle {
     mux_idle_cb cb_;
     struct mux__link link_;
 };
-int mux_idle_init(mux_idle_t *w, mux_idle_cb cb);            /* 0 or -EINVAL */
-int mux_idle_start(mux_loop_t *loop, mux_idle_t *w);         /* 0, -EBUSY, -EINVAL */
-int mux_idle_stop(mux_loop_t *loop, mux_idle_t *w);          /* 0 or -EINVAL */
+int mux_idle_init(mux_idle_t *w, mux_idle_cb cb);    /* 0 or -EINVAL */
+int mux_idle_start(mux_loop_t *loop, mux_idle_t *w); /* 0, -EBUSY, -EINVAL */
+int mux_idle_stop(mux_loop_t *loop, mux_idle_t *w);  /* 0 or -EINVAL */
 
 /* prepare: called once per iteration just before the loop waits for events. */
 typedef struct mux_prepare mux_prepare_t;
@@ -336,9 +337,9 @@ struct mux_prepare {
     mux_prepare_cb cb_;
     struct mux__link link_;
 };
-int mux_prepare_init(mux_prepare_t *w, mux_prepare_cb cb);   /* 0 or -EINVAL */
-int mux_prepare_start(mux_loop_t *loop, mux_prepare_t *w);   /* 0, -EBUSY, -EINVAL */
-int mux_prepare_stop(mux_loop_t *loop, mux_prepare_t *w);    /* 0 or -EINVAL */
+int mux_prepare_init(mux_prepare_t *w, mux_prepare_cb cb); /* 0 or -EINVAL */
+int mux_prepare_start(mux_loop_t *loop, mux_prepare_t *w); /* 0, -EBUSY, -EINVAL */
+int mux_prepare_stop(mux_loop_t *loop, mux_prepare_t *w);  /* 0 or -EINVAL */
 
 /* check: called once per iteration just after the wait, after the io, timer, periodic,
  * signal, child, async and idle callbacks of that iteration. */
@@ -350,9 +351,9 @@ struct mux_check {
     mux_check_cb cb_;
     struct mux__link link_;
 };
-int mux_check_init(mux_check_t *w, mux_check_cb cb);         /* 0 or -EINVAL */
-int mux_check_start(mux_loop_t *loop, mux_check_t *w);       /* 0, -EBUSY, -EINVAL */
-int mux_check_stop(mux_loop_t *loop, mux_check_t *w);        /* 0 or -EINVAL */
+int mux_check_init(mux_check_t *w, mux_check_cb cb);   /* 0 or -EINVAL */
+int mux_check_start(mux_loop_t *loop, mux_check_t *w); /* 0, -EBUSY, -EINVAL */
+int mux_check_stop(mux_loop_t *loop, mux_check_t *w);  /* 0 or -EINVAL */
 
 /* fork: called in the child on its first iteration after a fork, once the loop's kernel
  * state has been re-created. */
@@ -364,9 +365,9 @@ struct mux_fork {
     mux_fork_cb cb_;
     struct mux__link link_;
 };
-int mux_fork_init(mux_fork_t *w, mux_fork_cb cb);            /* 0 or -EINVAL */
-int mux_fork_start(mux_loop_t *loop, mux_fork_t *w);         /* 0, -EBUSY, -EINVAL */
-int mux_fork_stop(mux_loop_t *loop, mux_fork_t *w);          /* 0 or -EINVAL */
+int mux_fork_init(mux_fork_t *w, mux_fork_cb cb);    /* 0 or -EINVAL */
+int mux_fork_start(mux_loop_t *loop, mux_fork_t *w); /* 0, -EBUSY, -EINVAL */
+int mux_fork_stop(mux_loop_t *loop, mux_fork_t *w);  /* 0 or -EINVAL */
 
 /* async: a wake-up from another thread or a signal handler. Sends that arrive before the
  * loop gets to the watcher are coalesced into one call, and a send is never lost: after
@@ -381,9 +382,9 @@ struct mux_async {
     struct mux__link link_;
     int sent_;
 };
-int mux_async_init(mux_async_t *w, mux_async_cb cb);         /* 0 or -EINVAL */
-int mux_async_start(mux_loop_t *loop, mux_async_t *w);       /* 0, -EBUSY, -EINVAL */
-int mux_async_stop(mux_loop_t *loop, mux_async_t *w);        /* 0 or -EINVAL */
+int mux_async_init(mux_async_t *w, mux_async_cb cb);   /* 0 or -EINVAL */
+int mux_async_start(mux_loop_t *loop, mux_async_t *w); /* 0, -EBUSY, -EINVAL */
+int mux_async_stop(mux_loop_t *loop, mux_async_t *w);  /* 0 or -EINVAL */
 /* Wakes the loop of the started watcher `w` and makes its callback run. Thread-safe and
  * async-signal-safe; must not race with mux_async_stop of the same watcher. Everything the
  * sending thread wrote before the send is visible to the callback that the send causes
@@ -487,7 +488,7 @@ struct mux_stream {
     char *rbuf_;
     size_t rlen_;
     mux_bufpool_t *pool_;
-    mux_write_t *wq_head_, *wq_tail_; /* queued, in order */
+    mux_write_t *wq_head_, *wq_tail_;     /* queued, in order */
     mux_write_t *done_head_, *done_tail_; /* finished, callbacks not yet run */
     size_t wq_bytes_;
     mux_connect_cb connect_cb_;
@@ -499,8 +500,8 @@ struct mux_stream {
 };
 
 /* Adopts `fd`, a connected stream socket (it is made non-blocking), as stream `s` of
- * `loop`; `s->data` is kept, every other field is set. The stream owns the fd from now on and closes it in mux_stream_close. Returns 0,
- * -EINVAL, -EBADF. */
+ * `loop`; `s->data` is kept, every other field is set. The stream owns the fd from now on and
+ * closes it in mux_stream_close. Returns 0, -EINVAL, -EBADF. */
 int mux_stream_open(mux_loop_t *loop, mux_stream_t *s, int fd);
 /* Starts connecting `s` to a TCP or Unix address; `cb` is called once. Returns 0 (the
  * result comes to `cb`; close the stream in any case when done with it), or -EINVAL,
@@ -550,9 +551,9 @@ enum {
 };
 
 typedef struct mux_listen_options {
-    int backlog;        /* 0: SOMAXCONN */
-    unsigned flags;     /* MUX_LISTEN_*; unknown bits are -EINVAL */
-    unsigned batch;     /* connections accepted per readiness; 0: 64 */
+    int backlog;    /* 0: SOMAXCONN */
+    unsigned flags; /* MUX_LISTEN_*; unknown bits are -EINVAL */
+    unsigned batch; /* connections accepted per readiness; 0: 64 */
 } mux_listen_options_t;
 
 struct mux_listener {
@@ -573,8 +574,8 @@ struct mux_listener {
  * (AF_UNIX; an existing socket file at the path is not removed) and starts accepting:
  * `cb` runs once per accepted connection. Returns 0, -EINVAL, or the socket call's error
  * (-EADDRINUSE, -EACCES, ...). */
-int mux_listen(mux_loop_t *loop, mux_listener_t *l, const struct sockaddr *addr,
-               socklen_t addrlen, const mux_listen_options_t *opts, mux_accept_cb cb);
+int mux_listen(mux_loop_t *loop, mux_listener_t *l, const struct sockaddr *addr, socklen_t addrlen,
+               const mux_listen_options_t *opts, mux_accept_cb cb);
 /* Writes the bound address (to learn the port after binding port 0). Returns 0, -EINVAL,
  * or getsockname's error. */
 int mux_listener_address(const mux_listener_t *l, struct sockaddr *addr, socklen_t *len);

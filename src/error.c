@@ -9,7 +9,7 @@ MUX_EXPORT unsigned mux_version(void)
 }
 
 #define MUX__STR2(x) #x
-#define MUX__STR(x) MUX__STR2(x)
+#define MUX__STR(x)  MUX__STR2(x)
 
 MUX_EXPORT const char *mux_version_string(void)
 {

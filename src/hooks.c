@@ -15,8 +15,7 @@ static void mux__list_init(struct mux__hooklist *l, ptrdiff_t hdr_off)
 void mux__hooks_init(struct mux__loop *loop)
 {
     mux__list_init(&loop->idles, offsetof(mux_idle_t, h_) - offsetof(mux_idle_t, link_));
-    mux__list_init(&loop->prepares,
-                   offsetof(mux_prepare_t, h_) - offsetof(mux_prepare_t, link_));
+    mux__list_init(&loop->prepares, offsetof(mux_prepare_t, h_) - offsetof(mux_prepare_t, link_));
     mux__list_init(&loop->checks, offsetof(mux_check_t, h_) - offsetof(mux_check_t, link_));
     mux__list_init(&loop->forks, offsetof(mux_fork_t, h_) - offsetof(mux_fork_t, link_));
     mux__list_init(&loop->asyncs, offsetof(mux_async_t, h_) - offsetof(mux_async_t, link_));

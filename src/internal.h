@@ -17,8 +17,8 @@
 #endif
 
 #define mux__container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-#define mux__likely(x) __builtin_expect(!!(x), 1)
-#define mux__unlikely(x) __builtin_expect(!!(x), 0)
+#define mux__likely(x)                       __builtin_expect(!!(x), 1)
+#define mux__unlikely(x)                     __builtin_expect(!!(x), 0)
 
 /* Watcher types, stored in mux__whdr.type by init. 0 means "never initialised". */
 enum {
@@ -48,11 +48,11 @@ enum {
 
 /* One entry per fd number. */
 struct mux__fd {
-    mux_io_t *head;    /* watchers of this fd */
-    uint32_t bgen;     /* backend's: epoll generation, poll index */
-    uint8_t want;      /* events wanted by the watchers, as last applied */
-    uint8_t kmask;     /* backend's: what the kernel has */
-    uint8_t changed;   /* MUX__FD_* */
+    mux_io_t *head;  /* watchers of this fd */
+    uint32_t bgen;   /* backend's: epoll generation, poll index */
+    uint8_t want;    /* events wanted by the watchers, as last applied */
+    uint8_t kmask;   /* backend's: what the kernel has */
+    uint8_t changed; /* MUX__FD_* */
     uint8_t pad_;
     int32_t next_change; /* link in the loop's change list */
 };
@@ -80,18 +80,18 @@ struct mux__loop {
     const struct mux__backend *backend;
     void *bdata; /* the backend's own state */
 
-    uint64_t now;     /* cached monotonic ns; read it through mux__now() */
-    uint8_t now_stale; /* the clock was not read this iteration yet */
-    uint32_t active;  /* active watchers and open streams and listeners */
-    uint32_t noref;   /* active watchers that are parts of streams and listeners */
-    uint8_t running;  /* inside mux_run */
-    uint8_t stop;     /* mux_loop_stop was called */
-    uint8_t forked;   /* fork work to do at the top of the next iteration */
-    uint8_t recheck;  /* children to reap: do not block */
-    uint8_t woken;    /* the wake-up descriptor was readable */
+    uint64_t now;         /* cached monotonic ns; read it through mux__now() */
+    uint8_t now_stale;    /* the clock was not read this iteration yet */
+    uint32_t active;      /* active watchers and open streams and listeners */
+    uint32_t noref;       /* active watchers that are parts of streams and listeners */
+    uint8_t running;      /* inside mux_run */
+    uint8_t stop;         /* mux_loop_stop was called */
+    uint8_t forked;       /* fork work to do at the top of the next iteration */
+    uint8_t recheck;      /* children to reap: do not block */
+    uint8_t woken;        /* the wake-up descriptor was readable */
     uint8_t clock_set;    /* the wall clock was set (timerfd) */
     uint8_t clock_jumped; /* periodics must be rescheduled */
-    int error;        /* a failure found while gathering, returned by mux_run */
+    int error;            /* a failure found while gathering, returned by mux_run */
     unsigned fork_gen;
 
     /* fd table and the change list threaded through it */
@@ -105,7 +105,7 @@ struct mux__loop {
 
     struct mux__heap timers;
     struct mux__heap periodics;
-    uint64_t seq; /* start counter, the tie-break of both heaps */
+    uint64_t seq;            /* start counter, the tie-break of both heaps */
     int64_t wall_minus_mono; /* last seen difference of the two clocks */
 
     struct mux__hooklist idles, prepares, checks, forks, asyncs;
@@ -120,12 +120,12 @@ struct mux__loop {
 #endif
 
     /* signals and children */
-    int sig_slot;                /* index in the process registry, or -1 */
-    uint64_t sig_mask;           /* signals this loop has watchers for (bit signum - 1) */
-    unsigned sig_seen[65];       /* last delivery count seen, per signal */
-    mux_signal_t *sig_head[65];  /* watchers per signal */
-    uint32_t sig_refs[65];       /* watchers per signal, child watchers counting for SIGCHLD */
-    mux_listener_t *paused; /* listeners waiting for a free descriptor */
+    int sig_slot;               /* index in the process registry, or -1 */
+    uint64_t sig_mask;          /* signals this loop has watchers for (bit signum - 1) */
+    unsigned sig_seen[65];      /* last delivery count seen, per signal */
+    mux_signal_t *sig_head[65]; /* watchers per signal */
+    uint32_t sig_refs[65];      /* watchers per signal, child watchers counting for SIGCHLD */
+    mux_listener_t *paused;     /* listeners waiting for a free descriptor */
     mux_child_t *children;
     uint32_t nchildren;
     unsigned chld_seen;

@@ -84,7 +84,7 @@ static void mux__listener_accept(mux_listener_t *l)
         case EINTR:
         case ECONNABORTED: /* the peer gave up while in the backlog */
         case EPROTO:
-        case EPERM:        /* a firewall said no to this one */
+        case EPERM: /* a firewall said no to this one */
             continue;
         case EMFILE:
         case ENFILE:
@@ -127,8 +127,7 @@ static int mux__listen_socket(const struct sockaddr *addr, socklen_t len, unsign
     if (fd < 0)
         return -errno;
     int on = 1, err = 0;
-    if (addr->sa_family != AF_UNIX &&
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0)
+    if (addr->sa_family != AF_UNIX && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0)
         err = -errno;
     if (!err && (flags & MUX_LISTEN_REUSEPORT) &&
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
@@ -148,8 +147,7 @@ static int mux__listen_socket(const struct sockaddr *addr, socklen_t len, unsign
 }
 
 MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct sockaddr *addr,
-                          socklen_t addrlen, const mux_listen_options_t *opts,
-                          mux_accept_cb cb)
+                          socklen_t addrlen, const mux_listen_options_t *opts, mux_accept_cb cb)
 {
     struct mux__loop *loop = mux__L(pub);
     unsigned flags = opts ? opts->flags : 0;
@@ -157,8 +155,7 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
         (flags & ~(unsigned)(MUX_LISTEN_REUSEPORT | MUX_LISTEN_V6ONLY)) ||
         (opts && opts->backlog < 0))
         return -EINVAL;
-    if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6 &&
-        addr->sa_family != AF_UNIX)
+    if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6 && addr->sa_family != AF_UNIX)
         return -EAFNOSUPPORT;
     int fd = mux__listen_socket(addr, addrlen, flags, opts ? opts->backlog : 0);
     if (fd < 0)
@@ -186,8 +183,7 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     return 0;
 }
 
-MUX_EXPORT int mux_listener_address(const mux_listener_t *l, struct sockaddr *addr,
-                                    socklen_t *len)
+MUX_EXPORT int mux_listener_address(const mux_listener_t *l, struct sockaddr *addr, socklen_t *len)
 {
     if (!mux__listener_valid(l) || !addr || !len)
         return -EINVAL;

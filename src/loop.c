@@ -23,7 +23,6 @@
 #include "backend.h"
 #include "internal.h"
 
-
 static pthread_once_t mux__once = PTHREAD_ONCE_INIT;
 
 static void mux__atfork_child(void)
@@ -251,8 +250,7 @@ static void mux__clock_rearm(struct mux__loop *loop)
     loop->clock_set = 0;
     if (read(loop->clock_fd, &expirations, sizeof expirations) < 0 && errno == ECANCELED) {
         struct itimerspec its = {.it_value = {.tv_sec = INT32_MAX}};
-        timerfd_settime(loop->clock_fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its,
-                        NULL);
+        timerfd_settime(loop->clock_fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL);
     }
     loop->clock_jumped = 1;
 #else
@@ -501,8 +499,8 @@ static int64_t mux__min_timeout(int64_t a, int64_t b)
 /* How long the next wait may block: -1 for no limit, 0 to only poll. */
 static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
 {
-    if (mode == MUX_RUN_NOWAIT || loop->stop || loop->npend || loop->recheck ||
-        loop->woken || loop->idles.count || loop->active == 0 || loop->forked)
+    if (mode == MUX_RUN_NOWAIT || loop->stop || loop->npend || loop->recheck || loop->woken ||
+        loop->idles.count || loop->active == 0 || loop->forked)
         return 0;
     if (loop->timers.n == 0 && loop->periodics.n == 0)
         return -1;

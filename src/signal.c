@@ -19,12 +19,12 @@
 #include "internal.h"
 
 #define MUX__SIG_SLOTS 64
-#define MUX__NSIG 65
+#define MUX__NSIG      65
 
 struct mux__sig_slot {
-    int fd;         /* atomic: the loop's wake-up write end, or -1 */
-    int users;      /* atomic: handlers inside this slot right now */
-    uint64_t mask;  /* atomic: signals the loop watches, bit signum - 1 */
+    int fd;                  /* atomic: the loop's wake-up write end, or -1 */
+    int users;               /* atomic: handlers inside this slot right now */
+    uint64_t mask;           /* atomic: signals the loop watches, bit signum - 1 */
     struct mux__loop *owner; /* under mux__sig_lock */
 };
 
@@ -186,8 +186,8 @@ static int mux__signal_valid(const mux_signal_t *w)
 
 MUX_EXPORT int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum)
 {
-    if (!w || !cb || signum <= 0 || signum >= MUX__NSIG || signum >= NSIG ||
-        signum == SIGKILL || signum == SIGSTOP)
+    if (!w || !cb || signum <= 0 || signum >= MUX__NSIG || signum >= NSIG || signum == SIGKILL ||
+        signum == SIGSTOP)
         return -EINVAL;
     memset(w, 0, sizeof *w);
     w->h_.type = MUX__T_SIGNAL;

@@ -25,7 +25,7 @@
 #include "internal.h"
 
 #define MUX__READ_BUDGET 16
-#define MUX__IOV_BATCH 64
+#define MUX__IOV_BATCH   64
 
 enum {
     S_OPEN = 0x001,
@@ -160,9 +160,9 @@ static void mux__stream_flush(mux_stream_t *s)
                 req->iovidx_++;
             /* One buffer, the common case, skips sendmsg's import of a msghdr and iovec. */
             struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-            ssize_t w = n == 1 ? send(s->fd_, iov[0].iov_base, iov[0].iov_len,
-                                      MSG_NOSIGNAL | MSG_DONTWAIT)
-                               : sendmsg(s->fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t w =
+                n == 1 ? send(s->fd_, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                       : sendmsg(s->fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w < 0) {
                 if (errno == EINTR)
                     continue;
@@ -313,8 +313,8 @@ static void mux__stream_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
 /* Timeouts: see the top of the file. */
 static uint64_t mux__stream_next_deadline(mux_stream_t *s, uint64_t now, int *expired)
 {
-    uint64_t next = UINT64_MAX, last = s->last_read_ > s->last_write_ ? s->last_read_
-                                                                       : s->last_write_;
+    uint64_t next = UINT64_MAX,
+             last = s->last_read_ > s->last_write_ ? s->last_read_ : s->last_write_;
     struct {
         uint64_t limit, since;
         int applies;
@@ -409,9 +409,8 @@ MUX_EXPORT int mux_stream_open(mux_loop_t *pub, mux_stream_t *s, int fd)
     return 0;
 }
 
-MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s,
-                                  const struct sockaddr *addr, socklen_t addrlen,
-                                  mux_connect_cb cb)
+MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct sockaddr *addr,
+                                  socklen_t addrlen, mux_connect_cb cb)
 {
     struct mux__loop *loop = mux__L(pub);
     if (!loop || !s || !addr || !cb || addrlen < sizeof(sa_family_t))
@@ -491,8 +490,8 @@ MUX_EXPORT int mux_read_stop(mux_stream_t *s)
     return 0;
 }
 
-MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *iov,
-                         int iovcnt, mux_write_cb cb)
+MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *iov, int iovcnt,
+                         mux_write_cb cb)
 {
     if (!mux__stream_valid(s) || !req || !cb || iovcnt < 0 || (iovcnt > 0 && !iov))
         return -EINVAL;

@@ -168,8 +168,8 @@ static int mux__epoll_syswait(struct mux__epoll *st, int64_t timeout_ns)
      * waits take the cheaper, older call. */
     if (!st->no_pwait2 && timeout_ns > 0 && timeout_ns % 1000000 != 0) {
         struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
-        long n = syscall(SYS_epoll_pwait2, st->epfd, st->ev, st->nev,
-                         timeout_ns < 0 ? NULL : &ts, NULL, (size_t)8);
+        long n = syscall(SYS_epoll_pwait2, st->epfd, st->ev, st->nev, timeout_ns < 0 ? NULL : &ts,
+                         NULL, (size_t)8);
         if (n >= 0 || errno != ENOSYS)
             return (int)n;
         st->no_pwait2 = 1;

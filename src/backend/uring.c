@@ -111,10 +111,10 @@
 #define IOSQE_CQE_SKIP_SUCCESS (1U << 6)
 #endif
 
-#define MUX__URING_FEATURES                                                                \
+#define MUX__URING_FEATURES                                                                        \
     (IORING_FEAT_NODROP | IORING_FEAT_EXT_ARG | IORING_FEAT_FAST_POLL | IORING_FEAT_RSRC_TAGS)
 #define MUX__URING_DEFAULT_ENTRIES 256u
-#define MUX__URING_CQ_FACTOR 16u
+#define MUX__URING_CQ_FACTOR       16u
 
 /* User data: kind in bits 62-63, generation in bits 32-61, fd in bits 0-31. */
 enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2 };
@@ -122,17 +122,17 @@ enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2 };
 
 /* kmask: the events of the armed request (0: none armed; MUX_EDGE: it is multishot), plus
  * these bits. */
-#define MUX__K_EVENTS (MUX_READ | MUX_WRITE | MUX_EDGE)
+#define MUX__K_EVENTS   (MUX_READ | MUX_WRITE | MUX_EDGE)
 #define MUX__K_VERIFIED 0x20 /* the fd number was checked after a hang-up */
-#define MUX__K_REARM 0x40    /* on the re-arm list */
+#define MUX__K_REARM    0x40 /* on the re-arm list */
 
 struct mux__uring {
     struct io_uring ring;
-    int ring_ok;       /* `ring` holds a ring that close must release */
-    unsigned skip;     /* IOSQE_CQE_SKIP_SUCCESS when the kernel has it */
-    int *rearm;        /* fds whose request completed, to re-arm before a wait */
+    int ring_ok;   /* `ring` holds a ring that close must release */
+    unsigned skip; /* IOSQE_CQE_SKIP_SUCCESS when the kernel has it */
+    int *rearm;    /* fds whose request completed, to re-arm before a wait */
     uint32_t nrearm, rearm_cap;
-    uint32_t ndone;    /* the first ndone of them have had their watchers run */
+    uint32_t ndone; /* the first ndone of them have had their watchers run */
 };
 
 static uint64_t mux__ud(unsigned kind, int fd, uint32_t gen)
@@ -294,7 +294,7 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
     }
     unsigned ended = !(flags & IORING_CQE_F_MORE);
     if (mux__unlikely(res < 0)) {
-        e->kmask &= MUX__K_REARM; /* a failed request has ended */
+        e->kmask &= MUX__K_REARM;   /* a failed request has ended */
         mux__fd_touch(loop, fd, 1); /* re-armed by the next batch of changes */
         if (res != -ECANCELED && res != -EINTR && res != -EAGAIN && res != -ENOMEM)
             mux__fd_kill(loop, fd); /* -EBADF and friends */
