@@ -131,8 +131,10 @@ const char *mux_loop_backend(const mux_loop_t *loop);
  * Returns 0 or -EINVAL. */
 int mux_loop_fork(mux_loop_t *loop);
 
-/* Returns the loop's cached monotonic time in nanoseconds, refreshed once per iteration
- * just after the wait; 0 for NULL or a closed loop. Timers are relative to this time. */
+/* Returns the loop's cached monotonic time in nanoseconds; 0 for NULL or a closed loop.
+ * The clock is read at most once per iteration: the first time something asks for the
+ * time after the wait, so that every callback of an iteration sees the same value and an
+ * iteration that needs no time reads no clock. Timers are relative to this time. */
 uint64_t mux_now(const mux_loop_t *loop);
 
 /* Refreshes the cached time from the monotonic clock. Returns 0 or -EINVAL. */
