@@ -125,4 +125,17 @@ static inline void echo_nodelay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/* Writes buf[*done, len) to fd, advancing *done; 1 when all is written, 0 when the socket
+ * is full, -1 on error. The write-first step of the hand-written servers. */
+static inline int echo_flush(int fd, const char *buf, size_t len, size_t *done)
+{
+    while (*done < len) {
+        ssize_t n = write(fd, buf + *done, len - *done);
+        if (n < 0)
+            return errno == EAGAIN ? 0 : -1;
+        *done += (size_t)n;
+    }
+    return 1;
+}
+
 #endif

@@ -32,23 +32,11 @@ static void conn_close(struct ev_loop *loop, struct conn *c)
     free(c);
 }
 
-/* Writes what is left; 1 when all is written, 0 when the socket is full, -1 on error. */
-static int flush(struct conn *c)
-{
-    while (c->done < c->len) {
-        ssize_t n = write(c->rio.fd, c->buf + c->done, c->len - c->done);
-        if (n < 0)
-            return errno == EAGAIN ? 0 : -1;
-        c->done += (size_t)n;
-    }
-    return 1;
-}
-
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;
     (void)revents;
-    int r = flush(c);
+    int r = echo_flush(c->rio.fd, c->buf, c->len, &c->done);
     if (r < 0) {
         conn_close(loop, c);
     } else if (r > 0) {
@@ -69,7 +57,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
     }
     c->len = (size_t)n;
     c->done = 0;
-    int r = flush(c);
+    int r = echo_flush(c->rio.fd, c->buf, c->len, &c->done);
     if (r < 0) {
         conn_close(loop, c);
     } else if (r == 0) {

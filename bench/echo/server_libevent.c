@@ -34,23 +34,11 @@ static void conn_close(struct conn *c)
     free(c);
 }
 
-/* Writes what is left; 1 when all is written, 0 when the socket is full, -1 on error. */
-static int flush(struct conn *c)
-{
-    while (c->done < c->len) {
-        ssize_t n = write(c->fd, c->buf + c->done, c->len - c->done);
-        if (n < 0)
-            return errno == EAGAIN ? 0 : -1;
-        c->done += (size_t)n;
-    }
-    return 1;
-}
-
 static void on_writable(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
     (void)fd, (void)what;
-    int r = flush(c);
+    int r = echo_flush(c->fd, c->buf, c->len, &c->done);
     if (r < 0) {
         conn_close(c);
     } else if (r > 0) {
@@ -71,7 +59,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     }
     c->len = (size_t)n;
     c->done = 0;
-    int r = flush(c);
+    int r = echo_flush(c->fd, c->buf, c->len, &c->done);
     if (r < 0) {
         conn_close(c);
     } else if (r == 0) {

@@ -30,18 +30,6 @@ static void conn_close(struct conn *c)
     free(c);
 }
 
-/* Writes what is left; 1 when all is written, 0 when the socket is full, -1 on error. */
-static int flush(struct conn *c)
-{
-    while (c->done < c->len) {
-        ssize_t n = write(c->fd, c->buf + c->done, c->len - c->done);
-        if (n < 0)
-            return errno == EAGAIN ? 0 : -1;
-        c->done += (size_t)n;
-    }
-    return 1;
-}
-
 static void set_interest(struct conn *c, uint32_t events)
 {
     struct epoll_event ev = {.events = events, .data.ptr = c};
@@ -51,7 +39,7 @@ static void set_interest(struct conn *c, uint32_t events)
 static void on_event(struct conn *c, uint32_t events, size_t bufsize)
 {
     if (c->done < c->len) { /* waiting for EPOLLOUT */
-        int r = flush(c);
+        int r = echo_flush(c->fd, c->buf, c->len, &c->done);
         if (r < 0)
             conn_close(c);
         else if (r > 0)
@@ -67,7 +55,7 @@ static void on_event(struct conn *c, uint32_t events, size_t bufsize)
     }
     c->len = (size_t)n;
     c->done = 0;
-    int r = flush(c);
+    int r = echo_flush(c->fd, c->buf, c->len, &c->done);
     if (r < 0)
         conn_close(c);
     else if (r == 0)
