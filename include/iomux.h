@@ -457,11 +457,11 @@ int mux_bufpool_put(mux_bufpool_t *pool, char *buf);
 /* Returns the number of free buffers, or -EINVAL. */
 int mux_bufpool_available(const mux_bufpool_t *pool);
 
-/* A write request: caller-owned, passed to mux_write, the caller's again in its callback. */
+/* A write request: caller-owned, passed to mux_write, the caller's again in its callback;
+ * until then it must not be passed to mux_write again. */
 struct mux_write {
     void *data;
     mux_write_cb cb_;
-    mux_stream_t *stream_;
     mux_write_t *next_;
     const struct iovec *iov_;
     int iovcnt_, iovidx_;

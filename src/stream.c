@@ -245,9 +245,9 @@ static void mux__stream_connected(mux_stream_t *s)
     mux__stream_interest(s);
 }
 
-/* Runs every completion that is due, close last. Returns 1 when the stream was handed
- * back to the caller (it must not be touched any more). */
-static int mux__stream_deliver(mux_stream_t *s)
+/* Runs every completion that is due, close last; after the close callback the stream is
+ * the caller's and is not touched again. */
+static void mux__stream_deliver(mux_stream_t *s)
 {
     for (;;) {
         if (s->flags_ & S_DEFER_CONNECT) {
@@ -259,7 +259,6 @@ static int mux__stream_deliver(mux_stream_t *s)
             if (!s->done_head_)
                 s->done_tail_ = NULL;
             req->next_ = NULL;
-            req->stream_ = NULL;
             req->cb_(req, req->status_);
         } else if (s->flags_ & S_DEFER_SHUTDOWN) {
             s->flags_ &= ~(unsigned)S_DEFER_SHUTDOWN;
@@ -273,9 +272,9 @@ static int mux__stream_deliver(mux_stream_t *s)
             loop->active--;
             if (cb)
                 cb(s);
-            return 1;
+            return;
         } else {
-            return 0;
+            return;
         }
     }
 }
@@ -503,7 +502,6 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *
     for (int i = 0; i < iovcnt; i++)
         left += iov[i].iov_len;
     req->cb_ = cb;
-    req->stream_ = s;
     req->next_ = NULL;
     req->iov_ = iov;
     req->iovcnt_ = iovcnt;

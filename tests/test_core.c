@@ -23,9 +23,9 @@ CORE_TEST(struct_sizes_are_pinned) {
     CHECK_EQ(sizeof(mux_async_t), 56);
     CHECK_EQ(sizeof(mux_loop_t), 16);
     CHECK_EQ(sizeof(mux_loop_options_t), 16);
-    /* The stream layer: a stream is four cache lines, a write request one and a bit. */
+    /* The stream layer: a stream is four cache lines, a write request one. */
     CHECK_EQ(sizeof(mux_stream_t), 256);
-    CHECK_EQ(sizeof(mux_write_t), 72);
+    CHECK_EQ(sizeof(mux_write_t), 64);
     CHECK_EQ(sizeof(mux_listener_t), 144);
     CHECK_EQ(sizeof(mux_bufpool_t), 48);
     CHECK_EQ(sizeof(mux_listen_options_t), 12);
