@@ -1,11 +1,14 @@
 /* echo-server: sends back every byte it receives, on as many connections as arrive.
  *
- * The shape of Asio's echo server, which the echo study measures: read into the
- * connection's buffer, write the bytes back, read again once the write completed. A
- * connection never holds more than one buffer of data, so a client that does not read
- * its echoes slows itself down, not the server. SIGINT or SIGTERM closes everything and
- * ends the program with status 0. The backend comes from IOMUX_BACKEND, as in every
- * iomux program.
+ * The shape of Asio's echo server, which the echo study measures: read a buffer, write the
+ * bytes back, read again once the write completed. A connection never holds more than one
+ * buffer of data, so a client that does not read its echoes slows itself down, not the
+ * server. The buffers come from one pool (--pool N buffers, shared by every connection;
+ * on io_uring the kernel picks them as data arrives, so an idle connection holds none).
+ * When the pool runs dry, a connection waits for the next buffer that comes back. With
+ * --pool 0 every connection has a buffer of its own instead. SIGINT or SIGTERM closes
+ * everything and ends the program with status 0. The backend comes from IOMUX_BACKEND, as
+ * in every iomux program.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -25,7 +28,11 @@ struct conn {
     mux_write_t write;
     struct iovec iov;
     struct conn *next, *prev; /* all open connections, to close them on exit */
-    char buf[];
+    struct conn *next_dry;    /* waiting for a pool buffer */
+    int dry;
+    struct server *srv;
+    char *held; /* the pool buffer being echoed */
+    char buf[]; /* --pool 0: the connection's own buffer */
 };
 
 struct server {
@@ -33,19 +40,43 @@ struct server {
     mux_listener_t listener;
     mux_signal_t sigint, sigterm;
     struct conn *conns;
+    struct conn *dry_head, *dry_tail; /* FIFO of connections waiting for a buffer */
     size_t bufsize;
+    uint32_t nbufs; /* pool size; 0: a buffer per connection */
+    mux_bufpool_t pool;
     unsigned long accepted;
 };
 
 static void on_read(mux_stream_t *s, ssize_t nread, char *buf);
 
+static int start_reading(struct server *srv, struct conn *c)
+{
+    if (srv->nbufs)
+        return mux_read_start_pool(&c->stream, &srv->pool, on_read);
+    return mux_read_start(&c->stream, c->buf, srv->bufsize, on_read);
+}
+
 static void on_closed(mux_stream_t *s)
 {
-    free(s->data); /* the stream is ours again only now */
+    struct conn *c = s->data; /* the stream and its buffer are ours again only now */
+    if (c->held)
+        mux_bufpool_put(&c->srv->pool, c->held);
+    free(c);
 }
 
 static void conn_close(struct server *srv, struct conn *c)
 {
+    if (c->dry) { /* off the waiting list */
+        struct conn **pp = &srv->dry_head, *prev = NULL;
+        while (*pp != c) {
+            prev = *pp;
+            pp = &(*pp)->next_dry;
+        }
+        *pp = c->next_dry;
+        if (srv->dry_tail == c)
+            srv->dry_tail = prev;
+        c->dry = 0;
+    }
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -61,7 +92,20 @@ static void on_written(mux_write_t *req, int status)
     if (status == -ECANCELED)
         return; /* closing: the close callback frees it */
     struct server *srv = mux_stream_loop(&c->stream)->data;
-    if (status < 0 || mux_read_start(&c->stream, c->buf, srv->bufsize, on_read) < 0)
+    if (c->held) {
+        mux_bufpool_put(&srv->pool, c->held);
+        c->held = NULL;
+        struct conn *d = srv->dry_head; /* a buffer is free: one waiting connection reads */
+        if (d) {
+            srv->dry_head = d->next_dry;
+            if (!srv->dry_head)
+                srv->dry_tail = NULL;
+            d->dry = 0;
+            if (start_reading(srv, d) < 0)
+                conn_close(srv, d);
+        }
+    }
+    if (status < 0 || start_reading(srv, c) < 0)
         conn_close(srv, c);
 }
 
@@ -69,11 +113,23 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
 {
     struct conn *c = s->data;
     struct server *srv = mux_stream_loop(s)->data;
+    if (nread == -ENOBUFS) { /* the pool is dry: wait for a buffer to come back */
+        c->dry = 1;
+        c->next_dry = NULL;
+        if (srv->dry_tail)
+            srv->dry_tail->next_dry = c;
+        else
+            srv->dry_head = c;
+        srv->dry_tail = c;
+        return;
+    }
     if (nread <= 0) { /* end of stream or an error: reading has stopped */
         conn_close(srv, c);
         return;
     }
     mux_read_stop(s); /* the buffer is busy until the echo is written */
+    if (srv->nbufs)
+        c->held = buf;
     c->iov.iov_base = buf;
     c->iov.iov_len = (size_t)nread;
     c->write.data = c;
@@ -88,7 +144,7 @@ static void on_accept(mux_listener_t *l, int fd, int status)
         fprintf(stderr, "echo-server: accept: %s\n", mux_strerror(status));
         return; /* EMFILE: the listener pauses and resumes by itself */
     }
-    struct conn *c = malloc(sizeof *c + srv->bufsize);
+    struct conn *c = malloc(sizeof *c + (srv->nbufs ? 0 : srv->bufsize));
     if (!c || mux_stream_open(&srv->loop, &c->stream, fd) < 0) {
         fprintf(stderr, "echo-server: out of memory or bad socket\n");
         close(fd);
@@ -96,6 +152,9 @@ static void on_accept(mux_listener_t *l, int fd, int status)
         return;
     }
     c->stream.data = c;
+    c->dry = 0;
+    c->held = NULL;
+    c->srv = srv;
     c->prev = NULL;
     c->next = srv->conns;
     if (c->next)
@@ -103,7 +162,7 @@ static void on_accept(mux_listener_t *l, int fd, int status)
     srv->conns = c;
     srv->accepted++;
     mux_stream_nodelay(&c->stream, 1);
-    if (mux_read_start(&c->stream, c->buf, srv->bufsize, on_read) < 0)
+    if (start_reading(srv, c) < 0)
         conn_close(srv, c);
 }
 
@@ -123,10 +182,13 @@ static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: echo-server [--port N] [--bind ADDR] [--buffer BYTES] [--reuseport]\n"
+    fprintf(to, "usage: echo-server [--port N] [--bind ADDR] [--buffer BYTES] [--pool N]\n"
+                "                   [--reuseport]\n"
                 "  --port N        TCP port to listen on (default 55555; 0 picks a free one)\n"
                 "  --bind ADDR     IPv4 or IPv6 address to bind (default 127.0.0.1)\n"
-                "  --buffer BYTES  per-connection read buffer (default 16384)\n"
+                "  --buffer BYTES  read buffer size (default 16384)\n"
+                "  --pool N        buffers shared by all connections (default 4096, at most\n"
+                "                  1048576); 0: a buffer of its own per connection\n"
                 "  --reuseport     set SO_REUSEPORT, to run one server per CPU on one port\n"
                 "Prints 'listening on ADDR:PORT' once ready. The backend comes from the\n"
                 "IOMUX_BACKEND environment variable (epoll, poll, select, uring), else the\n"
@@ -138,14 +200,15 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"port", required_argument, NULL, 'p'},   {"bind", required_argument, NULL, 'b'},
         {"buffer", required_argument, NULL, 's'}, {"reuseport", no_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"pool", required_argument, NULL, 'n'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    static struct server srv = {.bufsize = 16384};
+    static struct server srv = {.bufsize = 16384, .nbufs = 4096};
     const char *bind_addr = "127.0.0.1";
     long port = 55555;
     mux_listen_options_t lopts = {0};
     int opt;
-    while ((opt = getopt_long(argc, argv, "p:b:s:rh", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "p:b:s:n:rh", opts, NULL)) != -1) {
         char *end;
         switch (opt) {
         case 'p':
@@ -165,6 +228,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'n': {
+            unsigned long n = strtoul(optarg, &end, 10);
+            if (*end || !*optarg || n > (1u << 20)) {
+                fprintf(stderr, "echo-server: bad pool size '%s'\n", optarg);
+                return 2;
+            }
+            srv.nbufs = (uint32_t)n;
+            break;
+        }
         case 'r':
             lopts.flags |= MUX_LISTEN_REUSEPORT;
             break;
@@ -196,6 +268,16 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr, "echo-server: bad address '%s'\n", bind_addr);
         return 2;
+    }
+
+    if (srv.nbufs) {
+        char *mem = malloc((size_t)srv.nbufs * srv.bufsize);
+        uint32_t *slots = malloc((size_t)srv.nbufs * sizeof *slots);
+        if (!mem || !slots || mux_bufpool_init(&srv.pool, mem, srv.bufsize, srv.nbufs, slots) < 0) {
+            fprintf(stderr, "echo-server: no memory for %u buffers of %zu bytes\n", srv.nbufs,
+                    srv.bufsize);
+            return 1;
+        }
     }
 
     int rc = mux_loop_init(&srv.loop, NULL);

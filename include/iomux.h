@@ -415,6 +415,17 @@ typedef struct mux_write mux_write_t;
 typedef struct mux_listener mux_listener_t;
 typedef struct mux_bufpool mux_bufpool_t;
 
+/* Private: an operation handed to a completion backend (io_uring), in flight until the
+ * kernel completes it. `done_` runs once per completion, while the loop gathers events;
+ * `buf` is a pool buffer the kernel filled, or NULL; `more`: further completions follow
+ * (multishot). It returns nonzero to leave the completion with the kernel until the next
+ * iteration. */
+struct mux__op {
+    int (*done_)(struct mux__op *op, int res, char *buf, unsigned more);
+    struct mux__op *next_, *prev_; /* the loop's operations in flight */
+    mux_bufpool_t *pool_;          /* the pool a receive picks its buffer from */
+};
+
 /* `nread` > 0: that many bytes are in `buf`. 0: the peer shut down its side (end of
  * stream). < 0: a negative errno (-ECONNRESET, -ETIMEDOUT from a timeout, -ENOBUFS when the
  * pool is empty). After 0 or an error, reading has stopped. With a pool, `buf` is the
@@ -444,6 +455,11 @@ struct mux_bufpool {
     size_t size_;
     uint32_t count_, nfree_, head_;
     uint32_t *free_; /* free list threaded through caller memory; in-use marks */
+    /* io_uring: the kernel's ring of provided buffers, when the pool serves a loop there */
+    struct mux__loop *loop_;
+    void *ring_;
+    mux_bufpool_t *next_; /* the loop's other pools */
+    uint16_t bgid_, rmask_;
 };
 
 /* Makes `pool` hand out `count` buffers of `size` bytes carved from `mem` (count * size
@@ -499,6 +515,12 @@ struct mux_stream {
     int connect_status_, shutdown_status_;
     mux_stream_timeouts_t to_;
     uint64_t last_read_, last_write_;
+    /* io_uring: the receive and send in flight, and what they completed with */
+    struct mux__op rop_, wop_;
+    struct msghdr msg_;
+    char *rgot_;
+    size_t roff_;
+    int rres_, wres_;
 };
 
 /* Adopts `fd`, a connected stream socket (it is made non-blocking), as stream `s` of
@@ -570,6 +592,11 @@ struct mux_listener {
     mux_accept_cb cb_;
     mux_listener_close_cb close_cb_;
     mux_listener_t *next_paused_;
+    /* io_uring: the multishot accept, and the connections it completed with */
+    struct mux__op aop_;
+    int afd_[16];
+    unsigned nafd_;
+    int aerr_;
 };
 
 /* Binds a listening socket to `addr` (TCP; SO_REUSEADDR is always set) or to a Unix path

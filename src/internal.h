@@ -91,6 +91,7 @@ struct mux__loop {
     uint8_t woken;        /* the wake-up descriptor was readable */
     uint8_t clock_set;    /* the wall clock was set (timerfd) */
     uint8_t clock_jumped; /* periodics must be rescheduled */
+    uint8_t native;       /* streams use the backend's native operations (io_uring) */
     int error;            /* a failure found while gathering, returned by mux_run */
     unsigned fork_gen;
 

@@ -6,6 +6,14 @@
  * its callback once, and resumes as soon as a stream of the same loop is closed (a
  * descriptor is free again), or after MUX__ACCEPT_RETRY at the latest for descriptors
  * freed elsewhere. Nothing in the backlog is dropped: it is served when accept can work.
+ *
+ * On a completion backend (io_uring) the listener keeps one multishot accept in the kernel
+ * instead of a poll: every connection arrives as a completion carrying its fd, with no
+ * system call of ours. Completions wait in afd_ until the listener's watcher runs; when
+ * that batch is full, the backend leaves the next completion in its ring until the next
+ * iteration, so nothing is dropped and one listener cannot flood a loop iteration. The
+ * kernel ends the accept on an error (EMFILE included): the listener then pauses exactly
+ * as above and arms a new accept when it resumes.
  */
 #include <netinet/in.h>
 #include <string.h>
@@ -13,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "internal.h"
 
 #define MUX__ACCEPT_RETRY 100000000ull /* ns */
@@ -21,7 +30,11 @@ enum {
     L_OPEN = 0x1,
     L_CLOSING = 0x2,
     L_PAUSED = 0x4,
+    L_NATIVE = 0x8, /* accepts through the backend's multishot accept */
+    L_AOP = 0x10,   /* that accept is in flight */
 };
+
+#define MUX__ACCEPT_SLOTS ((unsigned)(sizeof(((mux_listener_t *)0)->afd_) / sizeof(int)))
 
 static int mux__listener_valid(const mux_listener_t *l)
 {
@@ -41,6 +54,23 @@ static void mux__listener_unpause(mux_listener_t *l)
     mux_timer_stop(loop->pub, &l->retry_);
 }
 
+/* Watches for connections again: the accept in the kernel, or the readiness watcher. */
+static void mux__listener_arm(mux_listener_t *l)
+{
+    struct mux__loop *loop = l->loop_;
+    if (!(l->flags_ & L_NATIVE)) {
+        mux_io_start(loop->pub, &l->io_);
+        return;
+    }
+    if (l->flags_ & L_AOP)
+        return;
+    int err = loop->backend->op_accept(loop, &l->aop_, l->fd_);
+    if (err == 0)
+        l->flags_ |= L_AOP;
+    else /* the kernel's queue is full: try again from the loop */
+        mux__queue(loop, &l->io_.h_, MUX__DEFER);
+}
+
 static void mux__listener_pause(mux_listener_t *l)
 {
     struct mux__loop *loop = l->loop_;
@@ -56,15 +86,16 @@ void mux__listeners_resume(struct mux__loop *loop)
     mux_listener_t *l;
     while ((l = loop->paused) != NULL) {
         mux__listener_unpause(l);
-        mux_io_start(loop->pub, &l->io_);
+        mux__listener_arm(l);
     }
 }
 
 static void mux__listener_retry_cb(mux_loop_t *pub, mux_timer_t *t)
 {
     mux_listener_t *l = mux__container_of(t, mux_listener_t, retry_);
+    (void)pub;
     mux__listener_unpause(l);
-    mux_io_start(pub, &l->io_);
+    mux__listener_arm(l);
 }
 
 static void mux__listener_accept(mux_listener_t *l)
@@ -102,13 +133,71 @@ static void mux__listener_accept(mux_listener_t *l)
     }
 }
 
+/* The multishot accept completed: a connection, or the end of the accept. */
+static int mux__listener_aop_done(struct mux__op *op, int res, char *buf, unsigned more)
+{
+    mux_listener_t *l = mux__container_of(op, mux_listener_t, aop_);
+    (void)buf;
+    if (res >= 0 && (l->flags_ & L_CLOSING)) {
+        close(res);
+    } else if (res >= 0) {
+        unsigned slots = l->batch_ < MUX__ACCEPT_SLOTS ? l->batch_ : MUX__ACCEPT_SLOTS;
+        if (l->nafd_ == slots)
+            return 1; /* a full batch: this one waits in the kernel's ring */
+        l->afd_[l->nafd_++] = res;
+    } else if (res != -ECANCELED || !more) {
+        l->aerr_ = res;
+    }
+    if (!more)
+        l->flags_ &= ~(unsigned)L_AOP;
+    mux__queue(l->loop_, &l->io_.h_, MUX__DEFER);
+    return 0;
+}
+
+/* Hands the connections the accept completed with to the callback, then re-arms it. */
+static void mux__listener_deliver(mux_listener_t *l)
+{
+    unsigned i = 0;
+    for (; i < l->nafd_ && !(l->flags_ & L_CLOSING); i++)
+        l->cb_(l, l->afd_[i], 0);
+    for (; i < l->nafd_; i++)
+        close(l->afd_[i]); /* closed by a callback: the rest are not wanted */
+    l->nafd_ = 0;
+    int err = l->aerr_;
+    l->aerr_ = 0;
+    if (l->flags_ & (L_CLOSING | L_PAUSED))
+        return;
+    switch (-err) {
+    case 0:
+    case ECANCELED: /* the ring was rebuilt (fork) */
+    case EINTR:
+    case EAGAIN:
+    case ECONNABORTED:
+    case EPROTO:
+    case EPERM:
+        mux__listener_arm(l);
+        return;
+    default:
+        /* Out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM), or worse: wait for a close
+         * or the retry timer rather than ask again at once. */
+        if (l->flags_ & L_AOP)
+            l->loop_->backend->op_cancel(l->loop_, &l->aop_);
+        mux__listener_pause(l);
+        l->cb_(l, -1, err);
+    }
+}
+
 static void mux__listener_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
 {
     mux_listener_t *l = mux__container_of(w, mux_listener_t, io_);
     (void)pub;
     if ((revents & MUX_READ) && !(l->flags_ & L_CLOSING))
         mux__listener_accept(l);
+    if ((l->flags_ & L_NATIVE) && (revents & MUX__DEFER))
+        mux__listener_deliver(l);
     if ((l->flags_ & L_CLOSING) && (revents & MUX__DEFER)) {
+        if (l->flags_ & L_AOP)
+            return; /* the accept's last completion comes first */
         struct mux__loop *loop = l->loop_;
         mux_listener_close_cb cb = l->close_cb_;
         mux__unqueue(loop, &l->io_.h_);
@@ -172,7 +261,16 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     mux_timer_init(&l->retry_, mux__listener_retry_cb);
     l->io_.h_.flags |= MUX__W_NOREF;
     l->retry_.h_.flags |= MUX__W_NOREF;
-    int err = mux_io_start(pub, &l->io_);
+    l->aop_.done_ = mux__listener_aop_done;
+    int err;
+    if (loop->native) {
+        l->flags_ |= L_NATIVE;
+        err = loop->backend->op_accept(loop, &l->aop_, fd);
+        if (err == 0)
+            l->flags_ |= L_AOP;
+    } else {
+        err = mux_io_start(pub, &l->io_);
+    }
     if (err != 0) {
         close(fd);
         l->loop_ = NULL;
@@ -205,6 +303,8 @@ MUX_EXPORT int mux_listener_close(mux_listener_t *l, mux_listener_close_cb cb)
     if (l->flags_ & L_PAUSED)
         mux__listener_unpause(l);
     mux_io_stop(loop->pub, &l->io_);
+    if (l->flags_ & L_AOP)
+        loop->backend->op_cancel(loop, &l->aop_);
     close(l->fd_);
     l->fd_ = -1;
     l->flags_ |= L_CLOSING;

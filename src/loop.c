@@ -373,6 +373,11 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
         mux__loop_free(loop);
         return err;
     }
+    /* Streams use the backend's native operations where it has them, unless
+     * IOMUX_URING_STREAMS=poll asks for the readiness path (to compare the two). */
+    const char *ns = opts && (opts->flags & MUX_LOOP_IGNORE_ENV) ? NULL
+                                                                 : getenv("IOMUX_URING_STREAMS");
+    loop->native = loop->backend->op_send && !(ns && strcmp(ns, "poll") == 0);
     err = mux__wake_open(loop);
     if (err == 0)
         err = mux__internal_watch(loop, &loop->wake_io, loop->wake_rfd);

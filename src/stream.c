@@ -13,6 +13,19 @@
  * Timeouts cost nothing per read or write: the stream only records when bytes last moved,
  * and its one timer, when it fires, checks whether a deadline really passed and otherwise
  * sleeps again until the earliest one that still could.
+ *
+ * On a completion backend (io_uring) the stream hands the kernel its operations instead:
+ * writes become one send (or sendmsg) in flight at a time, queued as an SQE that rides on
+ * the loop's next wait, so a write costs no system call of its own; reads from a pool
+ * become receives into buffers the kernel picks from the pool's provided-buffer ring.
+ * Reads into one caller buffer keep the readiness path (a poll, then recv): a receive in
+ * flight owns its buffer until the kernel completes it, and mux_read_stop promises the
+ * buffer back at once. With a pool that problem does not exist -- the kernel takes a
+ * buffer only when data is there -- and a receive that completes after a stop is kept,
+ * buffer and all, and delivered first when reading starts again. An operation's
+ * completion only records its result and queues the stream's io watcher; the callbacks
+ * run from there, as on the readiness path. Closing cancels what is in flight, and the
+ * close callback (the caller's memory back) waits for the last completion.
  */
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -39,6 +52,15 @@ enum {
     S_DEFER_CONNECT = 0x100,
     S_DEFER_SHUTDOWN = 0x200,
     S_IN_CB = 0x400, /* inside the io callback: it delivers before returning */
+    /* completion backends */
+    S_NWRITE = 0x800,  /* writes are sends handed to the kernel */
+    S_NREAD = 0x1000,  /* this read is a receive from a pool's buffer ring */
+    S_ROP = 0x2000,    /* a receive is in flight */
+    S_WOP = 0x4000,    /* a send is in flight */
+    S_RDONE = 0x8000,  /* a receive completed: rres_, rgot_, roff_ */
+    S_WDONE = 0x10000, /* the send completed: wres_ */
+    S_WHOLD = 0x20000, /* the send in flight is of a write that already failed */
+    S_RSHORT = 0x40000 /* the last receive emptied the socket */
 };
 
 static int mux__stream_valid(const mux_stream_t *s)
@@ -48,16 +70,17 @@ static int mux__stream_valid(const mux_stream_t *s)
 
 static int mux__stream_has_deliveries(const mux_stream_t *s)
 {
-    return s->done_head_ || (s->flags_ & (S_DEFER_CONNECT | S_DEFER_SHUTDOWN | S_CLOSING));
+    return s->done_head_ || (s->flags_ & (S_DEFER_CONNECT | S_DEFER_SHUTDOWN | S_CLOSING |
+                                          S_RDONE | S_WDONE));
 }
 
 /* Makes the io watcher ask for what the stream needs now. */
 static void mux__stream_interest(mux_stream_t *s)
 {
     unsigned want = 0;
-    if (s->flags_ & S_READING)
+    if ((s->flags_ & (S_READING | S_NREAD)) == S_READING)
         want |= MUX_READ;
-    if ((s->flags_ & S_CONNECTING) || s->wq_head_)
+    if ((s->flags_ & S_CONNECTING) || (s->wq_head_ && !(s->flags_ & S_NWRITE)))
         want |= MUX_WRITE;
     mux_loop_t *pub = s->loop_->pub;
     int active = (s->io_.h_.flags & MUX__W_ACTIVE) != 0;
@@ -92,10 +115,15 @@ static void mux__write_done(mux_stream_t *s, mux_write_t *req, int status)
     s->done_tail_ = req;
 }
 
-/* Every queued write fails with `status`. */
+/* Every queued write fails with `status`. A send in flight is cancelled, and the failed
+ * writes are delivered only once it completed: the kernel may read their buffers until then. */
 static void mux__writes_fail(mux_stream_t *s, int status)
 {
     mux_write_t *req;
+    if ((s->flags_ & S_WOP) && s->wq_head_ && !(s->flags_ & S_WHOLD)) {
+        s->flags_ |= S_WHOLD;
+        s->loop_->backend->op_cancel(s->loop_, &s->wop_);
+    }
     while ((req = s->wq_head_) != NULL) {
         s->wq_head_ = req->next_;
         mux__write_done(s, req, status);
@@ -186,9 +214,169 @@ static void mux__stream_flush(mux_stream_t *s)
     mux__stream_settle(s);
 }
 
+/* ---- completion backends: the kernel does the I/O ------------------------------------ */
+
+static void mux__stream_stop_reading(mux_stream_t *s);
+
+/* Hands the head of the queue to the kernel, if no send is in flight. Empty writes finish
+ * here. Returns 0, or the error that failed the queue. */
+static int mux__stream_send_next(mux_stream_t *s)
+{
+    mux_write_t *req;
+    while ((req = s->wq_head_) != NULL && req->left_ == 0) {
+        s->wq_head_ = req->next_;
+        if (!s->wq_head_)
+            s->wq_tail_ = NULL;
+        mux__write_done(s, req, 0);
+    }
+    if (!req || (s->flags_ & S_WOP))
+        return 0;
+    while (req->iov_[req->iovidx_].iov_len == req->off_) { /* empty or finished buffers */
+        req->iovidx_++;
+        req->off_ = 0;
+    }
+    const struct iovec *cur = &req->iov_[req->iovidx_];
+    struct iovec one;
+    s->msg_.msg_name = NULL;
+    s->msg_.msg_namelen = 0;
+    s->msg_.msg_control = NULL;
+    s->msg_.msg_controllen = 0;
+    s->msg_.msg_flags = 0;
+    if (req->off_ > 0 || req->iovidx_ + 1 == req->iovcnt_) {
+        /* One buffer (the rest of it): the kernel takes its address from the SQE now. */
+        one.iov_base = (char *)cur->iov_base + req->off_;
+        one.iov_len = cur->iov_len - req->off_;
+        s->msg_.msg_iov = &one;
+        s->msg_.msg_iovlen = 1;
+    } else {
+        /* Several: the kernel reads msg_ and the caller's array when the wait submits. */
+        int n = req->iovcnt_ - req->iovidx_;
+        s->msg_.msg_iov = (struct iovec *)cur;
+        s->msg_.msg_iovlen = (size_t)(n > 1024 ? 1024 : n); /* UIO_MAXIOV */
+    }
+    int err = s->loop_->backend->op_send(s->loop_, &s->wop_, s->fd_, &s->msg_);
+    if (err != 0) {
+        mux__writes_fail(s, err);
+        return err;
+    }
+    s->flags_ |= S_WOP;
+    return 0;
+}
+
+/* The send in flight completed with `res` (bytes, or -errno). */
+static void mux__stream_sent(mux_stream_t *s, int res)
+{
+    int stale = (s->flags_ & S_WHOLD) != 0; /* its write failed meanwhile */
+    s->flags_ &= ~(unsigned)S_WHOLD;
+    if (s->flags_ & S_CLOSING)
+        return;
+    mux_write_t *req = s->wq_head_;
+    if (!stale && req && res >= 0) {
+        if (s->to_.idle_ns | s->to_.write_ns)
+            s->last_write_ = mux__now(s->loop_);
+        s->wq_bytes_ -= (size_t)res;
+        mux__write_advance(req, (size_t)res);
+        if (req->left_ == 0) {
+            s->wq_head_ = req->next_;
+            if (!s->wq_head_)
+                s->wq_tail_ = NULL;
+            mux__write_done(s, req, 0);
+        }
+    } else if (!stale && req && res != -ECANCELED && res != -EINTR && res != -EAGAIN) {
+        mux__writes_fail(s, res);
+    }
+    mux__stream_send_next(s);
+    mux__stream_settle(s);
+}
+
+static int mux__stream_wop_done(struct mux__op *op, int res, char *buf, unsigned more)
+{
+    mux_stream_t *s = mux__container_of(op, mux_stream_t, wop_);
+    (void)buf;
+    (void)more;
+    s->flags_ = (s->flags_ & ~(unsigned)S_WOP) | S_WDONE;
+    s->wres_ = res;
+    mux__queue(s->loop_, &s->io_.h_, MUX__DEFER);
+    return 0;
+}
+
+static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned more)
+{
+    mux_stream_t *s = mux__container_of(op, mux_stream_t, rop_);
+    (void)more;
+    s->flags_ = (s->flags_ & ~(unsigned)(S_ROP | S_RSHORT)) | S_RDONE;
+    if (res > 0 && (size_t)res < op->pool_->size_)
+        s->flags_ |= S_RSHORT; /* the socket is empty now: the next receive polls first */
+    s->rres_ = res;
+    s->rgot_ = buf;
+    s->roff_ = 0;
+    mux__queue(s->loop_, &s->io_.h_, MUX__DEFER);
+    return 0;
+}
+
+/* Asks the kernel for the next receive from the pool. */
+static void mux__stream_recv_next(mux_stream_t *s)
+{
+    int err = s->loop_->backend->op_recv(s->loop_, &s->rop_, s->fd_, s->pool_,
+                                         (s->flags_ & S_RSHORT) != 0);
+    if (err == 0) {
+        s->flags_ |= S_ROP;
+        return;
+    }
+    s->flags_ &= ~(unsigned)S_READING;
+    s->read_cb_(s, err, NULL);
+}
+
+/* Delivers a completed receive: the one just in, or one kept since a stop. Into a caller
+ * buffer (reading restarted in that mode), the kept bytes are copied a buffer at a time. */
+static void mux__stream_received(mux_stream_t *s)
+{
+    int res = s->rres_;
+    char *buf = s->rgot_;
+    if (res > 0 && !s->pool_) {
+        size_t n = (size_t)res - s->roff_;
+        if (n > s->rlen_)
+            n = s->rlen_;
+        memcpy(s->rbuf_, buf + s->roff_, n);
+        s->roff_ += n;
+        if (s->roff_ == (size_t)res) {
+            s->flags_ &= ~(unsigned)S_RDONE;
+            s->rgot_ = NULL;
+            mux_bufpool_put(s->rop_.pool_, buf);
+        } else {
+            mux__queue(s->loop_, &s->io_.h_, MUX__DEFER); /* the rest next */
+        }
+        if (s->to_.idle_ns | s->to_.read_ns)
+            s->last_read_ = mux__now(s->loop_);
+        s->read_cb_(s, (ssize_t)n, s->rbuf_);
+        return;
+    }
+    s->flags_ &= ~(unsigned)S_RDONE;
+    s->rgot_ = NULL;
+    if (res > 0) {
+        if (s->roff_) {
+            res -= (int)s->roff_;
+            memmove(buf, buf + s->roff_, (size_t)res);
+            s->roff_ = 0;
+        }
+        if (s->to_.idle_ns | s->to_.read_ns)
+            s->last_read_ = mux__now(s->loop_);
+        s->read_cb_(s, res, buf);
+        return;
+    }
+    if (buf)
+        mux_bufpool_put(s->rop_.pool_, buf);
+    if (res == -ECANCELED || res == -EINTR || res == -EAGAIN)
+        return; /* not an end: the next receive follows */
+    mux__stream_stop_reading(s);
+    s->read_cb_(s, res, NULL); /* 0 (end of stream), -ENOBUFS, -ECONNRESET, ... */
+}
+
 static void mux__stream_stop_reading(mux_stream_t *s)
 {
     s->flags_ &= ~(unsigned)S_READING;
+    if (s->flags_ & S_ROP) /* a receive that completes anyway is kept for the next start */
+        s->loop_->backend->op_cancel(s->loop_, &s->rop_);
     mux__stream_interest(s);
 }
 
@@ -254,6 +442,8 @@ static void mux__stream_deliver(mux_stream_t *s)
             s->flags_ &= ~(unsigned)S_DEFER_CONNECT;
             s->connect_cb_(s, s->connect_status_);
         } else if (s->done_head_) {
+            if (s->flags_ & S_WHOLD)
+                return; /* the kernel may still read a failed write's buffers */
             mux_write_t *req = s->done_head_;
             s->done_head_ = req->next_;
             if (!s->done_head_)
@@ -264,6 +454,10 @@ static void mux__stream_deliver(mux_stream_t *s)
             s->flags_ &= ~(unsigned)S_DEFER_SHUTDOWN;
             s->shutdown_cb_(s, s->shutdown_status_);
         } else if (s->flags_ & S_CLOSING) {
+            if (s->flags_ & (S_ROP | S_WOP))
+                return; /* the last completions come first */
+            if (s->rgot_)
+                mux_bufpool_put(s->rop_.pool_, s->rgot_);
             struct mux__loop *loop = s->loop_;
             mux_close_cb cb = s->close_cb_;
             mux__unqueue(loop, &s->io_.h_);
@@ -284,6 +478,15 @@ static void mux__stream_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
     mux_stream_t *s = mux__container_of(w, mux_stream_t, io_);
     (void)pub;
     s->flags_ |= S_IN_CB;
+    if (s->flags_ & S_WDONE) {
+        s->flags_ &= ~(unsigned)S_WDONE;
+        mux__stream_sent(s, s->wres_);
+    }
+    if ((s->flags_ & (S_RDONE | S_READING | S_CLOSING)) == (S_RDONE | S_READING))
+        mux__stream_received(s);
+    if ((s->flags_ & (S_NREAD | S_READING | S_CLOSING | S_ROP | S_RDONE)) ==
+        (S_NREAD | S_READING))
+        mux__stream_recv_next(s);
     if (!(s->flags_ & S_CLOSING)) {
         if (revents & MUX_ERROR) { /* the fd was closed behind the stream's back */
             if (s->flags_ & S_CONNECTING) {
@@ -302,7 +505,7 @@ static void mux__stream_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
             mux__stream_connected(s);
         else if ((revents & MUX_WRITE) && s->wq_head_)
             mux__stream_flush(s);
-        if ((revents & MUX_READ) && (s->flags_ & S_READING) && !(s->flags_ & S_CLOSING))
+        if ((revents & MUX_READ) && (s->flags_ & (S_READING | S_CLOSING | S_RDONE)) == S_READING)
             mux__stream_read(s);
     }
     s->flags_ &= ~(unsigned)S_IN_CB;
@@ -384,6 +587,10 @@ static void mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, int fd, u
     mux_timer_init(&s->timer_, mux__stream_timer_cb);
     s->io_.h_.flags |= MUX__W_NOREF;
     s->timer_.h_.flags |= MUX__W_NOREF;
+    s->rop_.done_ = mux__stream_rop_done;
+    s->wop_.done_ = mux__stream_wop_done;
+    if (loop->native)
+        s->flags_ |= S_NWRITE;
     s->last_read_ = s->last_write_ = mux__now(loop);
     loop->active++; /* the stream itself, until its close callback */
 }
@@ -450,6 +657,10 @@ static int mux__read_start(mux_stream_t *s, mux_read_cb cb)
     s->read_cb_ = cb;
     s->flags_ |= S_READING;
     s->last_read_ = mux__now(s->loop_);
+    if (s->flags_ & S_RDONE) /* a receive kept since the stop comes first */
+        mux__queue(s->loop_, &s->io_.h_, MUX__DEFER);
+    else if ((s->flags_ & (S_NREAD | S_ROP)) == S_NREAD)
+        mux__stream_recv_next(s);
     mux__stream_interest(s);
     if (s->to_.read_ns)
         mux__stream_arm_timer(s);
@@ -465,6 +676,7 @@ MUX_EXPORT int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_c
     s->rbuf_ = buf;
     s->rlen_ = len;
     s->pool_ = NULL;
+    s->flags_ &= ~(unsigned)S_NREAD;
     return mux__read_start(s, cb);
 }
 
@@ -474,9 +686,22 @@ MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_rea
         return -EINVAL;
     if (s->flags_ & S_READING)
         return -EBUSY;
+    if (!(s->flags_ & S_CONNECTED))
+        return -ENOTCONN;
+    struct mux__loop *loop = s->loop_;
+    if (pool->ring_ && (pool->loop_ != loop || !loop->native))
+        return -EINVAL; /* its buffers are in another loop's kernel ring */
+    if ((s->flags_ & S_RDONE) && s->rgot_ && s->rop_.pool_ != pool)
+        return -EBUSY; /* bytes kept in a buffer of the other pool: restart with that one */
+    unsigned nread = 0;
+    if (loop->native && (pool->ring_ || loop->backend->pool_attach(loop, pool) == 0))
+        nread = S_NREAD;
+    if ((s->flags_ & S_ROP) && !(nread && s->rop_.pool_ == pool))
+        return -EBUSY; /* a cancelled receive of the other mode is still in flight */
     s->rbuf_ = NULL;
     s->rlen_ = 0;
     s->pool_ = pool;
+    s->flags_ = (s->flags_ & ~(unsigned)S_NREAD) | nread;
     return mux__read_start(s, cb);
 }
 
@@ -518,7 +743,11 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *
     }
     s->wq_tail_ = req;
     s->wq_bytes_ += left;
-    if (first) {
+    if (first && (s->flags_ & S_NWRITE)) {
+        if (mux__stream_send_next(s) == 0 && s->wq_head_ && s->to_.write_ns)
+            mux__stream_arm_timer(s);
+        mux__stream_settle(s);
+    } else if (first) {
         mux__stream_flush(s); /* speculative: most writes finish right here */
         /* A write deadline may come before the one the timer sleeps for now. */
         if (s->wq_head_ && s->to_.write_ns)
@@ -563,6 +792,8 @@ MUX_EXPORT int mux_stream_close(mux_stream_t *s, mux_close_cb cb)
     s->close_cb_ = cb;
     mux_io_stop(loop->pub, &s->io_);
     mux_timer_stop(loop->pub, &s->timer_);
+    if (s->flags_ & S_ROP)
+        loop->backend->op_cancel(loop, &s->rop_);
     mux__writes_fail(s, -ECANCELED);
     if (s->flags_ & S_CONNECTING) {
         s->flags_ &= ~(unsigned)S_CONNECTING;
@@ -630,8 +861,6 @@ MUX_EXPORT mux_loop_t *mux_stream_loop(const mux_stream_t *s)
 
 /* ---- buffer pools ------------------------------------------------------------------ */
 
-#define MUX__POOL_INUSE UINT32_MAX
-
 MUX_EXPORT int mux_bufpool_init(mux_bufpool_t *p, void *mem, size_t size, uint32_t count,
                                 uint32_t *free_slots)
 {
@@ -671,6 +900,11 @@ MUX_EXPORT int mux_bufpool_put(mux_bufpool_t *p, char *buf)
     uint32_t i = (uint32_t)(off / p->size_);
     if (p->free_[i] != MUX__POOL_INUSE)
         return -EINVAL; /* already free */
+    if (p->ring_) { /* back into the kernel's ring */
+        p->loop_->backend->pool_put(p, i);
+        p->nfree_++;
+        return 0;
+    }
     p->free_[i] = p->head_;
     p->head_ = i;
     p->nfree_++;

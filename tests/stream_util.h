@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,6 +18,14 @@
 #include <unistd.h>
 
 #include "harness.h"
+
+/* 1 when streams on `loop` hand their operations to the kernel (io_uring), so a write is
+ * not tried at once but sent with the loop's next wait. */
+static inline int native_streams(const mux_loop_t *loop)
+{
+    const char *v = getenv("IOMUX_URING_STREAMS");
+    return strcmp(mux_loop_backend(loop), "uring") == 0 && !(v && strcmp(v, "poll") == 0);
+}
 
 /* ---- addresses ---- */
 

@@ -1369,7 +1369,8 @@ TEST(stream_write_and_close_callbacks_never_run_inside_the_call) {
     x.w.data = &x;
     CHECK_EQ(mux_write(&x.s, &x.w, &x.iov, 1, when_write_cb), 0);
     CHECK_EQ(x.write_calls, 0); /* written already (speculative), called back later */
-    CHECK_EQ(mux_stream_write_queue_size(&x.s), 0);
+    /* io_uring: the send goes to the kernel with the loop's next wait */
+    CHECK_EQ(mux_stream_write_queue_size(&x.s), native_streams(&loop) ? 3 : 0);
     run_for(&loop, &x.written, 1000, "the write callback");
     CHECK_EQ(x.write_calls, 1);
     CHECK_EQ(x.write_status, 0);

@@ -94,6 +94,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -116,8 +118,9 @@
 #define MUX__URING_DEFAULT_ENTRIES 256u
 #define MUX__URING_CQ_FACTOR       16u
 
-/* User data: kind in bits 62-63, generation in bits 32-61, fd in bits 0-31. */
-enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2 };
+/* User data: kind in bits 62-63, generation in bits 32-61, fd in bits 0-31; or, for the
+ * stream layer's operations (MUX__UD_OP), the struct mux__op's address in bits 0-61. */
+enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2, MUX__UD_OP = 3 };
 #define MUX__GEN_MASK 0x3fffffffu
 
 /* kmask: the events of the armed request (0: none armed; MUX_EDGE: it is multishot), plus
@@ -133,7 +136,14 @@ struct mux__uring {
     int *rearm;    /* fds whose request completed, to re-arm before a wait */
     uint32_t nrearm, rearm_cap;
     uint32_t ndone; /* the first ndone of them have had their watchers run */
+    struct mux__op ops; /* anchor of the operations in flight */
+    mux_bufpool_t *pools; /* pools with a provided-buffer ring */
+    uint16_t next_bgid;
 };
+
+static int mux__pool_register(struct mux__uring *st, mux_bufpool_t *p);
+static void mux__ops_abandon(struct mux__uring *st);
+static void mux__pools_detach(struct mux__uring *st);
 
 static uint64_t mux__ud(unsigned kind, int fd, uint32_t gen)
 {
@@ -202,6 +212,8 @@ static int mux__uring_open(struct mux__loop *loop)
         free(st);
         return err;
     }
+    st->ops.next_ = st->ops.prev_ = &st->ops;
+    st->next_bgid = 1;
     loop->bdata = st; /* the fd table starts zeroed: no fd has a request yet */
     return 0;
 }
@@ -209,6 +221,7 @@ static int mux__uring_open(struct mux__loop *loop)
 static void mux__uring_close(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
+    mux__pools_detach(st);
     if (st->ring_ok)
         io_uring_queue_exit(&st->ring);
     free(st->rearm);
@@ -227,7 +240,13 @@ static int mux__uring_renew(struct mux__loop *loop)
     st->nrearm = st->ndone = 0;
     for (uint32_t fd = 0; fd < loop->nfds; fd++)
         loop->fds[fd].kmask = 0;
-    return mux__uring_setup(st);
+    int err = mux__uring_setup(st);
+    /* The buffer rings were registered with the old ring: register them again, with every
+     * buffer the caller does not hold (those the old ring had picked included). */
+    for (mux_bufpool_t *p = st->pools; p && err == 0; p = p->next_)
+        err = mux__pool_register(st, p);
+    mux__ops_abandon(st);
+    return err;
 }
 
 static int mux__uring_fork(struct mux__loop *loop)
@@ -320,6 +339,8 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
     mux__fd_event(loop, fd, mux__uring_revents(res));
 }
 
+static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags);
+
 /* Handles every CQE in the ring; returns how many there were. */
 static unsigned mux__uring_reap(struct mux__loop *loop)
 {
@@ -328,7 +349,12 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
     unsigned head, n = 0;
     io_uring_for_each_cqe(&st->ring, head, cqe)
     {
-        mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags);
+        if (mux__unlikely(cqe->user_data >> 62 == MUX__UD_OP)) {
+            if (mux__uring_op_complete(loop, cqe->user_data, cqe->res, cqe->flags) != 0)
+                break; /* left in the ring for the next wait */
+        } else {
+            mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags);
+        }
         n++;
     }
     io_uring_cq_advance(&st->ring, n);
@@ -367,6 +393,229 @@ static struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int f
     sqe->fd = fd;
     sqe->user_data = ud;
     return sqe;
+}
+
+/* ---- the stream layer's operations ------------------------------------------------ */
+
+static void mux__op_link(struct mux__uring *st, struct mux__op *op)
+{
+    op->next_ = st->ops.next_;
+    op->prev_ = &st->ops;
+    st->ops.next_->prev_ = op;
+    st->ops.next_ = op;
+}
+
+static void mux__op_unlink(struct mux__op *op)
+{
+    op->prev_->next_ = op->next_;
+    op->next_->prev_ = op->prev_;
+    op->next_ = op->prev_ = NULL;
+}
+
+static uint64_t mux__op_ud(const struct mux__op *op)
+{
+    return (uint64_t)MUX__UD_OP << 62 | (uint64_t)(uintptr_t)op;
+}
+
+/* An SQE for `op`, which is then in flight; NULL when the SQ ring cannot take one. */
+static struct io_uring_sqe *mux__op_prep(struct mux__loop *loop, struct mux__op *op, int opcode,
+                                         int fd)
+{
+    struct mux__uring *st = loop->bdata;
+    if (mux__uring_reserve(loop, 1) != 0)
+        return NULL;
+    mux__op_link(st, op);
+    return mux__uring_prep(st, opcode, fd, mux__op_ud(op));
+}
+
+static int mux__uring_op_recv(struct mux__loop *loop, struct mux__op *op, int fd,
+                              mux_bufpool_t *pool, int poll_first)
+{
+    struct io_uring_sqe *sqe = mux__op_prep(loop, op, IORING_OP_RECV, fd);
+    if (!sqe)
+        return -EAGAIN;
+    op->pool_ = pool;
+    sqe->len = (uint32_t)pool->size_;
+    sqe->flags = IOSQE_BUFFER_SELECT;
+    sqe->buf_group = pool->bgid_;
+    /* The last receive found the socket empty: wait for data before trying. */
+    sqe->ioprio = poll_first ? IORING_RECVSEND_POLL_FIRST : 0;
+    return 0;
+}
+
+static int mux__uring_op_send(struct mux__loop *loop, struct mux__op *op, int fd,
+                              const struct msghdr *msg)
+{
+    int one = msg->msg_iovlen == 1;
+    struct io_uring_sqe *sqe = mux__op_prep(loop, op, one ? IORING_OP_SEND : IORING_OP_SENDMSG, fd);
+    if (!sqe)
+        return -EAGAIN;
+    op->pool_ = NULL;
+    if (one) { /* one buffer: no msghdr and iovec for the kernel to import */
+        sqe->addr = (uint64_t)(uintptr_t)msg->msg_iov[0].iov_base;
+        sqe->len = (uint32_t)(msg->msg_iov[0].iov_len > UINT32_MAX ? UINT32_MAX
+                                                                   : msg->msg_iov[0].iov_len);
+    } else {
+        sqe->addr = (uint64_t)(uintptr_t)msg;
+        sqe->len = 1;
+    }
+    sqe->msg_flags = MSG_NOSIGNAL;
+    return 0;
+}
+
+static int mux__uring_op_accept(struct mux__loop *loop, struct mux__op *op, int fd)
+{
+    struct io_uring_sqe *sqe = mux__op_prep(loop, op, IORING_OP_ACCEPT, fd);
+    if (!sqe)
+        return -EAGAIN;
+    op->pool_ = NULL;
+    sqe->ioprio = IORING_ACCEPT_MULTISHOT;
+    sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+    return 0;
+}
+
+static int mux__uring_op_cancel(struct mux__loop *loop, struct mux__op *op)
+{
+    struct mux__uring *st = loop->bdata;
+    int err = mux__uring_reserve(loop, 1);
+    if (err != 0)
+        return err;
+    struct io_uring_sqe *sqe =
+        mux__uring_prep(st, IORING_OP_ASYNC_CANCEL, -1, mux__ud(MUX__UD_REMOVE, -1, 0));
+    sqe->addr = mux__op_ud(op);
+    sqe->flags = (uint8_t)st->skip;
+    return 0;
+}
+
+/* Provided buffers: a pool that serves reads on this loop gets a buffer ring, a page-aligned
+ * array the kernel takes buffers from (head, its own) and the library gives them back to
+ * (tail, in the shared memory: no system call). A buffer in the ring counts as free. */
+static size_t mux__pool_ring_bytes(const mux_bufpool_t *p)
+{
+    return ((size_t)p->rmask_ + 1) * sizeof(struct io_uring_buf);
+}
+
+/* Fills the ring with every buffer the caller does not hold and registers it. */
+static int mux__pool_register(struct mux__uring *st, mux_bufpool_t *p)
+{
+    struct io_uring_buf_ring *br = p->ring_;
+    io_uring_buf_ring_init(br);
+    int k = 0;
+    for (uint32_t i = 0; i < p->count_; i++) {
+        if (p->free_[i] == MUX__POOL_INUSE)
+            continue;
+        p->free_[i] = 0;
+        io_uring_buf_ring_add(br, p->mem_ + (size_t)i * p->size_, (unsigned)p->size_,
+                              (unsigned short)i, p->rmask_, k++);
+    }
+    io_uring_buf_ring_advance(br, k);
+    struct io_uring_buf_reg reg;
+    memset(&reg, 0, sizeof reg);
+    reg.ring_addr = (uint64_t)(uintptr_t)br;
+    reg.ring_entries = (uint32_t)p->rmask_ + 1;
+    reg.bgid = p->bgid_;
+    return io_uring_register_buf_ring(&st->ring, &reg, 0);
+}
+
+static int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
+{
+    struct mux__uring *st = loop->bdata;
+    if (p->count_ > 32768 || p->size_ > UINT32_MAX || st->next_bgid == UINT16_MAX)
+        return -ENOTSUP; /* beyond what a buffer ring holds: the readiness path */
+    uint32_t n = 1;
+    while (n < p->count_)
+        n <<= 1;
+    p->rmask_ = (uint16_t)(n - 1);
+    void *mem = mmap(NULL, mux__pool_ring_bytes(p), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return -errno;
+    p->ring_ = mem;
+    p->bgid_ = st->next_bgid;
+    int err = mux__pool_register(st, p);
+    if (err != 0) {
+        /* Undo: the free marks go back to a free list. */
+        munmap(mem, mux__pool_ring_bytes(p));
+        p->ring_ = NULL;
+        uint32_t head = p->count_;
+        for (uint32_t i = p->count_; i-- > 0;)
+            if (p->free_[i] != MUX__POOL_INUSE) {
+                p->free_[i] = head;
+                head = i;
+            }
+        p->head_ = head;
+        return err;
+    }
+    st->next_bgid++;
+    p->loop_ = loop;
+    p->next_ = st->pools;
+    st->pools = p;
+    return 0;
+}
+
+static void mux__uring_pool_put(mux_bufpool_t *p, uint32_t i)
+{
+    struct io_uring_buf_ring *br = p->ring_;
+    p->free_[i] = 0;
+    io_uring_buf_ring_add(br, p->mem_ + (size_t)i * p->size_, (unsigned)p->size_,
+                          (unsigned short)i, p->rmask_, 0);
+    io_uring_buf_ring_advance(br, 1);
+}
+
+/* The loop closes: each pool hands out its buffers from a free list again. */
+static void mux__pools_detach(struct mux__uring *st)
+{
+    mux_bufpool_t *p;
+    while ((p = st->pools) != NULL) {
+        st->pools = p->next_;
+        munmap(p->ring_, mux__pool_ring_bytes(p));
+        uint32_t head = p->count_;
+        for (uint32_t i = p->count_; i-- > 0;)
+            if (p->free_[i] != MUX__POOL_INUSE) {
+                p->free_[i] = head;
+                head = i;
+            }
+        p->head_ = head;
+        p->ring_ = NULL;
+        p->loop_ = NULL;
+        p->next_ = NULL;
+    }
+}
+
+/* One CQE of an operation. Returns nonzero to leave it in the ring for the next wait: the
+ * owner has no room for it now (a listener with a full batch of connections). */
+static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
+{
+    struct mux__uring *st = loop->bdata;
+    struct mux__op *op = (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
+    unsigned more = flags & IORING_CQE_F_MORE;
+    char *buf = NULL;
+    if (flags & IORING_CQE_F_BUFFER) {
+        mux_bufpool_t *p = op->pool_;
+        uint32_t i = flags >> IORING_CQE_BUFFER_SHIFT;
+        p->free_[i] = MUX__POOL_INUSE;
+        p->nfree_--;
+        buf = p->mem_ + (size_t)i * p->size_;
+    }
+    if (!more)
+        mux__op_unlink(op);
+    if (mux__unlikely(op->done_(op, res, buf, more) != 0)) {
+        if (!more)
+            mux__op_link(st, op); /* still in flight: this completion comes again */
+        return 1;
+    }
+    return 0;
+}
+
+/* The ring is gone (fork, lost CQEs): every operation in flight ends with -ECANCELED, and
+ * its owner submits it again on the new ring if it still wants it. */
+static void mux__ops_abandon(struct mux__uring *st)
+{
+    struct mux__op *op;
+    while ((op = st->ops.next_) != &st->ops) {
+        mux__op_unlink(op);
+        op->done_(op, -ECANCELED, NULL, 0);
+    }
 }
 
 static uint32_t mux__uring_mask(unsigned want)
@@ -536,4 +785,10 @@ const struct mux__backend mux__backend_uring = {
     .fork = mux__uring_fork,
     .change = mux__uring_change,
     .wait = mux__uring_wait,
+    .op_recv = mux__uring_op_recv,
+    .op_send = mux__uring_op_send,
+    .op_accept = mux__uring_op_accept,
+    .op_cancel = mux__uring_op_cancel,
+    .pool_attach = mux__uring_pool_attach,
+    .pool_put = mux__uring_pool_put,
 };
