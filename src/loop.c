@@ -377,7 +377,8 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
      * IOMUX_URING_STREAMS=poll asks for the readiness path (to compare the two). */
     const char *ns = opts && (opts->flags & MUX_LOOP_IGNORE_ENV) ? NULL
                                                                  : getenv("IOMUX_URING_STREAMS");
-    loop->native = loop->backend->op_send && !(ns && strcmp(ns, "poll") == 0);
+    if (ns && strcmp(ns, "poll") == 0)
+        loop->native = 0; /* set by a backend's open when the kernel has the operations */
     err = mux__wake_open(loop);
     if (err == 0)
         err = mux__internal_watch(loop, &loop->wake_io, loop->wake_rfd);

@@ -1,5 +1,6 @@
-/* uring: Linux io_uring, used as a readiness interface through poll requests: one-shot
- * for level-triggered watchers, multishot for edge-triggered ones.
+/* uring: Linux io_uring, used as a readiness interface through poll requests (one-shot
+ * for level-triggered watchers, multishot for edge-triggered ones), and as a completion
+ * interface for the stream layer's operations.
  *
  * What is odd about it, and what this file does about it:
  * - Two kinds of poll request. An IORING_OP_POLL_ADD polls the file when it is armed: if
@@ -84,6 +85,18 @@
  *   fails, so the default backend choice falls back to epoll, and naming "uring" returns
  *   the kernel's error. Required: NODROP, EXT_ARG, FAST_POLL and RSRC_TAGS (5.13, the
  *   release that brought multishot poll and poll update), else -ENOSYS.
+ * - The stream layer's operations (send, sendmsg, receive with a provided buffer, multishot
+ *   accept) carry their struct mux__op's address in the user data. Their completions only
+ *   record results and queue watchers, so no callback runs inside the reap and nothing is
+ *   submitted from it. A listener with a full batch of accepted connections leaves the
+ *   next CQE in the ring (the reap stops there) until the next wait, rather than drop it.
+ *   Cancelling (IORING_OP_ASYNC_CANCEL by user data) is itself asynchronous: the owner
+ *   waits for the operation's last CQE before it gives memory back. A receive's buffer
+ *   comes from a buffer ring registered per pool (IORING_REGISTER_PBUF_RING, 5.19): the
+ *   kernel picks a buffer only when data is there, so an armed receive pins no memory.
+ *   After fork or a lost CQE the new ring gets the buffer rings registered again, and
+ *   every operation that was in flight completes with -ECANCELED; its owner submits it
+ *   again if it still wants it.
  * - Tests: IOMUX_TEST_URING_REFUSE=EPERM (or ENOSYS, or a number) makes open fail as a
  *   refusing kernel would; IOMUX_URING_ENTRIES=n sizes the SQ ring to n entries and the CQ
  *   ring to 2n, to exercise the full-ring paths.
@@ -214,6 +227,12 @@ static int mux__uring_open(struct mux__loop *loop)
     }
     st->ops.next_ = st->ops.prev_ = &st->ops;
     st->next_bgid = 1;
+    /* The streams' operations want 5.19 (multishot accept, buffer rings); the socket
+     * opcode came with that release. Older kernels: streams take the readiness path. */
+    struct io_uring_probe *probe = io_uring_get_probe_ring(&st->ring);
+    loop->native = probe && io_uring_opcode_supported(probe, IORING_OP_SOCKET);
+    if (probe)
+        io_uring_free_probe(probe);
     loop->bdata = st; /* the fd table starts zeroed: no fd has a request yet */
     return 0;
 }
