@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ struct conn {
     int dry;
     struct server *srv;
     char *held; /* the pool buffer being echoed */
-    char buf[]; /* --pool 0: the connection's own buffer */
+    alignas(64) char buf[]; /* --pool 0: the connection's own, aligned as the pool is */
 };
 
 struct server {
@@ -144,7 +145,7 @@ static void on_accept(mux_listener_t *l, int fd, int status)
         fprintf(stderr, "echo-server: accept: %s\n", mux_strerror(status));
         return; /* EMFILE: the listener pauses and resumes by itself */
     }
-    struct conn *c = malloc(sizeof *c + (srv->nbufs ? 0 : srv->bufsize));
+    struct conn *c = aligned_alloc(64, (sizeof *c + (srv->nbufs ? 0 : srv->bufsize) + 63) / 64 * 64);
     if (!c || mux_stream_open(&srv->loop, &c->stream, fd) < 0) {
         fprintf(stderr, "echo-server: out of memory or bad socket\n");
         close(fd);
@@ -271,7 +272,7 @@ int main(int argc, char **argv)
     }
 
     if (srv.nbufs) {
-        char *mem = malloc((size_t)srv.nbufs * srv.bufsize);
+        char *mem = aligned_alloc(4096, ((size_t)srv.nbufs * srv.bufsize + 4095) / 4096 * 4096);
         uint32_t *slots = malloc((size_t)srv.nbufs * sizeof *slots);
         if (!mem || !slots || mux_bufpool_init(&srv.pool, mem, srv.bufsize, srv.nbufs, slots) < 0) {
             fprintf(stderr, "echo-server: no memory for %u buffers of %zu bytes\n", srv.nbufs,

@@ -4,6 +4,7 @@
  * suggests ("try the write first, watch for writability only when it fails"). */
 #include "echo_common.h"
 
+#include <stdalign.h>
 #include <dlfcn.h>
 #include <ev.h>
 #include <signal.h>
@@ -12,7 +13,7 @@ struct conn {
     ev_io rio, wio;
     size_t len, done;
     struct conn *next, *prev; /* all open connections, to close them on exit */
-    char buf[];
+    alignas(64) char buf[]; /* aligned: the kernel copies into misaligned buffers much slower */
 };
 
 static struct conn *conns;
@@ -76,7 +77,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
                 perror("echo-libev: accept");
             return;
         }
-        struct conn *c = malloc(sizeof *c + bufsize);
+        struct conn *c = aligned_alloc(64, (sizeof *c + bufsize + 63) / 64 * 64);
         if (!c) {
             close(fd);
             continue;
