@@ -415,15 +415,20 @@ typedef struct mux_write mux_write_t;
 typedef struct mux_listener mux_listener_t;
 typedef struct mux_bufpool mux_bufpool_t;
 
-/* Private: an operation handed to a completion backend (io_uring), in flight until the
- * kernel completes it. `done_` runs once per completion, while the loop gathers events;
- * `buf` is a pool buffer the kernel filled, or NULL; `more`: further completions follow
- * (multishot). It returns nonzero to leave the completion with the kernel until the next
- * iteration. */
+/* Private: an operation handed to a completion backend (io_uring), queued until the loop's
+ * next wait submits it and in flight until the kernel completes it. `done_` runs once per
+ * completion, while the loop gathers events; `buf` is a pool buffer the kernel filled, or
+ * NULL; `more`: further completions follow (multishot). It returns nonzero when it has no
+ * room for the completion now: the backend offers it again in the next iteration. */
 struct mux__op {
     int (*done_)(struct mux__op *op, int res, char *buf, unsigned more);
     struct mux__op *next_, *prev_; /* the loop's operations in flight */
+    struct mux__op *qnext_;        /* the loop's queue of work for the next wait */
     mux_bufpool_t *pool_;          /* the pool a receive picks its buffer from */
+    void *addr_;                   /* send: the bytes; sendmsg: the msghdr */
+    uint32_t len_;                 /* send: byte count; receive: poll first */
+    int fd_;
+    uint8_t kind_, queue_, state_, pad_;
 };
 
 /* `nread` > 0: that many bytes are in `buf`. 0: the peer shut down its side (end of
@@ -459,12 +464,14 @@ struct mux_bufpool {
     struct mux__loop *loop_;
     void *ring_;
     mux_bufpool_t *next_; /* the loop's other pools */
-    uint16_t bgid_, rmask_;
+    uint16_t bgid_, rmask_, registered_;
 };
 
 /* Makes `pool` hand out `count` buffers of `size` bytes carved from `mem` (count * size
  * bytes), using `free_slots` (count entries) for its bookkeeping; all three are the
- * caller's and must outlive the pool's use. Align `mem` to 64 bytes (a page is best) and
+ * caller's and must outlive the pool's use: on an io_uring loop, until that loop is
+ * closed (the pool's free buffers are the kernel's there, and a pool serves that one loop:
+ * mux_read_start_pool elsewhere returns -EINVAL, a reader elsewhere gets -ENOBUFS). Align `mem` to 64 bytes (a page is best) and
  * make `size` a multiple of 64: the kernel's copies into misaligned buffers were measured
  * 2-3x slower. Returns 0 or -EINVAL. */
 int mux_bufpool_init(mux_bufpool_t *pool, void *mem, size_t size, uint32_t count,

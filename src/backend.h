@@ -33,22 +33,25 @@ struct mux__backend {
     int (*wait)(struct mux__loop *loop, int64_t timeout_ns);
 
     /* Completion backends only (NULL on readiness backends): the stream layer's native
-     * operations. Each queues `op` for the next wait (no system call) and returns 0, or
-     * -errno and nothing was queued. op->done_ runs from wait for every completion; the
-     * operation stays in flight until a completion with `more` == 0. Completions only
-     * record results and queue watchers: they never submit. */
+     * operations. Each only queues work for the loop's next wait, which submits it (no
+     * system call here, and the kernel's ring is only touched from inside mux_run, after a
+     * fork was handled). op->done_ runs from wait for every completion; the operation is
+     * in flight until a completion with `more` == 0. Completions only record results and
+     * queue watchers: they never submit. `op` must not be in flight already. */
     /* A receive into a buffer the kernel picks from `pool` (attached with pool_attach). */
-    int (*op_recv)(struct mux__loop *loop, struct mux__op *op, int fd, mux_bufpool_t *pool,
-                   int poll_first);
-    /* A send of `msg->msg_iov` (MSG_NOSIGNAL); `msg` is read when the next wait submits. */
-    int (*op_send)(struct mux__loop *loop, struct mux__op *op, int fd, const struct msghdr *msg);
+    void (*op_recv)(struct mux__loop *loop, struct mux__op *op, int fd, mux_bufpool_t *pool,
+                    int poll_first);
+    /* A send of msg->msg_iov (MSG_NOSIGNAL). One buffer is taken from `msg` now; with more,
+     * `msg` and its iovec array are read when the wait submits and must stay valid. */
+    void (*op_send)(struct mux__loop *loop, struct mux__op *op, int fd, const struct msghdr *msg);
     /* A multishot accept: one completion per connection (non-blocking, close-on-exec). */
-    int (*op_accept)(struct mux__loop *loop, struct mux__op *op, int fd);
-    /* Asks the kernel to end `op` early; its last completion still comes (-ECANCELED, or
-     * its result if it finished first). */
-    int (*op_cancel)(struct mux__loop *loop, struct mux__op *op);
-    /* Hands the free buffers of `pool` to the kernel. 0, or -errno: reads from it then take
-     * the readiness path. The pool stays attached until the loop closes. */
+    void (*op_accept)(struct mux__loop *loop, struct mux__op *op, int fd);
+    /* Asks for `op` to end early. Its last completion still comes (-ECANCELED, or its
+     * result if it finished first), from the next wait at the earliest. */
+    void (*op_cancel)(struct mux__loop *loop, struct mux__op *op);
+    /* Hands the free buffers of `pool` to the kernel (registered with the next wait). 0, or
+     * -errno: reads from it then take the readiness path. The pool stays attached until the
+     * loop closes. */
     int (*pool_attach)(struct mux__loop *loop, mux_bufpool_t *pool);
     /* Gives buffer `i` of an attached pool back to the kernel. */
     void (*pool_put)(mux_bufpool_t *pool, uint32_t i);

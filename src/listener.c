@@ -64,11 +64,8 @@ static void mux__listener_arm(mux_listener_t *l)
     }
     if (l->flags_ & L_AOP)
         return;
-    int err = loop->backend->op_accept(loop, &l->aop_, l->fd_);
-    if (err == 0)
-        l->flags_ |= L_AOP;
-    else /* the kernel's queue is full: try again from the loop */
-        mux__queue(loop, &l->io_.h_, MUX__DEFER);
+    loop->backend->op_accept(loop, &l->aop_, l->fd_);
+    l->flags_ |= L_AOP;
 }
 
 static void mux__listener_pause(mux_listener_t *l)
@@ -264,10 +261,9 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     l->aop_.done_ = mux__listener_aop_done;
     int err;
     if (loop->native) {
-        l->flags_ |= L_NATIVE;
-        err = loop->backend->op_accept(loop, &l->aop_, fd);
-        if (err == 0)
-            l->flags_ |= L_AOP;
+        l->flags_ |= L_NATIVE | L_AOP;
+        loop->backend->op_accept(loop, &l->aop_, fd);
+        err = 0;
     } else {
         err = mux_io_start(pub, &l->io_);
     }

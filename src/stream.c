@@ -120,9 +120,10 @@ static void mux__write_done(mux_stream_t *s, mux_write_t *req, int status)
 static void mux__writes_fail(mux_stream_t *s, int status)
 {
     mux_write_t *req;
-    if ((s->flags_ & S_WOP) && s->wq_head_ && !(s->flags_ & S_WHOLD)) {
-        s->flags_ |= S_WHOLD;
-        s->loop_->backend->op_cancel(s->loop_, &s->wop_);
+    if ((s->flags_ & (S_WOP | S_WDONE)) && s->wq_head_ && !(s->flags_ & S_WHOLD)) {
+        s->flags_ |= S_WHOLD; /* the send's result, when it comes, is of a failed write */
+        if (s->flags_ & S_WOP)
+            s->loop_->backend->op_cancel(s->loop_, &s->wop_);
     }
     while ((req = s->wq_head_) != NULL) {
         s->wq_head_ = req->next_;
@@ -218,9 +219,9 @@ static void mux__stream_flush(mux_stream_t *s)
 
 static void mux__stream_stop_reading(mux_stream_t *s);
 
-/* Hands the head of the queue to the kernel, if no send is in flight. Empty writes finish
- * here. Returns 0, or the error that failed the queue. */
-static int mux__stream_send_next(mux_stream_t *s)
+/* Hands the head of the queue to the kernel (with the loop's next wait), if no send is in
+ * flight. Empty writes finish here. */
+static void mux__stream_send_next(mux_stream_t *s)
 {
     mux_write_t *req;
     while ((req = s->wq_head_) != NULL && req->left_ == 0) {
@@ -230,7 +231,7 @@ static int mux__stream_send_next(mux_stream_t *s)
         mux__write_done(s, req, 0);
     }
     if (!req || (s->flags_ & S_WOP))
-        return 0;
+        return;
     while (req->iov_[req->iovidx_].iov_len == req->off_) { /* empty or finished buffers */
         req->iovidx_++;
         req->off_ = 0;
@@ -254,13 +255,8 @@ static int mux__stream_send_next(mux_stream_t *s)
         s->msg_.msg_iov = (struct iovec *)cur;
         s->msg_.msg_iovlen = (size_t)(n > 1024 ? 1024 : n); /* UIO_MAXIOV */
     }
-    int err = s->loop_->backend->op_send(s->loop_, &s->wop_, s->fd_, &s->msg_);
-    if (err != 0) {
-        mux__writes_fail(s, err);
-        return err;
-    }
+    s->loop_->backend->op_send(s->loop_, &s->wop_, s->fd_, &s->msg_);
     s->flags_ |= S_WOP;
-    return 0;
 }
 
 /* The send in flight completed with `res` (bytes, or -errno). */
@@ -314,17 +310,12 @@ static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned
     return 0;
 }
 
-/* Asks the kernel for the next receive from the pool. */
+/* Asks the kernel for the next receive from the pool (with the loop's next wait). */
 static void mux__stream_recv_next(mux_stream_t *s)
 {
-    int err = s->loop_->backend->op_recv(s->loop_, &s->rop_, s->fd_, s->pool_,
-                                         (s->flags_ & S_RSHORT) != 0);
-    if (err == 0) {
-        s->flags_ |= S_ROP;
-        return;
-    }
-    s->flags_ &= ~(unsigned)S_READING;
-    s->read_cb_(s, err, NULL);
+    s->loop_->backend->op_recv(s->loop_, &s->rop_, s->fd_, s->pool_,
+                               (s->flags_ & S_RSHORT) != 0);
+    s->flags_ |= S_ROP;
 }
 
 /* Delivers a completed receive: the one just in, or one kept since a stop. Into a caller
@@ -744,7 +735,8 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *
     s->wq_tail_ = req;
     s->wq_bytes_ += left;
     if (first && (s->flags_ & S_NWRITE)) {
-        if (mux__stream_send_next(s) == 0 && s->wq_head_ && s->to_.write_ns)
+        mux__stream_send_next(s);
+        if (s->wq_head_ && s->to_.write_ns)
             mux__stream_arm_timer(s);
         mux__stream_settle(s);
     } else if (first) {
@@ -881,8 +873,8 @@ MUX_EXPORT int mux_bufpool_init(mux_bufpool_t *p, void *mem, size_t size, uint32
 
 static char *mux__bufpool_get(mux_bufpool_t *p)
 {
-    if (!p->nfree_)
-        return NULL;
+    if (!p->nfree_ || p->ring_)
+        return NULL; /* empty, or its free buffers are an io_uring loop's (-ENOBUFS) */
     uint32_t i = p->head_;
     p->head_ = p->free_[i];
     p->free_[i] = MUX__POOL_INUSE;

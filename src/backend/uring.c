@@ -142,6 +142,13 @@ enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2, MUX__UD_OP = 3 
 #define MUX__K_VERIFIED 0x20 /* the fd number was checked after a hang-up */
 #define MUX__K_REARM    0x40 /* on the re-arm list */
 
+/* What the next wait does with a queued operation (mux__op.queue_), and where it is
+ * (mux__op.state_). The API calls only queue: the ring is touched from wait alone, after a
+ * fork was handled, and never from inside a call that a callback made. */
+enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
+enum { MUX__OPS_QUEUED = 0x1, MUX__OPS_FLIGHT = 0x2 };
+enum { MUX__OPK_RECV = 1, MUX__OPK_SEND, MUX__OPK_SENDMSG, MUX__OPK_ACCEPT };
+
 struct mux__uring {
     struct io_uring ring;
     int ring_ok;   /* `ring` holds a ring that close must release */
@@ -149,13 +156,25 @@ struct mux__uring {
     int *rearm;    /* fds whose request completed, to re-arm before a wait */
     uint32_t nrearm, rearm_cap;
     uint32_t ndone; /* the first ndone of them have had their watchers run */
-    struct mux__op ops; /* anchor of the operations in flight */
+    struct mux__op ops;              /* anchor of the operations in flight */
+    struct mux__op *qhead, *qtail;   /* work queued for the next wait */
+    struct mux__cqe *defer;          /* operation CQEs taken out of the ring, not yet taken */
+    uint32_t ndefer, defer_cap;
     mux_bufpool_t *pools; /* pools with a provided-buffer ring */
     uint16_t next_bgid;
 };
 
-static int mux__pool_register(struct mux__uring *st, mux_bufpool_t *p);
-static void mux__ops_abandon(struct mux__uring *st);
+/* A CQE kept for the next reap (its owner had no room for it). */
+struct mux__cqe {
+    uint64_t ud;
+    int32_t res;
+    uint32_t flags;
+};
+
+static void mux__pool_fill(mux_bufpool_t *p);
+static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags);
+static void mux__ops_abandon(struct mux__uring *st, int res);
+static int mux__uring_flush_ops(struct mux__loop *loop);
 static void mux__pools_detach(struct mux__uring *st);
 
 static uint64_t mux__ud(unsigned kind, int fd, uint32_t gen)
@@ -244,15 +263,44 @@ static void mux__uring_close(struct mux__loop *loop)
     if (st->ring_ok)
         io_uring_queue_exit(&st->ring);
     free(st->rearm);
+    free(st->defer);
     free(st);
     loop->bdata = NULL;
 }
 
-/* A new, empty ring; nothing of the old one is cancelled or waited for. The caller makes
- * the core re-apply every watched fd. */
-static int mux__uring_renew(struct mux__loop *loop)
+static unsigned mux__uring_reap(struct mux__loop *loop);
+
+/* A new, empty ring. The caller makes the core re-apply every watched fd.
+ * `lost` == 0, in a child after fork: the old ring is the parent's, so nothing of it is
+ * cancelled, unregistered or waited for (the child only unmaps and closes its copies), and
+ * the operations that were in flight are submitted again by their owners.
+ * `lost` != 0, the kernel lost CQEs: what the old ring still holds is taken first, its
+ * buffer rings are unregistered so that its receives cannot pick buffers any more, and the
+ * operations in flight fail with -EIO (a send may have been done, unseen). */
+static int mux__uring_renew(struct mux__loop *loop, int lost)
 {
     struct mux__uring *st = loop->bdata;
+    if (lost && st->ring_ok) {
+        mux__uring_reap(loop);
+        for (mux_bufpool_t *p = st->pools; p; p = p->next_)
+            if (p->registered_)
+                io_uring_unregister_buf_ring(&st->ring, p->bgid_);
+    }
+    /* CQEs kept for the owners are the old ring's; in a child, an accepted connection there
+     * is the parent's to serve. */
+    for (uint32_t i = 0; i < st->ndefer; i++) {
+        if (st->defer[i].ud >> 62 != MUX__UD_OP)
+            continue; /* a poll's: every fd is polled again on the new ring */
+        struct mux__op *op = (struct mux__op *)(uintptr_t)(st->defer[i].ud & ~(3ull << 62));
+        if (!lost && op->kind_ == MUX__OPK_ACCEPT && st->defer[i].res >= 0)
+            close(st->defer[i].res);
+        else if (lost &&
+                 mux__uring_op_complete(loop, st->defer[i].ud, st->defer[i].res,
+                                        st->defer[i].flags) != 0 &&
+                 op->kind_ == MUX__OPK_ACCEPT && st->defer[i].res >= 0)
+            close(st->defer[i].res); /* refused again: nobody will take it */
+    }
+    st->ndefer = 0;
     if (st->ring_ok)
         io_uring_queue_exit(&st->ring);
     st->ring_ok = 0;
@@ -260,17 +308,20 @@ static int mux__uring_renew(struct mux__loop *loop)
     for (uint32_t fd = 0; fd < loop->nfds; fd++)
         loop->fds[fd].kmask = 0;
     int err = mux__uring_setup(st);
-    /* The buffer rings were registered with the old ring: register them again, with every
-     * buffer the caller does not hold (those the old ring had picked included). */
-    for (mux_bufpool_t *p = st->pools; p && err == 0; p = p->next_)
-        err = mux__pool_register(st, p);
-    mux__ops_abandon(st);
+    /* The buffer rings were the old ring's: each is filled again with every buffer the
+     * caller does not hold (those the old ring had picked included) and registered with the
+     * new ring by the next wait. */
+    for (mux_bufpool_t *p = st->pools; p; p = p->next_) {
+        p->registered_ = 0;
+        mux__pool_fill(p);
+    }
+    mux__ops_abandon(st, lost ? -EIO : -ECANCELED);
     return err;
 }
 
 static int mux__uring_fork(struct mux__loop *loop)
 {
-    return mux__uring_renew(loop);
+    return mux__uring_renew(loop, 0);
 }
 
 static unsigned mux__uring_cq_overflow(const struct mux__uring *st)
@@ -358,9 +409,44 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
     mux__fd_event(loop, fd, mux__uring_revents(res));
 }
 
-static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags);
+/* Keeps an operation's CQE for the next reap. 0, or -ENOMEM. */
+static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cqe)
+{
+    if (st->ndefer == st->defer_cap) {
+        uint32_t cap = st->defer_cap ? st->defer_cap * 2 : 64;
+        struct mux__cqe *d = realloc(st->defer, (size_t)cap * sizeof *d);
+        if (!d)
+            return -ENOMEM;
+        st->defer = d;
+        st->defer_cap = cap;
+    }
+    st->defer[st->ndefer++] = (struct mux__cqe){cqe->user_data, cqe->res, cqe->flags};
+    return 0;
+}
 
-/* Handles every CQE in the ring; returns how many there were. */
+/* Offers the kept CQEs again, in order; from the first that is refused on, they stay. */
+static unsigned mux__uring_redeliver(struct mux__loop *loop)
+{
+    struct mux__uring *st = loop->bdata;
+    uint32_t i = 0, n = st->ndefer;
+    if (mux__likely(n == 0))
+        return 0;
+    for (; i < n; i++) {
+        struct mux__cqe *d = &st->defer[i];
+        if (d->ud >> 62 != MUX__UD_OP)
+            mux__uring_complete(loop, d->ud, d->res, d->flags);
+        else if (mux__uring_op_complete(loop, d->ud, d->res, d->flags) != 0)
+            break;
+    }
+    memmove(st->defer, st->defer + i, (n - i) * sizeof *st->defer);
+    st->ndefer = n - i;
+    return i;
+}
+
+/* Handles every CQE in the ring; returns how many there were. An operation's CQE that its
+ * owner cannot take now is copied out and kept, and so is every later CQE while any is
+ * kept: completions are seen in the order the kernel posted them (a write's completion
+ * before the readiness of its reply), and the ring never stalls. */
 static unsigned mux__uring_reap(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
@@ -368,11 +454,14 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
     unsigned head, n = 0;
     io_uring_for_each_cqe(&st->ring, head, cqe)
     {
-        if (mux__unlikely(cqe->user_data >> 62 == MUX__UD_OP)) {
-            if (mux__uring_op_complete(loop, cqe->user_data, cqe->res, cqe->flags) != 0)
-                break; /* left in the ring for the next wait */
-        } else {
+        if (mux__unlikely(st->ndefer)) {
+            if (mux__uring_defer(st, cqe) != 0)
+                break; /* no memory to keep it: it stays in the ring */
+        } else if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
             mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags);
+        } else if (mux__uring_op_complete(loop, cqe->user_data, cqe->res, cqe->flags) != 0 &&
+                   mux__uring_defer(st, cqe) != 0) {
+            break;
         }
         n++;
     }
@@ -416,12 +505,16 @@ static struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int f
 
 /* ---- the stream layer's operations ------------------------------------------------ */
 
+/* The kernel stores a send's length as an int, and moves at most this much per call. */
+#define MUX__SEND_MAX 0x7ffff000u
+
 static void mux__op_link(struct mux__uring *st, struct mux__op *op)
 {
     op->next_ = st->ops.next_;
     op->prev_ = &st->ops;
     st->ops.next_->prev_ = op;
     st->ops.next_ = op;
+    op->state_ |= MUX__OPS_FLIGHT;
 }
 
 static void mux__op_unlink(struct mux__op *op)
@@ -429,6 +522,8 @@ static void mux__op_unlink(struct mux__op *op)
     op->prev_->next_ = op->next_;
     op->next_->prev_ = op->prev_;
     op->next_ = op->prev_ = NULL;
+    op->state_ &= (uint8_t)~MUX__OPS_FLIGHT;
+    op->queue_ &= (uint8_t)~MUX__Q_CANCEL; /* a cancel still queued has nothing to end */
 }
 
 static uint64_t mux__op_ud(const struct mux__op *op)
@@ -436,74 +531,62 @@ static uint64_t mux__op_ud(const struct mux__op *op)
     return (uint64_t)MUX__UD_OP << 62 | (uint64_t)(uintptr_t)op;
 }
 
-/* An SQE for `op`, which is then in flight; NULL when the SQ ring cannot take one. */
-static struct io_uring_sqe *mux__op_prep(struct mux__loop *loop, struct mux__op *op, int opcode,
-                                         int fd)
+static void mux__op_enqueue(struct mux__uring *st, struct mux__op *op, unsigned what)
 {
-    struct mux__uring *st = loop->bdata;
-    if (mux__uring_reserve(loop, 1) != 0)
-        return NULL;
-    mux__op_link(st, op);
-    return mux__uring_prep(st, opcode, fd, mux__op_ud(op));
+    op->queue_ |= (uint8_t)what;
+    if (op->state_ & MUX__OPS_QUEUED)
+        return;
+    op->state_ |= MUX__OPS_QUEUED;
+    op->qnext_ = NULL;
+    if (st->qtail)
+        st->qtail->qnext_ = op;
+    else
+        st->qhead = op;
+    st->qtail = op;
 }
 
-static int mux__uring_op_recv(struct mux__loop *loop, struct mux__op *op, int fd,
-                              mux_bufpool_t *pool, int poll_first)
+static void mux__uring_op_recv(struct mux__loop *loop, struct mux__op *op, int fd,
+                               mux_bufpool_t *pool, int poll_first)
 {
-    struct io_uring_sqe *sqe = mux__op_prep(loop, op, IORING_OP_RECV, fd);
-    if (!sqe)
-        return -EAGAIN;
+    op->kind_ = MUX__OPK_RECV;
+    op->fd_ = fd;
     op->pool_ = pool;
-    sqe->len = (uint32_t)pool->size_;
-    sqe->flags = IOSQE_BUFFER_SELECT;
-    sqe->buf_group = pool->bgid_;
-    /* The last receive found the socket empty: wait for data before trying. */
-    sqe->ioprio = poll_first ? IORING_RECVSEND_POLL_FIRST : 0;
-    return 0;
+    op->len_ = poll_first != 0;
+    mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
 }
 
-static int mux__uring_op_send(struct mux__loop *loop, struct mux__op *op, int fd,
-                              const struct msghdr *msg)
+static void mux__uring_op_send(struct mux__loop *loop, struct mux__op *op, int fd,
+                               const struct msghdr *msg)
 {
-    int one = msg->msg_iovlen == 1;
-    struct io_uring_sqe *sqe = mux__op_prep(loop, op, one ? IORING_OP_SEND : IORING_OP_SENDMSG, fd);
-    if (!sqe)
-        return -EAGAIN;
+    op->fd_ = fd;
     op->pool_ = NULL;
-    if (one) { /* one buffer: no msghdr and iovec for the kernel to import */
-        sqe->addr = (uint64_t)(uintptr_t)msg->msg_iov[0].iov_base;
-        sqe->len = (uint32_t)(msg->msg_iov[0].iov_len > UINT32_MAX ? UINT32_MAX
-                                                                   : msg->msg_iov[0].iov_len);
+    if (msg->msg_iovlen == 1) { /* one buffer: no msghdr and iovec for the kernel to import */
+        op->kind_ = MUX__OPK_SEND;
+        op->addr_ = msg->msg_iov[0].iov_base;
+        op->len_ = (uint32_t)(msg->msg_iov[0].iov_len > MUX__SEND_MAX ? MUX__SEND_MAX
+                                                                       : msg->msg_iov[0].iov_len);
     } else {
-        sqe->addr = (uint64_t)(uintptr_t)msg;
-        sqe->len = 1;
+        op->kind_ = MUX__OPK_SENDMSG;
+        op->addr_ = (void *)(uintptr_t)msg;
     }
-    sqe->msg_flags = MSG_NOSIGNAL;
-    return 0;
+    mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
 }
 
-static int mux__uring_op_accept(struct mux__loop *loop, struct mux__op *op, int fd)
+static void mux__uring_op_accept(struct mux__loop *loop, struct mux__op *op, int fd)
 {
-    struct io_uring_sqe *sqe = mux__op_prep(loop, op, IORING_OP_ACCEPT, fd);
-    if (!sqe)
-        return -EAGAIN;
+    op->kind_ = MUX__OPK_ACCEPT;
+    op->fd_ = fd;
     op->pool_ = NULL;
-    sqe->ioprio = IORING_ACCEPT_MULTISHOT;
-    sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
-    return 0;
+    mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
 }
 
-static int mux__uring_op_cancel(struct mux__loop *loop, struct mux__op *op)
+static void mux__uring_op_cancel(struct mux__loop *loop, struct mux__op *op)
 {
     struct mux__uring *st = loop->bdata;
-    int err = mux__uring_reserve(loop, 1);
-    if (err != 0)
-        return err;
-    struct io_uring_sqe *sqe =
-        mux__uring_prep(st, IORING_OP_ASYNC_CANCEL, -1, mux__ud(MUX__UD_REMOVE, -1, 0));
-    sqe->addr = mux__op_ud(op);
-    sqe->flags = (uint8_t)st->skip;
-    return 0;
+    if (op->queue_ & MUX__Q_SUBMIT) /* never submitted: it ends with the next wait */
+        op->queue_ = (uint8_t)((op->queue_ & ~MUX__Q_SUBMIT) | MUX__Q_DROP);
+    else if (op->state_ & MUX__OPS_FLIGHT)
+        mux__op_enqueue(st, op, MUX__Q_CANCEL);
 }
 
 /* Provided buffers: a pool that serves reads on this loop gets a buffer ring, a page-aligned
@@ -514,8 +597,8 @@ static size_t mux__pool_ring_bytes(const mux_bufpool_t *p)
     return ((size_t)p->rmask_ + 1) * sizeof(struct io_uring_buf);
 }
 
-/* Fills the ring with every buffer the caller does not hold and registers it. */
-static int mux__pool_register(struct mux__uring *st, mux_bufpool_t *p)
+/* Fills the ring with every buffer the caller does not hold. */
+static void mux__pool_fill(mux_bufpool_t *p)
 {
     struct io_uring_buf_ring *br = p->ring_;
     io_uring_buf_ring_init(br);
@@ -528,18 +611,24 @@ static int mux__pool_register(struct mux__uring *st, mux_bufpool_t *p)
                               (unsigned short)i, p->rmask_, k++);
     }
     io_uring_buf_ring_advance(br, k);
+}
+
+static int mux__pool_register(struct mux__uring *st, mux_bufpool_t *p)
+{
     struct io_uring_buf_reg reg;
     memset(&reg, 0, sizeof reg);
-    reg.ring_addr = (uint64_t)(uintptr_t)br;
+    reg.ring_addr = (uint64_t)(uintptr_t)p->ring_;
     reg.ring_entries = (uint32_t)p->rmask_ + 1;
     reg.bgid = p->bgid_;
-    return io_uring_register_buf_ring(&st->ring, &reg, 0);
+    int err = io_uring_register_buf_ring(&st->ring, &reg, 0);
+    p->registered_ = err == 0;
+    return err;
 }
 
 static int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
 {
     struct mux__uring *st = loop->bdata;
-    if (p->count_ > 32768 || p->size_ > UINT32_MAX || st->next_bgid == UINT16_MAX)
+    if (p->count_ > 32768 || p->size_ > MUX__SEND_MAX || st->next_bgid == UINT16_MAX)
         return -ENOTSUP; /* beyond what a buffer ring holds: the readiness path */
     uint32_t n = 1;
     while (n < p->count_)
@@ -550,22 +639,9 @@ static int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
     if (mem == MAP_FAILED)
         return -errno;
     p->ring_ = mem;
-    p->bgid_ = st->next_bgid;
-    int err = mux__pool_register(st, p);
-    if (err != 0) {
-        /* Undo: the free marks go back to a free list. */
-        munmap(mem, mux__pool_ring_bytes(p));
-        p->ring_ = NULL;
-        uint32_t head = p->count_;
-        for (uint32_t i = p->count_; i-- > 0;)
-            if (p->free_[i] != MUX__POOL_INUSE) {
-                p->free_[i] = head;
-                head = i;
-            }
-        p->head_ = head;
-        return err;
-    }
-    st->next_bgid++;
+    p->bgid_ = st->next_bgid++;
+    p->registered_ = 0; /* the next wait registers it, before it submits a receive */
+    mux__pool_fill(p);
     p->loop_ = loop;
     p->next_ = st->pools;
     st->pools = p;
@@ -598,23 +674,89 @@ static void mux__pools_detach(struct mux__uring *st)
         p->ring_ = NULL;
         p->loop_ = NULL;
         p->next_ = NULL;
+        p->registered_ = 0;
     }
 }
 
-/* One CQE of an operation. Returns nonzero to leave it in the ring for the next wait: the
- * owner has no room for it now (a listener with a full batch of connections). */
+/* Submits the queued work: pools to register, operations to start, cancels. Runs at the
+ * start of every wait. Returns how many operations ended without being submitted (their
+ * owners are queued: the wait must not block), or -EAGAIN. */
+static int mux__uring_flush_ops(struct mux__loop *loop)
+{
+    int ended = 0;
+    struct mux__uring *st = loop->bdata;
+    for (mux_bufpool_t *p = st->pools; p; p = p->next_)
+        if (!p->registered_)
+            mux__pool_register(st, p); /* failing: its receives end with -ENOBUFS */
+    struct mux__op *op;
+    while ((op = st->qhead) != NULL) {
+        if (mux__uring_reserve(loop, 1) != 0)
+            return -EAGAIN; /* the rest stay queued */
+        st->qhead = op->qnext_;
+        if (!st->qhead)
+            st->qtail = NULL;
+        unsigned what = op->queue_;
+        op->queue_ = 0;
+        op->state_ &= (uint8_t)~MUX__OPS_QUEUED;
+        if (what & MUX__Q_DROP) { /* cancelled before it was submitted */
+            op->done_(op, -ECANCELED, NULL, 0);
+            ended++;
+            continue;
+        }
+        if (what & MUX__Q_CANCEL) {
+            struct io_uring_sqe *sqe =
+                mux__uring_prep(st, IORING_OP_ASYNC_CANCEL, -1, mux__ud(MUX__UD_REMOVE, -1, 0));
+            sqe->addr = mux__op_ud(op);
+            sqe->flags = (uint8_t)st->skip;
+            continue;
+        }
+        if (!(what & MUX__Q_SUBMIT))
+            continue; /* a cancel whose operation ended meanwhile */
+        struct io_uring_sqe *sqe;
+        switch (op->kind_) {
+        case MUX__OPK_RECV:
+            sqe = mux__uring_prep(st, IORING_OP_RECV, op->fd_, mux__op_ud(op));
+            sqe->len = (uint32_t)op->pool_->size_;
+            sqe->flags = IOSQE_BUFFER_SELECT;
+            sqe->buf_group = op->pool_->bgid_;
+            /* The last receive found the socket empty: wait for data before trying. */
+            sqe->ioprio = op->len_ ? IORING_RECVSEND_POLL_FIRST : 0;
+            break;
+        case MUX__OPK_SEND:
+            sqe = mux__uring_prep(st, IORING_OP_SEND, op->fd_, mux__op_ud(op));
+            sqe->addr = (uint64_t)(uintptr_t)op->addr_;
+            sqe->len = op->len_;
+            sqe->msg_flags = MSG_NOSIGNAL;
+            break;
+        case MUX__OPK_SENDMSG:
+            sqe = mux__uring_prep(st, IORING_OP_SENDMSG, op->fd_, mux__op_ud(op));
+            sqe->addr = (uint64_t)(uintptr_t)op->addr_;
+            sqe->len = 1;
+            sqe->msg_flags = MSG_NOSIGNAL;
+            break;
+        default: /* MUX__OPK_ACCEPT */
+            sqe = mux__uring_prep(st, IORING_OP_ACCEPT, op->fd_, mux__op_ud(op));
+            sqe->ioprio = IORING_ACCEPT_MULTISHOT;
+            sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+            break;
+        }
+        mux__op_link(st, op);
+    }
+    return ended;
+}
+
+/* One CQE of an operation. Returns nonzero when its owner has no room for it now (a
+ * listener with a full batch of connections): the caller keeps it for the next reap. */
 static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
 {
     struct mux__uring *st = loop->bdata;
     struct mux__op *op = (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
     unsigned more = flags & IORING_CQE_F_MORE;
     char *buf = NULL;
+    uint32_t bid = 0;
     if (flags & IORING_CQE_F_BUFFER) {
-        mux_bufpool_t *p = op->pool_;
-        uint32_t i = flags >> IORING_CQE_BUFFER_SHIFT;
-        p->free_[i] = MUX__POOL_INUSE;
-        p->nfree_--;
-        buf = p->mem_ + (size_t)i * p->size_;
+        bid = flags >> IORING_CQE_BUFFER_SHIFT;
+        buf = op->pool_->mem_ + (size_t)bid * op->pool_->size_;
     }
     if (!more)
         mux__op_unlink(op);
@@ -623,17 +765,21 @@ static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, 
             mux__op_link(st, op); /* still in flight: this completion comes again */
         return 1;
     }
+    if (buf) { /* the caller's now, until mux_bufpool_put */
+        op->pool_->free_[bid] = MUX__POOL_INUSE;
+        op->pool_->nfree_--;
+    }
     return 0;
 }
 
-/* The ring is gone (fork, lost CQEs): every operation in flight ends with -ECANCELED, and
- * its owner submits it again on the new ring if it still wants it. */
-static void mux__ops_abandon(struct mux__uring *st)
+/* The ring is gone: every operation in flight ends with `res` (fork: -ECANCELED, and the
+ * owner submits it again on the new ring; lost CQEs: -EIO, as a send may have been done). */
+static void mux__ops_abandon(struct mux__uring *st, int res)
 {
     struct mux__op *op;
     while ((op = st->ops.next_) != &st->ops) {
         mux__op_unlink(op);
-        op->done_(op, -ECANCELED, NULL, 0);
+        op->done_(op, res, NULL, 0);
     }
 }
 
@@ -752,10 +898,13 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     struct mux__uring *st = loop->bdata;
     /* Re-arms first, then the CQEs posted since the last wait (task work runs on every
      * return from the kernel, the callbacks' own system calls included). */
+    int ended = mux__uring_flush_ops(loop);
+    if (ended < 0)
+        return ended;
     int err = mux__uring_rearms(loop);
     if (err != 0)
         return err;
-    unsigned early = mux__uring_reap(loop);
+    unsigned early = (unsigned)ended + mux__uring_redeliver(loop) + mux__uring_reap(loop);
     if (early && io_uring_sq_ready(&st->ring) == 0 && !mux__uring_cq_overflow(st))
         return 0; /* events in hand and nothing to send: no system call at all */
     if (early || mux__uring_cq_overflow(st))
@@ -779,7 +928,7 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
         return 0;
     if (r == -EBADR) {
         /* The kernel lost CQEs: some request may have ended unseen. Start again. */
-        err = mux__uring_renew(loop);
+        err = mux__uring_renew(loop, 1);
         if (err != 0)
             return err;
         mux__fd_refresh_all(loop);
