@@ -545,13 +545,16 @@ int mux_stream_connect(mux_loop_t *loop, mux_stream_t *s, const struct sockaddr 
  * sees the data at the start of `buf`; the next read reuses it after the callback returns.
  * Returns 0, -EINVAL, -EBUSY if already reading, -ENOTCONN before connect completed. */
 int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_cb cb);
-/* As mux_read_start, but every read takes a fresh buffer from `pool`. */
+/* As mux_read_start, but every read takes a fresh buffer from `pool` (on io_uring the kernel
+ * picks it as the bytes arrive). Also -EINVAL when the pool serves another io_uring loop,
+ * -EBUSY when bytes received before a stop wait in a buffer of another pool. */
 int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_read_cb cb);
 /* Stops reading; no read callback runs after it returns. Returns 0 or -EINVAL. */
 int mux_read_stop(mux_stream_t *s);
 /* Queues a write of the `iovcnt` buffers of `iov`, after the writes already queued. The
  * iovec array and the buffers must stay untouched until `cb`; `req` is the caller's.
- * A write is tried at once when nothing is queued. Returns 0 (cb will be called), or
+ * A write is tried at once when nothing is queued (on io_uring it becomes a send that the
+ * loop's next wait submits). Returns 0 (cb will be called), or
  * -EINVAL, -EPIPE after shutdown, -ENOTCONN, without calling cb. */
 int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *iov, int iovcnt,
               mux_write_cb cb);
