@@ -418,10 +418,11 @@ typedef struct mux_bufpool mux_bufpool_t;
 /* Private: an operation handed to a completion backend (io_uring), queued until the loop's
  * next wait submits it and in flight until the kernel completes it. `done_` runs once per
  * completion, while the loop gathers events; `buf` is a pool buffer the kernel filled, or
- * NULL; `more`: further completions follow (multishot). It returns nonzero when it has no
+ * NULL; `flags`: MUX__OPF_* (more completions follow; the socket has more data). It
+ * returns nonzero when it has no
  * room for the completion now: the backend offers it again in the next iteration. */
 struct mux__op {
-    int (*done_)(struct mux__op *op, int res, char *buf, unsigned more);
+    int (*done_)(struct mux__op *op, int res, char *buf, unsigned flags);
     struct mux__op *next_, *prev_; /* the loop's operations in flight */
     struct mux__op *qnext_;        /* the loop's queue of work for the next wait */
     mux_bufpool_t *pool_;          /* the pool a receive picks its buffer from */

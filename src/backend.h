@@ -57,6 +57,10 @@ struct mux__backend {
     void (*pool_put)(mux_bufpool_t *pool, uint32_t i);
 };
 
+/* mux__op.done_ flags */
+#define MUX__OPF_MORE     0x1 /* further completions follow (multishot) */
+#define MUX__OPF_NONEMPTY 0x2 /* a receive left data in the socket */
+
 #define MUX__POOL_INUSE UINT32_MAX /* mux_bufpool.free_[i] of a buffer the caller holds */
 
 /* NULL-terminated, in order of preference; generated from CMakeLists.txt. */

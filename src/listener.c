@@ -131,9 +131,10 @@ static void mux__listener_accept(mux_listener_t *l)
 }
 
 /* The multishot accept completed: a connection, or the end of the accept. */
-static int mux__listener_aop_done(struct mux__op *op, int res, char *buf, unsigned more)
+static int mux__listener_aop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
     mux_listener_t *l = mux__container_of(op, mux_listener_t, aop_);
+    unsigned more = flags & MUX__OPF_MORE;
     (void)buf;
     if (res >= 0 && (l->flags_ & L_CLOSING)) {
         close(res);

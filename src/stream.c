@@ -285,24 +285,25 @@ static void mux__stream_sent(mux_stream_t *s, int res)
     mux__stream_settle(s);
 }
 
-static int mux__stream_wop_done(struct mux__op *op, int res, char *buf, unsigned more)
+static int mux__stream_wop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
     mux_stream_t *s = mux__container_of(op, mux_stream_t, wop_);
     (void)buf;
-    (void)more;
+    (void)flags;
     s->flags_ = (s->flags_ & ~(unsigned)S_WOP) | S_WDONE;
     s->wres_ = res;
     mux__queue(s->loop_, &s->io_.h_, MUX__DEFER);
     return 0;
 }
 
-static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned more)
+static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
     mux_stream_t *s = mux__container_of(op, mux_stream_t, rop_);
-    (void)more;
     s->flags_ = (s->flags_ & ~(unsigned)(S_ROP | S_RSHORT)) | S_RDONE;
-    if (res > 0 && (size_t)res < op->pool_->size_)
-        s->flags_ |= S_RSHORT; /* the socket is empty now: the next receive polls first */
+    /* The socket is empty now (the kernel says whether data is left): the next receive
+     * waits for data before it tries, which spares a receive that would find nothing. */
+    if (!(flags & MUX__OPF_NONEMPTY))
+        s->flags_ |= S_RSHORT;
     s->rres_ = res;
     s->rgot_ = buf;
     s->roff_ = 0;

@@ -122,6 +122,9 @@
 #ifndef IORING_FEAT_CQE_SKIP
 #define IORING_FEAT_CQE_SKIP (1U << 11)
 #endif
+#ifndef IORING_CQE_F_SOCK_NONEMPTY
+#define IORING_CQE_F_SOCK_NONEMPTY (1U << 2)
+#endif
 #ifndef IOSQE_CQE_SKIP_SUCCESS
 #define IOSQE_CQE_SKIP_SUCCESS (1U << 6)
 #endif
@@ -752,6 +755,8 @@ static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, 
     struct mux__uring *st = loop->bdata;
     struct mux__op *op = (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
     unsigned more = flags & IORING_CQE_F_MORE;
+    unsigned opf = (more ? MUX__OPF_MORE : 0) |
+                   (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPF_NONEMPTY : 0);
     char *buf = NULL;
     uint32_t bid = 0;
     if (flags & IORING_CQE_F_BUFFER) {
@@ -760,7 +765,7 @@ static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, 
     }
     if (!more)
         mux__op_unlink(op);
-    if (mux__unlikely(op->done_(op, res, buf, more) != 0)) {
+    if (mux__unlikely(op->done_(op, res, buf, opf) != 0)) {
         if (!more)
             mux__op_link(st, op); /* still in flight: this completion comes again */
         return 1;
