@@ -466,6 +466,7 @@ struct mux_bufpool {
     void *ring_;
     mux_bufpool_t *next_; /* the loop's other pools */
     uint16_t bgid_, rmask_, registered_;
+    uint32_t inring_, armed_; /* buffers in the kernel's ring; receives that may take one */
 };
 
 /* Makes `pool` hand out `count` buffers of `size` bytes carved from `mem` (count * size

@@ -27,7 +27,7 @@ CORE_TEST(struct_sizes_are_pinned) {
     CHECK_EQ(sizeof(mux_stream_t), 464);
     CHECK_EQ(sizeof(mux_write_t), 64);
     CHECK_EQ(sizeof(mux_listener_t), 280);
-    CHECK_EQ(sizeof(mux_bufpool_t), 80);
+    CHECK_EQ(sizeof(mux_bufpool_t), 88);
     CHECK_EQ(sizeof(mux_listen_options_t), 12);
     CHECK_EQ(sizeof(mux_stream_timeouts_t), 24);
     CHECK_LE(sizeof(mux_io_t), 48);

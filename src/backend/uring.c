@@ -518,6 +518,8 @@ static void mux__op_link(struct mux__uring *st, struct mux__op *op)
     st->ops.next_->prev_ = op;
     st->ops.next_ = op;
     op->state_ |= MUX__OPS_FLIGHT;
+    if (op->kind_ == MUX__OPK_RECV)
+        op->pool_->armed_++;
 }
 
 static void mux__op_unlink(struct mux__op *op)
@@ -526,6 +528,8 @@ static void mux__op_unlink(struct mux__op *op)
     op->next_->prev_ = op->prev_;
     op->next_ = op->prev_ = NULL;
     op->state_ &= (uint8_t)~MUX__OPS_FLIGHT;
+    if (op->kind_ == MUX__OPK_RECV)
+        op->pool_->armed_--;
     op->queue_ &= (uint8_t)~MUX__Q_CANCEL; /* a cancel still queued has nothing to end */
 }
 
@@ -594,26 +598,59 @@ static void mux__uring_op_cancel(struct mux__loop *loop, struct mux__op *op)
 
 /* Provided buffers: a pool that serves reads on this loop gets a buffer ring, a page-aligned
  * array the kernel takes buffers from (head, its own) and the library gives them back to
- * (tail, in the shared memory: no system call). A buffer in the ring counts as free. */
+ * (tail, in the shared memory: no system call). The ring is a queue, so a ring holding every
+ * free buffer would cycle through all of them, each receive landing in the buffer that was
+ * used longest ago: cold in the cache, and on the first round a page fault that clears a
+ * page (a third of the echo server's CPU at one session, measured). So the ring holds only
+ * as many buffers as there are receives that may take one, plus MUX__RING_SLACK; the other
+ * free buffers wait on the pool's free list, most recently used first, and top the ring up
+ * before every wait. A receive takes at most one buffer, so the ring never runs dry while
+ * the pool has free buffers. free_[i] is MUX__POOL_INUSE (the caller's), MUX__POOL_RING (in
+ * the ring), or the free list's link. */
+#define MUX__RING_SLACK 8u
+#define MUX__POOL_RING  (MUX__POOL_INUSE - 1)
+
 static size_t mux__pool_ring_bytes(const mux_bufpool_t *p)
 {
     return ((size_t)p->rmask_ + 1) * sizeof(struct io_uring_buf);
 }
 
-/* Fills the ring with every buffer the caller does not hold. */
-static void mux__pool_fill(mux_bufpool_t *p)
+/* Moves free buffers from the free list into the ring until it holds enough. */
+static void mux__pool_topup(mux_bufpool_t *p)
 {
     struct io_uring_buf_ring *br = p->ring_;
-    io_uring_buf_ring_init(br);
     int k = 0;
-    for (uint32_t i = 0; i < p->count_; i++) {
-        if (p->free_[i] == MUX__POOL_INUSE)
-            continue;
-        p->free_[i] = 0;
+    while (p->inring_ < p->armed_ + MUX__RING_SLACK && p->head_ != p->count_) {
+        uint32_t i = p->head_;
+        p->head_ = p->free_[i];
+        p->free_[i] = MUX__POOL_RING;
         io_uring_buf_ring_add(br, p->mem_ + (size_t)i * p->size_, (unsigned)p->size_,
                               (unsigned short)i, p->rmask_, k++);
+        p->inring_++;
     }
-    io_uring_buf_ring_advance(br, k);
+    if (k)
+        io_uring_buf_ring_advance(br, k);
+}
+
+/* Every buffer the caller does not hold goes on the free list (the ring's too). */
+static void mux__pool_collect(mux_bufpool_t *p)
+{
+    uint32_t head = p->count_;
+    for (uint32_t i = p->count_; i-- > 0;)
+        if (p->free_[i] != MUX__POOL_INUSE) {
+            p->free_[i] = head;
+            head = i;
+        }
+    p->head_ = head;
+    p->inring_ = 0;
+}
+
+/* An empty ring, then as many buffers as it should hold. */
+static void mux__pool_fill(mux_bufpool_t *p)
+{
+    mux__pool_collect(p);
+    io_uring_buf_ring_init(p->ring_);
+    mux__pool_topup(p);
 }
 
 static int mux__pool_register(struct mux__uring *st, mux_bufpool_t *p)
@@ -644,6 +681,7 @@ static int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
     p->ring_ = mem;
     p->bgid_ = st->next_bgid++;
     p->registered_ = 0; /* the next wait registers it, before it submits a receive */
+    p->armed_ = 0;
     mux__pool_fill(p);
     p->loop_ = loop;
     p->next_ = st->pools;
@@ -653,11 +691,9 @@ static int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
 
 static void mux__uring_pool_put(mux_bufpool_t *p, uint32_t i)
 {
-    struct io_uring_buf_ring *br = p->ring_;
-    p->free_[i] = 0;
-    io_uring_buf_ring_add(br, p->mem_ + (size_t)i * p->size_, (unsigned)p->size_,
-                          (unsigned short)i, p->rmask_, 0);
-    io_uring_buf_ring_advance(br, 1);
+    p->free_[i] = p->head_; /* first in line for the ring */
+    p->head_ = i;
+    mux__pool_topup(p);
 }
 
 /* The loop closes: each pool hands out its buffers from a free list again. */
@@ -667,13 +703,7 @@ static void mux__pools_detach(struct mux__uring *st)
     while ((p = st->pools) != NULL) {
         st->pools = p->next_;
         munmap(p->ring_, mux__pool_ring_bytes(p));
-        uint32_t head = p->count_;
-        for (uint32_t i = p->count_; i-- > 0;)
-            if (p->free_[i] != MUX__POOL_INUSE) {
-                p->free_[i] = head;
-                head = i;
-            }
-        p->head_ = head;
+        mux__pool_collect(p);
         p->ring_ = NULL;
         p->loop_ = NULL;
         p->next_ = NULL;
@@ -745,6 +775,8 @@ static int mux__uring_flush_ops(struct mux__loop *loop)
         }
         mux__op_link(st, op);
     }
+    for (mux_bufpool_t *p = st->pools; p; p = p->next_)
+        mux__pool_topup(p); /* a buffer for every receive that may want one */
     return ended;
 }
 
@@ -773,6 +805,7 @@ static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, 
     if (buf) { /* the caller's now, until mux_bufpool_put */
         op->pool_->free_[bid] = MUX__POOL_INUSE;
         op->pool_->nfree_--;
+        op->pool_->inring_--;
     }
     return 0;
 }
