@@ -88,8 +88,12 @@
  * - The stream layer's operations (send, sendmsg, receive with a provided buffer, multishot
  *   accept) carry their struct mux__op's address in the user data. Their completions only
  *   record results and queue watchers, so no callback runs inside the reap and nothing is
- *   submitted from it. A listener with a full batch of accepted connections leaves the
- *   next CQE in the ring (the reap stops there) until the next wait, rather than drop it.
+ *   submitted from it. A listener with a full batch of accepted connections refuses the
+ *   next one: that CQE, and the later ones of the same accept, are copied out of the ring
+ *   and offered again in the next iteration (in order), while everything else goes on.
+ *   The operations themselves are only queued by the API calls and submitted by the wait,
+ *   so the ring is never touched outside mux_run (after fork, it is the parent's until the
+ *   loop notices the fork and makes its own).
  *   Cancelling (IORING_OP_ASYNC_CANCEL by user data) is itself asynchronous: the owner
  *   waits for the operation's last CQE before it gives memory back. A receive's buffer
  *   comes from a buffer ring registered per pool (IORING_REGISTER_PBUF_RING, 5.19): the
@@ -149,7 +153,7 @@ enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2, MUX__UD_OP = 3 
  * (mux__op.state_). The API calls only queue: the ring is touched from wait alone, after a
  * fork was handled, and never from inside a call that a callback made. */
 enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
-enum { MUX__OPS_QUEUED = 0x1, MUX__OPS_FLIGHT = 0x2 };
+enum { MUX__OPS_QUEUED = 0x1, MUX__OPS_FLIGHT = 0x2, MUX__OPS_KEPT = 0x4, MUX__OPS_REFUSED = 0x8 };
 enum { MUX__OPK_RECV = 1, MUX__OPK_SEND, MUX__OPK_SENDMSG, MUX__OPK_ACCEPT };
 
 struct mux__uring {
@@ -292,9 +296,8 @@ static int mux__uring_renew(struct mux__loop *loop, int lost)
     /* CQEs kept for the owners are the old ring's; in a child, an accepted connection there
      * is the parent's to serve. */
     for (uint32_t i = 0; i < st->ndefer; i++) {
-        if (st->defer[i].ud >> 62 != MUX__UD_OP)
-            continue; /* a poll's: every fd is polled again on the new ring */
         struct mux__op *op = (struct mux__op *)(uintptr_t)(st->defer[i].ud & ~(3ull << 62));
+        op->state_ &= (uint8_t)~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
         if (!lost && op->kind_ == MUX__OPK_ACCEPT && st->defer[i].res >= 0)
             close(st->defer[i].res);
         else if (lost &&
@@ -427,29 +430,42 @@ static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cq
     return 0;
 }
 
-/* Offers the kept CQEs again, in order; from the first that is refused on, they stay. */
+static struct mux__op *mux__cqe_op(uint64_t ud)
+{
+    return (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
+}
+
+/* Offers the kept CQEs again, in order. Once one of an operation is refused, its later ones
+ * stay too (its owner sees its completions in order); other operations' go through. */
 static unsigned mux__uring_redeliver(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
-    uint32_t i = 0, n = st->ndefer;
+    uint32_t i, k = 0, n = st->ndefer;
     if (mux__likely(n == 0))
         return 0;
-    for (; i < n; i++) {
-        struct mux__cqe *d = &st->defer[i];
-        if (d->ud >> 62 != MUX__UD_OP)
-            mux__uring_complete(loop, d->ud, d->res, d->flags);
-        else if (mux__uring_op_complete(loop, d->ud, d->res, d->flags) != 0)
-            break;
+    for (i = 0; i < n; i++)
+        mux__cqe_op(st->defer[i].ud)->state_ &= (uint8_t)~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
+    for (i = 0; i < n; i++) {
+        struct mux__cqe d = st->defer[i];
+        struct mux__op *op = mux__cqe_op(d.ud);
+        if ((op->state_ & MUX__OPS_REFUSED) ||
+            mux__uring_op_complete(loop, d.ud, d.res, d.flags) != 0) {
+            op->state_ |= MUX__OPS_REFUSED;
+            st->defer[k++] = d;
+        }
     }
-    memmove(st->defer, st->defer + i, (n - i) * sizeof *st->defer);
-    st->ndefer = n - i;
-    return i;
+    st->ndefer = k;
+    for (i = 0; i < k; i++) {
+        struct mux__op *op = mux__cqe_op(st->defer[i].ud);
+        op->state_ = (uint8_t)((op->state_ & ~MUX__OPS_REFUSED) | MUX__OPS_KEPT);
+    }
+    return n - k;
 }
 
 /* Handles every CQE in the ring; returns how many there were. An operation's CQE that its
- * owner cannot take now is copied out and kept, and so is every later CQE while any is
- * kept: completions are seen in the order the kernel posted them (a write's completion
- * before the readiness of its reply), and the ring never stalls. */
+ * owner cannot take now is copied out and kept for the next iteration, and so is every
+ * later CQE of that operation (its owner sees them in order); the rest go on, and the ring
+ * never stalls. */
 static unsigned mux__uring_reap(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
@@ -457,14 +473,16 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
     unsigned head, n = 0;
     io_uring_for_each_cqe(&st->ring, head, cqe)
     {
-        if (mux__unlikely(st->ndefer)) {
-            if (mux__uring_defer(st, cqe) != 0)
-                break; /* no memory to keep it: it stays in the ring */
-        } else if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
+        if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
             mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags);
-        } else if (mux__uring_op_complete(loop, cqe->user_data, cqe->res, cqe->flags) != 0 &&
-                   mux__uring_defer(st, cqe) != 0) {
-            break;
+        } else {
+            struct mux__op *op = mux__cqe_op(cqe->user_data);
+            if ((op->state_ & MUX__OPS_KEPT) ||
+                mux__uring_op_complete(loop, cqe->user_data, cqe->res, cqe->flags) != 0) {
+                if (mux__uring_defer(st, cqe) != 0)
+                    break; /* no memory to keep it: it stays in the ring */
+                op->state_ |= MUX__OPS_KEPT;
+            }
         }
         n++;
     }
