@@ -418,3 +418,62 @@ TEST(loop_signal_and_async_watchers_keep_default_run_going) {
     CHECK_EQ(mux_loop_active(&loop), 0);
     loop_close(&loop);
 }
+
+/* A loop made on one thread and run on another (the common "init in main, run in a worker"
+ * shape): io_uring binds its ring to one thread, the one that first runs the loop, not the
+ * one that created it. The io watcher and the timer must both fire on the worker, and the
+ * loop must close from the main thread afterwards. */
+struct handoff {
+    mux_loop_t loop;
+    mux_io_t io;
+    mux_timer_t timer;
+    int p[2];
+    int io_calls, timer_calls, rc;
+};
+
+static void handoff_io_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct handoff *h = w->data;
+    char c;
+    CHECK(revents & MUX_READ);
+    CHECK_EQ(read(h->p[0], &c, 1), 1);
+    h->io_calls++;
+    mux_io_stop(loop, w);
+}
+
+static void handoff_timer_cb(mux_loop_t *loop, mux_timer_t *t)
+{
+    struct handoff *h = t->data;
+    (void)loop;
+    h->timer_calls++;
+}
+
+static void *handoff_thread(void *arg)
+{
+    struct handoff *h = arg;
+    h->rc = mux_run(&h->loop, MUX_RUN_DEFAULT);
+    return NULL;
+}
+
+THREAD_TEST(loop_created_on_one_thread_runs_on_another) {
+    struct handoff h;
+    memset(&h, 0, sizeof h);
+    loop_open(&h.loop);
+    make_pipe(h.p);
+    CHECK_EQ(mux_io_init(&h.io, handoff_io_cb, h.p[0], MUX_READ), 0);
+    h.io.data = &h;
+    CHECK_EQ(mux_io_start(&h.loop, &h.io), 0);
+    CHECK_EQ(mux_timer_init(&h.timer, handoff_timer_cb), 0);
+    h.timer.data = &h;
+    CHECK_EQ(mux_timer_start(&h.loop, &h.timer, 5 * MS, 0), 0);
+    CHECK_EQ(write(h.p[1], "x", 1), 1);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, handoff_thread, &h), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(h.rc, 0); /* ran out of work: both fired */
+    CHECK_EQ(h.io_calls, 1);
+    CHECK_EQ(h.timer_calls, 1);
+    loop_close(&h.loop);
+    close(h.p[0]);
+    close(h.p[1]);
+}
