@@ -32,7 +32,7 @@ struct conn {
     struct conn *next_dry;    /* waiting for a pool buffer */
     int dry;
     struct server *srv;
-    char *held; /* the pool buffer being echoed */
+    char *held;             /* the pool buffer being echoed */
     alignas(64) char buf[]; /* --pool 0: the connection's own, aligned as the pool is */
 };
 
@@ -145,7 +145,8 @@ static void on_accept(mux_listener_t *l, int fd, int status)
         fprintf(stderr, "echo-server: accept: %s\n", mux_strerror(status));
         return; /* EMFILE: the listener pauses and resumes by itself */
     }
-    struct conn *c = aligned_alloc(64, (sizeof *c + (srv->nbufs ? 0 : srv->bufsize) + 63) / 64 * 64);
+    struct conn *c =
+        aligned_alloc(64, (sizeof *c + (srv->nbufs ? 0 : srv->bufsize) + 63) / 64 * 64);
     if (!c || mux_stream_open(&srv->loop, &c->stream, fd) < 0) {
         fprintf(stderr, "echo-server: out of memory or bad socket\n");
         close(fd);
@@ -199,9 +200,12 @@ static void usage(FILE *to)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"port", required_argument, NULL, 'p'},   {"bind", required_argument, NULL, 'b'},
-        {"buffer", required_argument, NULL, 's'}, {"reuseport", no_argument, NULL, 'r'},
-        {"pool", required_argument, NULL, 'n'},   {"help", no_argument, NULL, 'h'},
+        {"port", required_argument, NULL, 'p'},
+        {"bind", required_argument, NULL, 'b'},
+        {"buffer", required_argument, NULL, 's'},
+        {"reuseport", no_argument, NULL, 'r'},
+        {"pool", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     static struct server srv = {.bufsize = 16384, .nbufs = 4096};

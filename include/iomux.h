@@ -473,9 +473,9 @@ struct mux_bufpool {
  * bytes), using `free_slots` (count entries) for its bookkeeping; all three are the
  * caller's and must outlive the pool's use: on an io_uring loop, until that loop is
  * closed (the pool's free buffers are the kernel's there, and a pool serves that one loop:
- * mux_read_start_pool elsewhere returns -EINVAL, a reader elsewhere gets -ENOBUFS). Align `mem` to 64 bytes (a page is best) and
- * make `size` a multiple of 64: the kernel's copies into misaligned buffers were measured
- * 2-3x slower. Returns 0 or -EINVAL. */
+ * mux_read_start_pool elsewhere returns -EINVAL, a reader elsewhere gets -ENOBUFS). Align `mem` to
+ * 64 bytes (a page is best) and make `size` a multiple of 64: the kernel's copies into misaligned
+ * buffers were measured 2-3x slower. Returns 0 or -EINVAL. */
 int mux_bufpool_init(mux_bufpool_t *pool, void *mem, size_t size, uint32_t count,
                      uint32_t *free_slots);
 /* Gives a buffer that a read callback received back to its pool. Returns 0, or -EINVAL for

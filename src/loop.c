@@ -375,8 +375,8 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
     }
     /* Streams use the backend's native operations where it has them, unless
      * IOMUX_URING_STREAMS=poll asks for the readiness path (to compare the two). */
-    const char *ns = opts && (opts->flags & MUX_LOOP_IGNORE_ENV) ? NULL
-                                                                 : getenv("IOMUX_URING_STREAMS");
+    const char *ns =
+        opts && (opts->flags & MUX_LOOP_IGNORE_ENV) ? NULL : getenv("IOMUX_URING_STREAMS");
     if (ns && strcmp(ns, "poll") == 0)
         loop->native = 0; /* set by a backend's open when the kernel has the operations */
     err = mux__wake_open(loop);

@@ -70,8 +70,8 @@ static int mux__stream_valid(const mux_stream_t *s)
 
 static int mux__stream_has_deliveries(const mux_stream_t *s)
 {
-    return s->done_head_ || (s->flags_ & (S_DEFER_CONNECT | S_DEFER_SHUTDOWN | S_CLOSING |
-                                          S_RDONE | S_WDONE));
+    return s->done_head_ ||
+           (s->flags_ & (S_DEFER_CONNECT | S_DEFER_SHUTDOWN | S_CLOSING | S_RDONE | S_WDONE));
 }
 
 /* Makes the io watcher ask for what the stream needs now. */
@@ -314,8 +314,7 @@ static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned
 /* Asks the kernel for the next receive from the pool (with the loop's next wait). */
 static void mux__stream_recv_next(mux_stream_t *s)
 {
-    s->loop_->backend->op_recv(s->loop_, &s->rop_, s->fd_, s->pool_,
-                               (s->flags_ & S_RSHORT) != 0);
+    s->loop_->backend->op_recv(s->loop_, &s->rop_, s->fd_, s->pool_, (s->flags_ & S_RSHORT) != 0);
     s->flags_ |= S_ROP;
 }
 
@@ -476,8 +475,7 @@ static void mux__stream_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
     }
     if ((s->flags_ & (S_RDONE | S_READING | S_CLOSING)) == (S_RDONE | S_READING))
         mux__stream_received(s);
-    if ((s->flags_ & (S_NREAD | S_READING | S_CLOSING | S_ROP | S_RDONE)) ==
-        (S_NREAD | S_READING))
+    if ((s->flags_ & (S_NREAD | S_READING | S_CLOSING | S_ROP | S_RDONE)) == (S_NREAD | S_READING))
         mux__stream_recv_next(s);
     if (!(s->flags_ & S_CLOSING)) {
         if (revents & MUX_ERROR) { /* the fd was closed behind the stream's back */
@@ -893,7 +891,7 @@ MUX_EXPORT int mux_bufpool_put(mux_bufpool_t *p, char *buf)
     uint32_t i = (uint32_t)(off / p->size_);
     if (p->free_[i] != MUX__POOL_INUSE)
         return -EINVAL; /* already free */
-    if (p->ring_) { /* back into the kernel's ring */
+    if (p->ring_) {     /* back into the kernel's ring */
         p->loop_->backend->pool_put(p, i);
         p->nfree_++;
         return 0;

@@ -13,7 +13,7 @@ struct conn {
     ev_io rio, wio;
     size_t len, done;
     struct conn *next, *prev; /* all open connections, to close them on exit */
-    alignas(64) char buf[]; /* aligned: the kernel copies into misaligned buffers much slower */
+    alignas(64) char buf[];   /* aligned: the kernel copies into misaligned buffers much slower */
 };
 
 static struct conn *conns;
@@ -119,8 +119,8 @@ static int identify(char *buf, size_t len)
     const char *base = strrchr(where, '/') ? strrchr(where, '/') + 1 : where;
     int ok = ev_version_major() == EV_VERSION_MAJOR && strncmp(base, "libev.", 6) == 0 &&
              (ev_supported_backends() & EVBACKEND_EPOLL);
-    snprintf(buf, len, "libev %d.%d, epoll, %s%s", ev_version_major(), ev_version_minor(),
-             where, ok ? "" : ": not libev with epoll, or not the version of its header");
+    snprintf(buf, len, "libev %d.%d, epoll, %s%s", ev_version_major(), ev_version_minor(), where,
+             ok ? "" : ": not libev with epoll, or not the version of its header");
     return ok;
 }
 
@@ -129,8 +129,7 @@ int main(int argc, char **argv)
     char identity[512];
     int ok = identify(identity, sizeof identity);
     struct echo_options o = echo_parse(argc, argv, "echo-libev",
-                                       "libev ev_io watchers, write attempted first", identity,
-                                       ok);
+                                       "libev ev_io watchers, write attempted first", identity, ok);
     bufsize = o.bufsize;
     struct ev_loop *loop = ev_default_loop(EVBACKEND_EPOLL | EVFLAG_NOENV);
     if (!loop || ev_backend(loop) != EVBACKEND_EPOLL) {

@@ -14,7 +14,7 @@ struct conn {
     struct event *rev, *wev;
     size_t len, done;
     struct conn *next, *prev; /* all open connections, to close them on exit */
-    alignas(64) char buf[]; /* aligned: the kernel copies into misaligned buffers much slower */
+    alignas(64) char buf[];   /* aligned: the kernel copies into misaligned buffers much slower */
 };
 
 static struct conn *conns;

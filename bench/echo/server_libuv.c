@@ -117,8 +117,8 @@ int main(int argc, char **argv)
 {
     char identity[512];
     int ok = identify(identity, sizeof identity);
-    struct echo_options o = echo_parse(
-        argc, argv, "echo-libuv", "libuv uv_read_start + uv_try_write/uv_write", identity, ok);
+    struct echo_options o = echo_parse(argc, argv, "echo-libuv",
+                                       "libuv uv_read_start + uv_try_write/uv_write", identity, ok);
     bufsize = o.bufsize;
     uv_loop_t *loop = uv_default_loop();
     struct sockaddr_in addr = echo_addr(o.port);

@@ -12,8 +12,8 @@
 struct conn {
     int fd;
     struct conn *next, *prev; /* all open connections, to free them on exit */
-    size_t len, done; /* bytes in buf, bytes of them written back */
-    alignas(64) char buf[]; /* aligned: the kernel copies into misaligned buffers much slower */
+    size_t len, done;         /* bytes in buf, bytes of them written back */
+    alignas(64) char buf[];   /* aligned: the kernel copies into misaligned buffers much slower */
 };
 
 static int ep;

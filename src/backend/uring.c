@@ -174,10 +174,10 @@ struct mux__uring {
     unsigned skip; /* IOSQE_CQE_SKIP_SUCCESS when the kernel has it */
     int *rearm;    /* fds whose request completed, to re-arm before a wait */
     uint32_t nrearm, rearm_cap;
-    uint32_t ndone; /* the first ndone of them have had their watchers run */
-    struct mux__op ops;              /* anchor of the operations in flight */
-    struct mux__op *qhead, *qtail;   /* work queued for the next wait */
-    struct mux__cqe *defer;          /* operation CQEs taken out of the ring, not yet taken */
+    uint32_t ndone;                /* the first ndone of them have had their watchers run */
+    struct mux__op ops;            /* anchor of the operations in flight */
+    struct mux__op *qhead, *qtail; /* work queued for the next wait */
+    struct mux__cqe *defer;        /* operation CQEs taken out of the ring, not yet taken */
     uint32_t ndefer, defer_cap;
     mux_bufpool_t *pools; /* pools with a provided-buffer ring */
     uint16_t next_bgid;
@@ -235,10 +235,10 @@ static int mux__uring_test_refusal(void)
 
 static int mux__uring_setup(struct mux__uring *st)
 {
-    static const unsigned tries[] = {
-        IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_R_DISABLED |
-            IORING_SETUP_SUBMIT_ALL,
-        IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL, IORING_SETUP_SUBMIT_ALL, 0};
+    static const unsigned tries[] = {IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
+                                         IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL,
+                                     IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL,
+                                     IORING_SETUP_SUBMIT_ALL, 0};
     const char *tw = getenv("IOMUX_URING_TASKRUN");
     size_t first = tw && strcmp(tw, "coop") == 0 ? 1 : 0;
     unsigned entries = MUX__URING_DEFAULT_ENTRIES, cq = entries * MUX__URING_CQ_FACTOR;
@@ -330,7 +330,7 @@ static int mux__uring_renew(struct mux__loop *loop, int lost)
      * is the parent's to serve. */
     for (uint32_t i = 0; i < st->ndefer; i++) {
         struct mux__op *op = (struct mux__op *)(uintptr_t)(st->defer[i].ud & ~(3ull << 62));
-        op->state_ &= (uint8_t)~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
+        op->state_ &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
         if (!lost && op->kind_ == MUX__OPK_ACCEPT && st->defer[i].res >= 0)
             close(st->defer[i].res);
         else if (lost &&
@@ -477,7 +477,7 @@ static unsigned mux__uring_redeliver(struct mux__loop *loop)
     if (mux__likely(n == 0))
         return 0;
     for (i = 0; i < n; i++)
-        mux__cqe_op(st->defer[i].ud)->state_ &= (uint8_t)~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
+        mux__cqe_op(st->defer[i].ud)->state_ &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
     for (i = 0; i < n; i++) {
         struct mux__cqe d = st->defer[i];
         struct mux__op *op = mux__cqe_op(d.ud);
@@ -622,7 +622,7 @@ static void mux__uring_op_send(struct mux__loop *loop, struct mux__op *op, int f
         op->kind_ = MUX__OPK_SEND;
         op->addr_ = msg->msg_iov[0].iov_base;
         op->len_ = (uint32_t)(msg->msg_iov[0].iov_len > MUX__SEND_MAX ? MUX__SEND_MAX
-                                                                       : msg->msg_iov[0].iov_len);
+                                                                      : msg->msg_iov[0].iov_len);
     } else {
         op->kind_ = MUX__OPK_SENDMSG;
         op->addr_ = (void *)(uintptr_t)msg;
@@ -838,8 +838,8 @@ static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, 
     struct mux__uring *st = loop->bdata;
     struct mux__op *op = (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
     unsigned more = flags & IORING_CQE_F_MORE;
-    unsigned opf = (more ? MUX__OPF_MORE : 0) |
-                   (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPF_NONEMPTY : 0);
+    unsigned opf =
+        (more ? MUX__OPF_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPF_NONEMPTY : 0);
     char *buf = NULL;
     uint32_t bid = 0;
     if (flags & IORING_CQE_F_BUFFER) {
