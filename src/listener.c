@@ -10,8 +10,9 @@
  * On a completion backend (io_uring) the listener keeps one multishot accept in the kernel
  * instead of a poll: every connection arrives as a completion carrying its fd, with no
  * system call of ours. Completions wait in afd_ until the listener's watcher runs; when
- * that batch is full, the backend leaves the next completion in its ring until the next
- * iteration, so nothing is dropped and one listener cannot flood a loop iteration. The
+ * that batch is full, the listener refuses the next one and the backend keeps it (and the
+ * accept's later ones) for the next iteration, so nothing is dropped and one listener
+ * cannot flood a loop iteration. The
  * kernel ends the accept on an error (EMFILE included): the listener then pauses exactly
  * as above and arms a new accept when it resumes.
  */

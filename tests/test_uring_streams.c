@@ -781,3 +781,101 @@ TEST(pool_of_io_uring_loop_gives_enobufs_not_buffers_to_other_loop_reader) {
     free(b);
     free(mem);
 }
+
+/* ---- 5. many receives armed in one iteration, more than the SQ ring holds ------------- */
+
+/* Every stream starts reading from one pool in the same iteration, with data already
+ * waiting. On io_uring the receives are submitted with the next wait, and a full SQ ring is
+ * submitted early, in the middle of that batch: each receive must find a buffer in the
+ * kernel's ring when it gets there. It used to get -ENOBUFS once the ring's slack was used
+ * up, while the pool still had hundreds of free buffers. Run with the default ring and
+ * with a 4-entry one (IOMUX_URING_ENTRIES, read by the io_uring backend only). */
+#define MR_N 400
+
+struct mr {
+    mux_stream_t s[MR_N];
+    int peer[MR_N];
+    char got[MR_N][16];
+    int ngot[MR_N], calls[MR_N], errors;
+    mux_bufpool_t pool;
+};
+
+static struct mr *mr_current;
+
+static void mr_read_cb(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct mr *m = mr_current;
+    int i = (int)(s - m->s);
+    m->calls[i]++;
+    if (n <= 0) {
+        fprintf(stderr, "stream %d: read callback got %zd\n", i, n);
+        m->errors++;
+        return;
+    }
+    CHECK_LE(m->ngot[i] + n, (ssize_t)sizeof m->got[i]);
+    memcpy(m->got[i] + m->ngot[i], buf, (size_t)n);
+    m->ngot[i] += (int)n;
+    CHECK_EQ(mux_bufpool_put(&m->pool, buf), 0);
+    if (m->ngot[i] == 8)
+        CHECK_EQ(mux_read_stop(s), 0);
+}
+
+static void mr_run(const char *entries)
+{
+    if (entries)
+        CHECK_EQ(setenv("IOMUX_URING_ENTRIES", entries, 1), 0);
+    struct mr *m = calloc(1, sizeof *m);
+    CHECK(m != NULL);
+    mr_current = m;
+    mux_loop_t loop;
+    loop_open(&loop);
+    if (entries)
+        CHECK_EQ(unsetenv("IOMUX_URING_ENTRIES"), 0);
+    size_t count = 1024, size = 4096;
+    char *mem = aligned_alloc(4096, count * size);
+    uint32_t *slots = calloc(count, sizeof *slots);
+    CHECK(mem != NULL && slots != NULL);
+    CHECK_EQ(mux_bufpool_init(&m->pool, mem, size, (uint32_t)count, slots), 0);
+    for (int i = 0; i < MR_N; i++) {
+        int sv[2];
+        make_socketpair(sv);
+        m->peer[i] = sv[1];
+        char msg[9];
+        snprintf(msg, sizeof msg, "m%07d", i);
+        CHECK_EQ(write(sv[1], msg, 8), 8);
+        CHECK_EQ(mux_stream_open(&loop, &m->s[i], sv[0]), 0);
+        CHECK_EQ(mux_read_start_pool(&m->s[i], &m->pool, mr_read_cb), 0);
+    }
+    uint64_t end = mono_ns() + 5000 * MS;
+    for (;;) {
+        int all = 1;
+        for (int i = 0; i < MR_N && all; i++)
+            all = m->ngot[i] == 8;
+        if (all || m->errors || mono_ns() > end)
+            break;
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    }
+    CHECK_EQ(m->errors, 0);
+    for (int i = 0; i < MR_N; i++) {
+        char msg[9];
+        snprintf(msg, sizeof msg, "m%07d", i);
+        CHECK_EQ(m->ngot[i], 8);
+        CHECK(memcmp(m->got[i], msg, 8) == 0);
+    }
+    CHECK_EQ(mux_bufpool_available(&m->pool), (int)count);
+    for (int i = 0; i < MR_N; i++)
+        CHECK_EQ(mux_stream_close(&m->s[i], NULL), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    for (int i = 0; i < MR_N; i++)
+        close(m->peer[i]);
+    loop_close(&loop);
+    CHECK_EQ(mux_bufpool_available(&m->pool), (int)count);
+    free(slots);
+    free(mem);
+    free(m);
+}
+
+TEST(many_pool_reads_started_in_one_iteration_all_get_buffers) {
+    mr_run(NULL);
+    mr_run("4");
+}

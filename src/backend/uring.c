@@ -207,6 +207,7 @@ struct mux__cqe {
 };
 
 static void mux__pool_fill(mux_bufpool_t *p);
+static void mux__pool_topup(mux_bufpool_t *p);
 static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags);
 static void mux__ops_abandon(struct mux__uring *st, int res);
 static int mux__uring_flush_ops(struct mux__loop *loop);
@@ -569,8 +570,12 @@ static void mux__op_link(struct mux__uring *st, struct mux__op *op)
     st->ops.next_->prev_ = op;
     st->ops.next_ = op;
     op->state_ |= MUX__OPS_FLIGHT;
-    if (op->kind_ == MUX__OPK_RECV)
+    if (op->kind_ == MUX__OPK_RECV) {
+        /* a buffer for it before it can reach the kernel (a full SQ ring is submitted
+         * early, in the middle of a flush) */
         op->pool_->armed_++;
+        mux__pool_topup(op->pool_);
+    }
 }
 
 static void mux__op_unlink(struct mux__op *op)
@@ -990,8 +995,9 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     int eerr = mux__uring_enable(st);
     if (eerr != 0)
         return eerr;
-    /* Re-arms first, then the CQEs posted since the last wait (task work runs on every
-     * return from the kernel, the callbacks' own system calls included). */
+    /* Queued operations and re-arms first, then the CQEs posted since the last wait (kept
+     * ones, and, with COOP_TASKRUN, those whose task work ran on any return from the
+     * kernel; deferred task work runs only in the enter below). */
     int ended = mux__uring_flush_ops(loop);
     if (ended < 0)
         return ended;
@@ -1003,11 +1009,14 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
         return 0; /* events in hand and nothing to send: no system call at all */
     if (early || mux__uring_cq_overflow(st))
         timeout_ns = 0;
+    uint64_t deadline = timeout_ns > 0 ? mux__now(loop) + (uint64_t)timeout_ns : 0;
     int r = mux__uring_enter(st, timeout_ns);
     /* Deferred task work runs only in a waiting enter. A wait that ended with nothing and
      * not by its timeout was cut short by a signal, whose handler may have made work (an
-     * async send writes the wake-up eventfd): run it now, or it waits for the next wait. */
-    if (mux__uring_reap(loop) == 0 && st->deferred && timeout_ns != 0 && r != -ETIME) {
+     * async send writes the wake-up eventfd): run it now, or it waits for the next wait.
+     * (An enter that submitted returns the count even when it timed out: the clock says.) */
+    if (mux__uring_reap(loop) == 0 && st->deferred && timeout_ns != 0 && r != -ETIME &&
+        (timeout_ns < 0 || mux__mono_ns() < deadline)) {
         mux__uring_get_events(st);
         mux__uring_reap(loop);
     }
