@@ -611,6 +611,7 @@ struct mux_listener {
     int afd_[16];
     unsigned nafd_;
     int aerr_;
+    unsigned agen_; /* the process (fork generation) the connections in afd_ were taken in */
 };
 
 /* Binds a listening socket to `addr` (TCP; SO_REUSEADDR is always set) or to a Unix path

@@ -142,8 +142,9 @@ static int mux__listener_aop_done(struct mux__op *op, int res, char *buf, unsign
     } else if (res >= 0) {
         unsigned slots = l->batch_ < MUX__ACCEPT_SLOTS ? l->batch_ : MUX__ACCEPT_SLOTS;
         if (l->nafd_ == slots)
-            return 1; /* a full batch: this one waits in the kernel's ring */
+            return 1; /* a full batch: this one waits for the next iteration */
         l->afd_[l->nafd_++] = res;
+        l->agen_ = mux__fork_gen;
     } else if (res != -ECANCELED || !more) {
         l->aerr_ = res;
     }
@@ -157,10 +158,12 @@ static int mux__listener_aop_done(struct mux__op *op, int res, char *buf, unsign
 static void mux__listener_deliver(mux_listener_t *l)
 {
     unsigned i = 0;
-    for (; i < l->nafd_ && !(l->flags_ & L_CLOSING); i++)
+    /* A callback may close the listener, or fork: in the child the connections still in
+     * the batch are the parent's to serve (the kernel gave them to the parent's accept). */
+    for (; i < l->nafd_ && !(l->flags_ & L_CLOSING) && l->agen_ == mux__fork_gen; i++)
         l->cb_(l, l->afd_[i], 0);
     for (; i < l->nafd_; i++)
-        close(l->afd_[i]); /* closed by a callback: the rest are not wanted */
+        close(l->afd_[i]); /* not wanted, or the parent's: this process's copies go */
     l->nafd_ = 0;
     int err = l->aerr_;
     l->aerr_ = 0;

@@ -26,7 +26,7 @@ CORE_TEST(struct_sizes_are_pinned) {
     /* The stream layer: a stream is four cache lines, a write request one. */
     CHECK_EQ(sizeof(mux_stream_t), 464);
     CHECK_EQ(sizeof(mux_write_t), 64);
-    CHECK_EQ(sizeof(mux_listener_t), 280);
+    CHECK_EQ(sizeof(mux_listener_t), 288);
     CHECK_EQ(sizeof(mux_bufpool_t), 88);
     CHECK_EQ(sizeof(mux_listen_options_t), 12);
     CHECK_EQ(sizeof(mux_stream_timeouts_t), 24);

@@ -879,3 +879,74 @@ TEST(many_pool_reads_started_in_one_iteration_all_get_buffers) {
     mr_run(NULL);
     mr_run("4");
 }
+
+/* ---- 6. fork inside an accept callback -------------------------------------------------- */
+
+/* Three connections wait; the accept callback forks on the first one. Every connection must
+ * be served by exactly one process. On io_uring the multishot accept has already taken all
+ * three into the listener's batch: the child must not serve the parent's two as well (it
+ * used to, so five were served). On readiness backends the child's accept loop may take
+ * some from the shared socket itself, which is fine: each still goes to one process. */
+static int fa_parent, fa_child, fa_in_child;
+
+static void fa_accept_cb(mux_listener_t *l, int fd, int status)
+{
+    (void)l;
+    CHECK_GE(fd, 0);
+    CHECK_EQ(status, 0);
+    close(fd);
+    if (fa_in_child) {
+        fa_child++;
+        return;
+    }
+    fa_parent++;
+    if (fa_parent == 1) {
+        pid_t pid = fork();
+        CHECK_GE(pid, 0);
+        if (pid == 0)
+            fa_in_child = 1;
+        else
+            *(pid_t *)l->data = pid;
+    }
+}
+
+TEST(fork_in_accept_callback_serves_each_connection_once) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_listener_t l;
+    memset(&l, 0, sizeof l);
+    pid_t child = 0;
+    l.data = &child;
+    struct sockaddr_storage a;
+    socklen_t alen = addr_v4(&a, 0);
+    CHECK_EQ(mux_listen(&loop, &l, (struct sockaddr *)&a, alen, NULL, fa_accept_cb), 0);
+    socklen_t len = sizeof a;
+    CHECK_EQ(mux_listener_address(&l, (struct sockaddr *)&a, &len), 0);
+    int c[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK_GE(c[i], 0);
+        CHECK_EQ(connect(c[i], (struct sockaddr *)&a, len), 0); /* done by the backlog */
+    }
+    uint64_t end = mono_ns() + 3000 * MS;
+    int status = -1;
+    while (mono_ns() < end) {
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        if (fa_in_child) /* one iteration in the child is enough: report and go */
+            _exit(fa_child);
+        if (child > 0 && status < 0 && waitpid(child, &status, WNOHANG) == child)
+            CHECK(WIFEXITED(status));
+        if (status >= 0 && fa_parent + WEXITSTATUS(status) >= 3)
+            break;
+        sleep_ms(1);
+    }
+    CHECK_GT(child, 0);
+    CHECK_GE(status, 0);
+    fprintf(stderr, "parent served %d, child %d\n", fa_parent, WEXITSTATUS(status));
+    CHECK_EQ(fa_parent + WEXITSTATUS(status), 3);
+    CHECK_EQ(mux_listener_close(&l, NULL), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    loop_close(&loop);
+    for (int i = 0; i < 3; i++)
+        close(c[i]);
+}
