@@ -45,6 +45,18 @@ static const struct {
     {ECHILD, "ECHILD: no child processes"},
     {ESRCH, "ESRCH: no such process"},
     {EALREADY, "EALREADY: operation already in progress"},
+    /* what streams and listeners return or call back with */
+    {EADDRINUSE, "EADDRINUSE: address already in use"},
+    {EADDRNOTAVAIL, "EADDRNOTAVAIL: address not available"},
+    {EAFNOSUPPORT, "EAFNOSUPPORT: address family not supported"},
+    {ENOTCONN, "ENOTCONN: not connected"},
+    {ENOTSOCK, "ENOTSOCK: not a socket"},
+    {ENOBUFS, "ENOBUFS: no buffer space (an empty pool)"},
+    {ENETUNREACH, "ENETUNREACH: network unreachable"},
+    {EHOSTUNREACH, "EHOSTUNREACH: host unreachable"},
+    {ECONNABORTED, "ECONNABORTED: connection aborted"},
+    {EPROTO, "EPROTO: protocol error"},
+    {EIO, "EIO: input/output error"},
 };
 
 MUX_EXPORT const char *mux_strerror(int err)

@@ -12,9 +12,9 @@
  * system call of ours. Completions wait in afd_ until the listener's watcher runs; when
  * that batch is full, the listener refuses the next one and the backend keeps it (and the
  * accept's later ones) for the next iteration, so nothing is dropped and one listener
- * cannot flood a loop iteration. The
- * kernel ends the accept on an error (EMFILE included): the listener then pauses exactly
- * as above and arms a new accept when it resumes.
+ * cannot flood a loop iteration. The kernel ends the accept on an error (EMFILE
+ * included): the listener then pauses exactly as above and arms a new accept when it
+ * resumes.
  */
 #include <netinet/in.h>
 #include <string.h>

@@ -115,6 +115,22 @@ static void mux__write_done(mux_stream_t *s, mux_write_t *req, int status)
     s->done_tail_ = req;
 }
 
+/* The head of the queue is written: it leaves the queue for delivery. */
+static void mux__write_pop_done(mux_stream_t *s, mux_write_t *req)
+{
+    s->wq_head_ = req->next_;
+    if (!s->wq_head_)
+        s->wq_tail_ = NULL;
+    mux__write_done(s, req, 0);
+}
+
+/* Bytes arrived: the read and idle deadlines start again (the clock only when they apply). */
+static void mux__stream_read_moved(mux_stream_t *s)
+{
+    if (s->to_.idle_ns | s->to_.read_ns)
+        s->last_read_ = mux__now(s->loop_);
+}
+
 /* Every queued write fails with `status`. A send in flight is cancelled, and the failed
  * writes are delivered only once it completed: the kernel may read their buffers until then. */
 static void mux__writes_fail(mux_stream_t *s, int status)
@@ -207,10 +223,7 @@ static void mux__stream_flush(mux_stream_t *s)
             if (req->left_ > 0)
                 continue;
         }
-        s->wq_head_ = req->next_;
-        if (!s->wq_head_)
-            s->wq_tail_ = NULL;
-        mux__write_done(s, req, 0);
+        mux__write_pop_done(s, req);
     }
     mux__stream_settle(s);
 }
@@ -224,12 +237,8 @@ static void mux__stream_stop_reading(mux_stream_t *s);
 static void mux__stream_send_next(mux_stream_t *s)
 {
     mux_write_t *req;
-    while ((req = s->wq_head_) != NULL && req->left_ == 0) {
-        s->wq_head_ = req->next_;
-        if (!s->wq_head_)
-            s->wq_tail_ = NULL;
-        mux__write_done(s, req, 0);
-    }
+    while ((req = s->wq_head_) != NULL && req->left_ == 0)
+        mux__write_pop_done(s, req);
     if (!req || (s->flags_ & S_WOP))
         return;
     while (req->iov_[req->iovidx_].iov_len == req->off_) { /* empty or finished buffers */
@@ -272,12 +281,8 @@ static void mux__stream_sent(mux_stream_t *s, int res)
             s->last_write_ = mux__now(s->loop_);
         s->wq_bytes_ -= (size_t)res;
         mux__write_advance(req, (size_t)res);
-        if (req->left_ == 0) {
-            s->wq_head_ = req->next_;
-            if (!s->wq_head_)
-                s->wq_tail_ = NULL;
-            mux__write_done(s, req, 0);
-        }
+        if (req->left_ == 0)
+            mux__write_pop_done(s, req);
     } else if (!stale && req && res != -ECANCELED && res != -EINTR && res != -EAGAIN) {
         mux__writes_fail(s, res);
     }
@@ -337,8 +342,7 @@ static void mux__stream_received(mux_stream_t *s)
         } else {
             mux__queue(s->loop_, &s->io_.h_, MUX__DEFER); /* the rest next */
         }
-        if (s->to_.idle_ns | s->to_.read_ns)
-            s->last_read_ = mux__now(s->loop_);
+        mux__stream_read_moved(s);
         s->read_cb_(s, (ssize_t)n, s->rbuf_);
         return;
     }
@@ -350,8 +354,7 @@ static void mux__stream_received(mux_stream_t *s)
             memmove(buf, buf + s->roff_, (size_t)res);
             s->roff_ = 0;
         }
-        if (s->to_.idle_ns | s->to_.read_ns)
-            s->last_read_ = mux__now(s->loop_);
+        mux__stream_read_moved(s);
         s->read_cb_(s, res, buf);
         return;
     }
@@ -389,8 +392,7 @@ static void mux__stream_read(mux_stream_t *s)
         }
         ssize_t n = recv(s->fd_, buf, len, 0);
         if (n > 0) {
-            if (s->to_.idle_ns | s->to_.read_ns)
-                s->last_read_ = mux__now(s->loop_);
+            mux__stream_read_moved(s);
             s->read_cb_(s, n, buf);
             if (!(s->flags_ & S_READING) || (size_t)n < len)
                 return; /* stopped, or a short read: the socket is empty */
@@ -638,12 +640,16 @@ MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct
     return 0;
 }
 
-static int mux__read_start(mux_stream_t *s, mux_read_cb cb)
+/* Whether `s` may start reading: 0, -EBUSY already reading, -ENOTCONN not connected. */
+static int mux__read_can_start(const mux_stream_t *s)
 {
     if (s->flags_ & S_READING)
         return -EBUSY;
-    if (!(s->flags_ & S_CONNECTED))
-        return -ENOTCONN;
+    return s->flags_ & S_CONNECTED ? 0 : -ENOTCONN;
+}
+
+static void mux__read_start(mux_stream_t *s, mux_read_cb cb)
+{
     s->read_cb_ = cb;
     s->flags_ |= S_READING;
     s->last_read_ = mux__now(s->loop_);
@@ -654,30 +660,30 @@ static int mux__read_start(mux_stream_t *s, mux_read_cb cb)
     mux__stream_interest(s);
     if (s->to_.read_ns)
         mux__stream_arm_timer(s);
-    return 0;
 }
 
 MUX_EXPORT int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_cb cb)
 {
     if (!mux__stream_valid(s) || !buf || !len || !cb)
         return -EINVAL;
-    if (s->flags_ & S_READING)
-        return -EBUSY;
+    int err = mux__read_can_start(s);
+    if (err != 0)
+        return err;
     s->rbuf_ = buf;
     s->rlen_ = len;
     s->pool_ = NULL;
     s->flags_ &= ~(unsigned)S_NREAD;
-    return mux__read_start(s, cb);
+    mux__read_start(s, cb);
+    return 0;
 }
 
 MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_read_cb cb)
 {
     if (!mux__stream_valid(s) || !pool || !pool->mem_ || !cb)
         return -EINVAL;
-    if (s->flags_ & S_READING)
-        return -EBUSY;
-    if (!(s->flags_ & S_CONNECTED))
-        return -ENOTCONN;
+    int err = mux__read_can_start(s); /* before the pool is attached */
+    if (err != 0)
+        return err;
     struct mux__loop *loop = s->loop_;
     if (pool->ring_ && (pool->loop_ != loop || !loop->native))
         return -EINVAL; /* its buffers are in another loop's kernel ring */
@@ -692,7 +698,8 @@ MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_rea
     s->rlen_ = 0;
     s->pool_ = pool;
     s->flags_ = (s->flags_ & ~(unsigned)S_NREAD) | nread;
-    return mux__read_start(s, cb);
+    mux__read_start(s, cb);
+    return 0;
 }
 
 MUX_EXPORT int mux_read_stop(mux_stream_t *s)

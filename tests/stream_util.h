@@ -27,6 +27,25 @@ static inline int native_streams(const mux_loop_t *loop)
     return strcmp(mux_loop_backend(loop), "uring") == 0 && !(v && strcmp(v, "poll") == 0);
 }
 
+/* 1 when `buf` is the start of one of a pool's buffers (mem, size, count). */
+static inline int in_pool(const char *buf, const char *mem, size_t size, size_t count)
+{
+    return buf != NULL && buf >= mem && buf < mem + size * count && (size_t)(buf - mem) % size == 0;
+}
+
+/* Writes all of `len` bytes to a non-blocking fd whose buffer has room for them. */
+static inline void write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        CHECK_GT(n, 0);
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
 /* ---- addresses ---- */
 
 static inline socklen_t addr_v4(struct sockaddr_storage *ss, uint16_t port)

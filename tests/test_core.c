@@ -51,6 +51,15 @@ CORE_TEST(strerror_names_codes_and_handles_unknown) {
     CHECK(strstr(mux_strerror(-EBUSY), "EBUSY") != NULL);
     CHECK(strstr(mux_strerror(-ENOMEM), "ENOMEM") != NULL);
     CHECK(strstr(mux_strerror(-ENOTSUP), "ENOTSUP") != NULL);
+    /* Every code the stream layer returns or calls back with has its name. */
+    static const int stream_codes[] = {EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ENOTCONN,
+                                       ENOTSOCK,   ENOBUFS,       ENETUNREACH,  EHOSTUNREACH,
+                                       ECONNABORTED, EPROTO,      EIO,          ECONNREFUSED,
+                                       ECONNRESET, EPIPE,         ETIMEDOUT,    ECANCELED,
+                                       EMFILE,     ENFILE,        EALREADY,     EEXIST};
+    for (size_t i = 0; i < sizeof stream_codes / sizeof stream_codes[0]; i++)
+        CHECK(strcmp(mux_strerror(-stream_codes[i]), "unknown error") != 0);
+    CHECK(strstr(mux_strerror(-EADDRINUSE), "EADDRINUSE") != NULL);
     CHECK_STR_EQ(mux_strerror(-123456), "unknown error");
     CHECK_STR_EQ(mux_strerror(-4095), "unknown error");
     CHECK(mux_strerror(0) != NULL);

@@ -14,25 +14,6 @@
 
 #include "stream_util.h"
 
-/* 1 when `buf` is the start of one of a pool's buffers (mem, size, count). */
-static int in_pool(const char *buf, const char *mem, size_t size, size_t count)
-{
-    return buf != NULL && buf >= mem && buf < mem + size * count && (size_t)(buf - mem) % size == 0;
-}
-
-/* Writes all of `len` bytes to a non-blocking fd whose buffer has room for them. */
-static void write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        CHECK_GT(n, 0);
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
 /* CPU time of the process (user and system), in nanoseconds. */
 static uint64_t cpu_ns(void)
 {

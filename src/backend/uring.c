@@ -181,8 +181,9 @@ struct mux__uring {
     uint32_t ndefer, defer_cap;
     mux_bufpool_t *pools; /* pools with a provided-buffer ring */
     uint16_t next_bgid;
-    uint8_t deferred; /* IORING_SETUP_DEFER_TASKRUN: task work runs in waiting enters only */
-    uint8_t disabled; /* created disabled: the first wait enables it (its thread issues) */
+    uint8_t pools_pending; /* a pool's ring is not registered yet */
+    uint8_t deferred;      /* IORING_SETUP_DEFER_TASKRUN: task work runs in waiting enters only */
+    uint8_t disabled;      /* created disabled: the first wait enables it (its thread issues) */
 };
 
 /* Binds a ring created disabled to the calling thread, the loop's: every submission path
@@ -212,6 +213,12 @@ static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, 
 static void mux__ops_abandon(struct mux__uring *st, int res);
 static int mux__uring_flush_ops(struct mux__loop *loop);
 static void mux__pools_detach(struct mux__uring *st);
+
+/* The operation whose address a MUX__UD_OP user data carries. */
+static struct mux__op *mux__cqe_op(uint64_t ud)
+{
+    return (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
+}
 
 static uint64_t mux__ud(unsigned kind, int fd, uint32_t gen)
 {
@@ -330,15 +337,12 @@ static int mux__uring_renew(struct mux__loop *loop, int lost)
     /* CQEs kept for the owners are the old ring's; in a child, an accepted connection there
      * is the parent's to serve. */
     for (uint32_t i = 0; i < st->ndefer; i++) {
-        struct mux__op *op = (struct mux__op *)(uintptr_t)(st->defer[i].ud & ~(3ull << 62));
+        struct mux__cqe d = st->defer[i];
+        struct mux__op *op = mux__cqe_op(d.ud);
         op->state_ &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
-        if (!lost && op->kind_ == MUX__OPK_ACCEPT && st->defer[i].res >= 0)
-            close(st->defer[i].res);
-        else if (lost &&
-                 mux__uring_op_complete(loop, st->defer[i].ud, st->defer[i].res,
-                                        st->defer[i].flags) != 0 &&
-                 op->kind_ == MUX__OPK_ACCEPT && st->defer[i].res >= 0)
-            close(st->defer[i].res); /* refused again: nobody will take it */
+        int taken = lost && mux__uring_op_complete(loop, d.ud, d.res, d.flags) == 0;
+        if (!taken && op->kind_ == MUX__OPK_ACCEPT && d.res >= 0)
+            close(d.res); /* the parent's, or refused again: nobody here will take it */
     }
     st->ndefer = 0;
     if (st->ring_ok)
@@ -353,6 +357,7 @@ static int mux__uring_renew(struct mux__loop *loop, int lost)
      * new ring by the next wait. */
     for (mux_bufpool_t *p = st->pools; p; p = p->next_) {
         p->registered_ = 0;
+        st->pools_pending = 1;
         mux__pool_fill(p);
     }
     mux__ops_abandon(st, lost ? -EIO : -ECANCELED);
@@ -462,11 +467,6 @@ static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cq
     }
     st->defer[st->ndefer++] = (struct mux__cqe){cqe->user_data, cqe->res, cqe->flags};
     return 0;
-}
-
-static struct mux__op *mux__cqe_op(uint64_t ud)
-{
-    return (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
 }
 
 /* Offers the kept CQEs again, in order. Once one of an operation is refused, its later ones
@@ -737,6 +737,7 @@ static int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
     p->ring_ = mem;
     p->bgid_ = st->next_bgid++;
     p->registered_ = 0; /* the next wait registers it, before it submits a receive */
+    st->pools_pending = 1;
     p->armed_ = 0;
     mux__pool_fill(p);
     p->loop_ = loop;
@@ -774,9 +775,12 @@ static int mux__uring_flush_ops(struct mux__loop *loop)
 {
     int ended = 0;
     struct mux__uring *st = loop->bdata;
-    for (mux_bufpool_t *p = st->pools; p; p = p->next_)
-        if (!p->registered_)
-            mux__pool_register(st, p); /* failing: its receives end with -ENOBUFS */
+    if (mux__unlikely(st->pools_pending)) {
+        st->pools_pending = 0;
+        for (mux_bufpool_t *p = st->pools; p; p = p->next_)
+            if (!p->registered_ && mux__pool_register(st, p) != 0)
+                st->pools_pending = 1; /* tried again next wait; its receives: -ENOBUFS */
+    }
     struct mux__op *op;
     while ((op = st->qhead) != NULL) {
         if (mux__uring_reserve(loop, 1) != 0)
@@ -831,9 +835,7 @@ static int mux__uring_flush_ops(struct mux__loop *loop)
         }
         mux__op_link(st, op);
     }
-    for (mux_bufpool_t *p = st->pools; p; p = p->next_)
-        mux__pool_topup(p); /* a buffer for every receive that may want one */
-    return ended;
+    return ended; /* every receive linked above topped its pool's ring up */
 }
 
 /* One CQE of an operation. Returns nonzero when its owner has no room for it now (a
@@ -841,7 +843,7 @@ static int mux__uring_flush_ops(struct mux__loop *loop)
 static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
 {
     struct mux__uring *st = loop->bdata;
-    struct mux__op *op = (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
+    struct mux__op *op = mux__cqe_op(ud);
     unsigned more = flags & IORING_CQE_F_MORE;
     unsigned opf =
         (more ? MUX__OPF_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPF_NONEMPTY : 0);
@@ -1009,14 +1011,13 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
         return 0; /* events in hand and nothing to send: no system call at all */
     if (early || mux__uring_cq_overflow(st))
         timeout_ns = 0;
-    uint64_t deadline = timeout_ns > 0 ? mux__now(loop) + (uint64_t)timeout_ns : 0;
     int r = mux__uring_enter(st, timeout_ns);
     /* Deferred task work runs only in a waiting enter. A wait that ended with nothing and
      * not by its timeout was cut short by a signal, whose handler may have made work (an
      * async send writes the wake-up eventfd): run it now, or it waits for the next wait.
      * (An enter that submitted returns the count even when it timed out: the clock says.) */
     if (mux__uring_reap(loop) == 0 && st->deferred && timeout_ns != 0 && r != -ETIME &&
-        (timeout_ns < 0 || mux__mono_ns() < deadline)) {
+        (timeout_ns < 0 || mux__mono_ns() < mux__now(loop) + (uint64_t)timeout_ns)) {
         mux__uring_get_events(st);
         mux__uring_reap(loop);
     }
