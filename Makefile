@@ -1,7 +1,9 @@
 # Thin wrapper around CMake so that the README's commands stay short.
 #   make            release build in build/release
-#   make test       install deps, build with -Werror + ASan/UBSan, run every test,
-#                   then the threaded tests again under ThreadSanitizer
+#   make test       install deps, build with -Werror + ASan/UBSan, run every test; then the
+#                   portable-POSIX build (every Linux-only path off) and the whole suite
+#                   on its poll and select; then the threaded tests under ThreadSanitizer
+#   make test-portable  only the portable-POSIX run
 #   make test-tsan  only the ThreadSanitizer run
 #   make bench      install deps, release build, run the quick benchmark suite
 #   make bench-full the full matrix
@@ -10,7 +12,8 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 
-.PHONY: all release test test-asan test-tsan bench bench-full install clean deps deps-bench
+.PHONY: all release test test-asan test-portable test-tsan bench bench-full install clean deps \
+        deps-bench
 
 all: release
 
@@ -25,13 +28,22 @@ release: deps
 	      -DCMAKE_INSTALL_PREFIX=$(PREFIX)
 	cmake --build build/release -j $(JOBS)
 
-test: test-asan test-tsan
+test: test-asan test-portable test-tsan
 
 test-asan: deps
 	cmake -S . -B build/asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
 	      -DIOMUX_SANITIZE=address,undefined
 	cmake --build build/asan -j $(JOBS)
 	cd build/asan && { ctest --output-on-failure -j $(JOBS) --timeout 300; rc=$$?; \
+	  ../../scripts/skip-reasons .; exit $$rc; }
+
+# The path macOS and the BSDs take, on this machine: poll and select only, no accept4,
+# SOCK_NONBLOCK, eventfd, timerfd or ppoll, POSIX declarations only.
+test-portable: deps
+	cmake -S . -B build/portable $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
+	      -DIOMUX_SANITIZE=address,undefined -DIOMUX_PORTABLE_POSIX=ON -DIOMUX_BENCH=OFF
+	cmake --build build/portable -j $(JOBS)
+	cd build/portable && { ctest --output-on-failure -j $(JOBS) --timeout 300; rc=$$?; \
 	  ../../scripts/skip-reasons .; exit $$rc; }
 
 test-tsan: deps

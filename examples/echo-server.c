@@ -27,7 +27,7 @@
 struct conn {
     mux_stream_t stream;
     mux_write_t write;
-    struct iovec iov;
+    mux_buf_t out;            /* the echo being written */
     struct conn *next, *prev; /* all open connections, to close them on exit */
     struct conn *next_dry;    /* waiting for a pool buffer */
     int dry;
@@ -131,14 +131,13 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
     mux_read_stop(s); /* the buffer is busy until the echo is written */
     if (srv->nbufs)
         c->held = buf;
-    c->iov.iov_base = buf;
-    c->iov.iov_len = (size_t)nread;
+    c->out = mux_buf_init(buf, (size_t)nread);
     c->write.data = c;
-    if (mux_write(s, &c->write, &c->iov, 1, on_written) < 0)
+    if (mux_write(s, &c->write, &c->out, 1, on_written) < 0)
         conn_close(srv, c);
 }
 
-static void on_accept(mux_listener_t *l, int fd, int status)
+static void on_accept(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct server *srv = l->data;
     if (fd < 0) {

@@ -29,9 +29,17 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifdef _WIN32
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#if defined(_MSC_VER) && !defined(_SSIZE_T_DEFINED)
+typedef intptr_t ssize_t;
+#define _SSIZE_T_DEFINED
+#endif
+#else
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/uio.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -400,36 +408,86 @@ int mux_async_pending(const mux_async_t *w);
  * Streams: completion-style TCP (IPv4, IPv6) and Unix-domain stream sockets.
  *
  * The caller asks for an operation and is called back when it is done. A stream holds
- * references to the caller's buffers and iovec arrays while operations are in flight, so
+ * references to the caller's buffers and buffer arrays while operations are in flight, so
  * closing is asynchronous: mux_stream_close(s, cb), and the memory of the stream, of its
  * unfinished write requests and of their buffers may be reused from `cb` on. Every queued
  * write is called back exactly once: 0 when all its bytes were written, a negative errno
  * when it failed, -ECANCELED when the stream was closed first. Callbacks never run from
  * inside the call that caused them; they run from the loop, after the current callback.
  * Streams, listeners and in-flight requests allocate nothing: every struct is the
- * caller's. SIGPIPE is never raised (writes use MSG_NOSIGNAL).
+ * caller's. SIGPIPE is never raised.
  * ------------------------------------------------------------------------------------ */
+
+/* A buffer: base and length. Laid out as the system's scatter/gather element (struct iovec
+ * here; WSABUF, length first, on Windows), so that an array of them goes to the kernel as
+ * it is. */
+#ifdef _WIN32
+typedef struct mux_buf {
+    unsigned long len;
+    char *base;
+} mux_buf_t;
+#else
+typedef struct mux_buf {
+    char *base;
+    size_t len;
+} mux_buf_t;
+#endif
+
+/* Returns a mux_buf_t for `len` bytes at `base`. */
+static inline mux_buf_t mux_buf_init(void *base, size_t len)
+{
+    mux_buf_t b;
+    b.base = (char *)base;
+    b.len = len; /* Windows: at most ULONG_MAX per buffer */
+    return b;
+}
+
+/* The system's socket handle: a file descriptor here, a SOCKET on Windows. */
+#ifdef _WIN32
+typedef SOCKET mux_os_sock_t;
+#define MUX_OS_SOCK_INVALID INVALID_SOCKET
+#else
+typedef int mux_os_sock_t;
+#define MUX_OS_SOCK_INVALID (-1)
+#endif
 
 typedef struct mux_stream mux_stream_t;
 typedef struct mux_write mux_write_t;
 typedef struct mux_listener mux_listener_t;
 typedef struct mux_bufpool mux_bufpool_t;
 
-/* Private: an operation handed to a completion backend (io_uring), queued until the loop's
- * next wait submits it and in flight until the kernel completes it. `done_` runs once per
- * completion, while the loop gathers events; `buf` is a pool buffer the kernel filled, or
- * NULL; `flags`: MUX__OPF_* (more completions follow; the socket has more data). It
- * returns nonzero when it has no
- * room for the completion now: the backend offers it again in the next iteration. */
+/* Private: work the loop runs from its pending queue (a stream's or listener's deliveries). */
+struct mux__task {
+    struct mux__whdr h_;
+    void (*run_)(struct mux__task *t);
+};
+
+/* Private: one operation (receive, send, accept, connect, shutdown) handed to the loop's
+ * backend, which runs it natively (io_uring, IOCP) or emulates it with non-blocking system
+ * calls (readiness backends). src/backend.h has the contract. */
 struct mux__op {
     int (*done_)(struct mux__op *op, int res, char *buf, unsigned flags);
-    struct mux__op *next_, *prev_; /* the loop's operations in flight */
-    struct mux__op *qnext_;        /* the loop's queue of work for the next wait */
-    mux_bufpool_t *pool_;          /* the pool a receive picks its buffer from */
-    void *addr_;                   /* send: the bytes; sendmsg: the msghdr */
-    uint32_t len_;                 /* send: byte count; receive: poll first */
-    int fd_;
-    uint8_t kind_, queue_, state_, pad_;
+    mux_os_sock_t sock_;
+    uint8_t kind_;    /* MUX__OP_* */
+    uint8_t flags_;   /* MUX__OPF_* */
+    uint16_t streak_; /* emulation: completions in a row without waiting */
+    union {
+        mux_buf_t buf;       /* receive into, or send from, one buffer */
+        mux_bufpool_t *pool; /* receive into a buffer of the pool */
+        struct {
+            const mux_buf_t *v;
+            uint32_t n;
+        } bufs; /* send from several buffers */
+        struct {
+            const struct sockaddr *sa;
+            uint32_t len;
+        } addr;         /* connect: read during the submitting call only */
+        unsigned batch; /* accept: connections taken per readiness */
+    } a_;
+    union {
+        mux_io_t io;   /* the readiness emulation's watcher */
+        void *word[5]; /* a completion backend's own (io_uring's links; an OVERLAPPED fits) */
+    } priv_;
 };
 
 /* `nread` > 0: that many bytes are in `buf`. 0: the peer shut down its side (end of
@@ -446,11 +504,12 @@ typedef void (*mux_connect_cb)(mux_stream_t *s, int status);
 typedef void (*mux_shutdown_cb)(mux_stream_t *s, int status);
 /* From here on the stream's memory is the caller's again. */
 typedef void (*mux_close_cb)(mux_stream_t *s);
-/* A new connection: `fd` >= 0 (non-blocking, close-on-exec) is the caller's, to hand to
- * mux_stream_open or to close. Or `fd` < 0 and `status` a negative errno: -EMFILE/-ENFILE
- * say the listener paused for lack of descriptors (it resumes by itself as soon as a
- * stream of this loop closes, else within 100 ms, and serves its backlog then). */
-typedef void (*mux_accept_cb)(mux_listener_t *l, int fd, int status);
+/* A new connection: `sock` (non-blocking, close-on-exec) is the caller's, to hand to
+ * mux_stream_open or to close, and `status` is 0. Or `sock` is MUX_OS_SOCK_INVALID and
+ * `status` a negative errno: -EMFILE/-ENFILE say the listener paused for lack of
+ * descriptors (it resumes by itself as soon as a stream of this loop closes, else within
+ * 100 ms, and serves its backlog then). */
+typedef void (*mux_accept_cb)(mux_listener_t *l, mux_os_sock_t sock, int status);
 typedef void (*mux_listener_close_cb)(mux_listener_t *l);
 
 /* A pool of equal buffers in caller memory, for reads that should not pin one buffer per
@@ -459,23 +518,20 @@ struct mux_bufpool {
     void *data;
     char *mem_;
     size_t size_;
-    uint32_t count_, nfree_, head_;
-    uint32_t *free_; /* free list threaded through caller memory; in-use marks */
-    /* io_uring: the kernel's ring of provided buffers, when the pool serves a loop there */
-    struct mux__loop *loop_;
-    void *ring_;
-    mux_bufpool_t *next_; /* the loop's other pools */
-    uint16_t bgid_, rmask_, registered_;
-    uint32_t inring_, armed_; /* buffers in the kernel's ring; receives that may take one */
+    uint32_t count_, nfree_, head_, pad_;
+    uint32_t *free_;         /* free list threaded through caller memory; in-use marks */
+    struct mux__loop *loop_; /* the loop whose kernel holds the free buffers, or NULL */
+    void *kring_;            /* that loop's backend's state for the pool */
 };
 
 /* Makes `pool` hand out `count` buffers of `size` bytes carved from `mem` (count * size
  * bytes), using `free_slots` (count entries) for its bookkeeping; all three are the
- * caller's and must outlive the pool's use: on an io_uring loop, until that loop is
- * closed (the pool's free buffers are the kernel's there, and a pool serves that one loop:
- * mux_read_start_pool elsewhere returns -EINVAL, a reader elsewhere gets -ENOBUFS). Align `mem` to
- * 64 bytes (a page is best) and make `size` a multiple of 64: the kernel's copies into misaligned
- * buffers were measured 2-3x slower. Returns 0 or -EINVAL. */
+ * caller's and must outlive the pool's use: where the kernel picks the buffers (io_uring),
+ * until the loop that reads from it is closed (the pool's free buffers are that kernel's
+ * then, and a pool serves that one loop: mux_read_start_pool elsewhere returns -EINVAL, a
+ * reader elsewhere gets -ENOBUFS). Align `mem` to 64 bytes (a page is best) and make `size`
+ * a multiple of 64: the kernel's copies into misaligned buffers were measured 2-3x slower.
+ * Returns 0 or -EINVAL. */
 int mux_bufpool_init(mux_bufpool_t *pool, void *mem, size_t size, uint32_t count,
                      uint32_t *free_slots);
 /* Gives a buffer that a read callback received back to its pool. Returns 0, or -EINVAL for
@@ -490,9 +546,9 @@ struct mux_write {
     void *data;
     mux_write_cb cb_;
     mux_write_t *next_;
-    const struct iovec *iov_;
-    int iovcnt_, iovidx_;
-    size_t off_;  /* bytes of iov_[iovidx_] already written */
+    const mux_buf_t *bufs_;
+    uint32_t nbufs_, idx_;
+    size_t off_;  /* bytes of bufs_[idx_] already written */
     size_t left_; /* bytes not yet written */
     int status_;
 };
@@ -509,38 +565,42 @@ struct mux_stream {
     void *data;
     /* private */
     struct mux__loop *loop_;
-    mux_io_t io_;
-    mux_timer_t timer_;
-    int fd_;
+    mux_os_sock_t sock_;
     unsigned flags_;
     mux_read_cb read_cb_;
-    char *rbuf_;
-    size_t rlen_;
-    mux_bufpool_t *pool_;
+    union {
+        mux_buf_t buf;       /* the caller's read buffer */
+        mux_bufpool_t *pool; /* or the pool reads take buffers from */
+    } rto_;
     mux_write_t *wq_head_, *wq_tail_;     /* queued, in order */
     mux_write_t *done_head_, *done_tail_; /* finished, callbacks not yet run */
     size_t wq_bytes_;
-    mux_connect_cb connect_cb_;
-    mux_shutdown_cb shutdown_cb_;
+    union { /* never due together: a shutdown needs the connect delivered */
+        mux_connect_cb connect;
+        mux_shutdown_cb shutdown;
+    } cb_;
     mux_close_cb close_cb_;
-    int connect_status_, shutdown_status_;
+    int status_;    /* the connect's or the shutdown's, not yet delivered */
+    int fail_;      /* an error for the reader and the writes, not yet delivered */
+    int rres_;      /* the result of the last receive, not yet delivered */
+    int wres_;      /* and of the send, connect or shutdown */
+    char *rgot_;    /* the pool buffer of that receive */
+    uint32_t roff_; /* bytes of it already copied into a caller buffer */
     mux_stream_timeouts_t to_;
     uint64_t last_read_, last_write_;
-    /* io_uring: the receive and send in flight, and what they completed with */
-    struct mux__op rop_, wop_;
-    struct msghdr msg_;
-    char *rgot_;
-    size_t roff_;
-    int rres_, wres_;
+    mux_timer_t timer_;
+    struct mux__task task_;
+    struct mux__op rop_, wop_; /* the receive; the send, connect or shutdown */
 };
 
-/* Adopts `fd`, a connected stream socket (it is made non-blocking), as stream `s` of
- * `loop`; `s->data` is kept, every other field is set. The stream owns the fd from now on and
- * closes it in mux_stream_close. Returns 0, -EINVAL, -EBADF. */
-int mux_stream_open(mux_loop_t *loop, mux_stream_t *s, int fd);
+/* Adopts `sock`, a connected stream socket (it is made non-blocking), as stream `s` of
+ * `loop`; `s->data` is kept, every other field is set. The stream owns the socket from now
+ * on and closes it in mux_stream_close. Returns 0, -EINVAL (also for a socket the backend
+ * cannot watch: select's FD_SETSIZE), -EBADF, -ENOMEM. */
+int mux_stream_open(mux_loop_t *loop, mux_stream_t *s, mux_os_sock_t sock);
 /* Starts connecting `s` to a TCP or Unix address; `cb` is called once. Returns 0 (the
  * result comes to `cb`; close the stream in any case when done with it), or -EINVAL,
- * -EAFNOSUPPORT, -EMFILE without calling `cb` (the stream is then not open). */
+ * -EAFNOSUPPORT, -EMFILE, -ENOMEM without calling `cb` (the stream is then not open). */
 int mux_stream_connect(mux_loop_t *loop, mux_stream_t *s, const struct sockaddr *addr,
                        socklen_t addrlen, mux_connect_cb cb);
 /* Starts continuous reads into the caller's buffer `buf` of `len` bytes: every callback
@@ -548,17 +608,18 @@ int mux_stream_connect(mux_loop_t *loop, mux_stream_t *s, const struct sockaddr 
  * Returns 0, -EINVAL, -EBUSY if already reading, -ENOTCONN before connect completed. */
 int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_cb cb);
 /* As mux_read_start, but every read takes a fresh buffer from `pool` (on io_uring the kernel
- * picks it as the bytes arrive). Also -EINVAL when the pool serves another io_uring loop,
+ * picks it as the bytes arrive). Also -EINVAL when the pool serves another loop's kernel,
  * -EBUSY when bytes received before a stop wait in a buffer of another pool. */
 int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_read_cb cb);
-/* Stops reading; no read callback runs after it returns. Returns 0 or -EINVAL. */
+/* Stops reading; no read callback runs after it returns, and a caller buffer is the
+ * caller's again. Returns 0 or -EINVAL. */
 int mux_read_stop(mux_stream_t *s);
-/* Queues a write of the `iovcnt` buffers of `iov`, after the writes already queued. The
- * iovec array and the buffers must stay untouched until `cb`; `req` is the caller's.
- * A write is tried at once when nothing is queued (on io_uring it becomes a send that the
- * loop's next wait submits). Returns 0 (cb will be called), or
- * -EINVAL, -EPIPE after shutdown, -ENOTCONN, without calling cb. */
-int mux_write(mux_stream_t *s, mux_write_t *req, const struct iovec *iov, int iovcnt,
+/* Queues a write of the `nbufs` buffers of `bufs`, after the writes already queued. The
+ * array and the buffers must stay untouched until `cb`; `req` is the caller's. A write is
+ * tried at once when nothing is queued (where the kernel runs the operations, it is sent
+ * with the loop's next wait). Returns 0 (cb will be called), or -EINVAL (also for more than
+ * INT32_MAX buffers), -EPIPE after shutdown, -ENOTCONN, without calling cb. */
+int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
               mux_write_cb cb);
 /* Returns the bytes queued and not yet written (for back-pressure), or -EINVAL. */
 ssize_t mux_stream_write_queue_size(const mux_stream_t *s);
@@ -566,7 +627,7 @@ ssize_t mux_stream_write_queue_size(const mux_stream_t *s);
  * once. Returns 0, -EINVAL, -EBUSY when already shutting down, -ENOTCONN. */
 int mux_stream_shutdown(mux_stream_t *s, mux_shutdown_cb cb);
 /* Closes the stream: reading stops, unfinished writes, connect and shutdown are called
- * back with -ECANCELED, the fd is closed, then `cb` (may be NULL) is called. Returns 0,
+ * back with -ECANCELED, the socket is closed, then `cb` (may be NULL) is called. Returns 0,
  * -EINVAL, -EALREADY when already closing. */
 int mux_stream_close(mux_stream_t *s, mux_close_cb cb);
 /* Sets TCP_NODELAY (on != 0) or clears it. Returns 0, -EINVAL, -ENOTSUP for a Unix
@@ -575,10 +636,11 @@ int mux_stream_nodelay(mux_stream_t *s, int on);
 /* Enables TCP keep-alive with `idle_s` seconds before the first probe, or disables it
  * (on == 0). Returns 0, -EINVAL, -ENOTSUP for a Unix socket, or setsockopt's error. */
 int mux_stream_keepalive(mux_stream_t *s, int on, unsigned idle_s);
-/* Sets the stream's timeouts (NULL: none). Returns 0 or -EINVAL. */
+/* Sets the stream's timeouts (NULL: none). Returns 0, -EINVAL, -ENOMEM. */
 int mux_stream_set_timeouts(mux_stream_t *s, const mux_stream_timeouts_t *to);
-/* Returns the stream's fd, or -EINVAL. */
-int mux_stream_fd(const mux_stream_t *s);
+/* Writes the stream's socket to `*sock`. Returns 0, or -EINVAL for NULL or a stream that is
+ * not open. */
+int mux_stream_socket(const mux_stream_t *s, mux_os_sock_t *sock);
 /* Returns the loop of an open stream, or NULL. */
 mux_loop_t *mux_stream_loop(const mux_stream_t *s);
 
@@ -594,30 +656,31 @@ typedef struct mux_listen_options {
     unsigned batch; /* connections accepted per readiness; 0: 64 */
 } mux_listen_options_t;
 
+#define MUX__ACCEPT_SLOTS 16
+
 struct mux_listener {
     void *data;
     /* private */
     struct mux__loop *loop_;
-    mux_io_t io_;
-    mux_timer_t retry_;
-    int fd_;
+    mux_os_sock_t sock_;
     unsigned flags_;
     unsigned batch_;
+    int aerr_; /* how the accept ended, not yet handled */
     mux_accept_cb cb_;
     mux_listener_close_cb close_cb_;
     mux_listener_t *next_paused_;
-    /* io_uring: the multishot accept, and the connections it completed with */
+    mux_timer_t retry_;
+    struct mux__task task_;
     struct mux__op aop_;
-    int afd_[16];
+    mux_os_sock_t afd_[MUX__ACCEPT_SLOTS]; /* accepted, not yet handed to the callback */
     unsigned nafd_;
-    int aerr_;
-    unsigned agen_; /* the process (fork generation) the connections in afd_ were taken in */
+    unsigned agen_; /* the process (fork generation) those were accepted in */
 };
 
 /* Binds a listening socket to `addr` (TCP; SO_REUSEADDR is always set) or to a Unix path
  * (AF_UNIX; an existing socket file at the path is not removed) and starts accepting:
- * `cb` runs once per accepted connection. Returns 0, -EINVAL, or the socket call's error
- * (-EADDRINUSE, -EACCES, ...). */
+ * `cb` runs once per accepted connection. Returns 0, -EINVAL (also for a socket the backend
+ * cannot watch), -ENOMEM, or the socket call's error (-EADDRINUSE, -EACCES, ...). */
 int mux_listen(mux_loop_t *loop, mux_listener_t *l, const struct sockaddr *addr, socklen_t addrlen,
                const mux_listen_options_t *opts, mux_accept_cb cb);
 /* Writes the bound address (to learn the port after binding port 0). Returns 0, -EINVAL,

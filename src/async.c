@@ -2,12 +2,14 @@
  *
  * A send sets the watcher's flag, then the loop's flag, and writes to the loop's wake-up
  * descriptor only when the loop's flag was clear: a thousand sends before the loop wakes
- * cost one write. The loop clears its own flag before it scans the watchers' flags, so a
- * send that lands during the scan either is seen by it or sets the loop's flag again and
- * writes: the last send is never lost. Only atomics and write(2): async-signal-safe.
+ * cost one wake-up (one write where the backend wakes through a descriptor). The loop clears its
+ * own flag before it scans the watchers' flags, so a send that lands during the scan either is seen
+ * by it or sets the loop's flag again and writes: the last send is never lost. Only atomics and
+ * write(2): async-signal-safe.
  */
 #include <string.h>
 
+#include "backend.h"
 #include "internal.h"
 
 static int mux__async_valid(const mux_async_t *w)
@@ -58,7 +60,7 @@ MUX_EXPORT int mux_async_send(mux_async_t *w)
         return -EINVAL;
     if (__atomic_exchange_n(&w->sent_, 1, __ATOMIC_SEQ_CST) == 0 &&
         __atomic_exchange_n(&loop->async_pending, 1, __ATOMIC_SEQ_CST) == 0)
-        mux__wake(loop);
+        return loop->backend->wake(loop);
     return 0;
 }
 

@@ -1,19 +1,103 @@
 /* The backend contract: every kernel mechanism fits these few entries.
  *
- * The loop core owns the fd table (struct mux__fd) and the batch of changed fds. Just
- * before it waits, it calls `change` once for every fd whose wanted events changed in this
- * iteration (or that a watcher was newly pointed at), and then `wait`. From inside `wait`
- * the backend reports readiness with mux__fd_event(), which queues the watchers and
- * returns the events still wanted on that fd, so that a backend can drop interest the
- * loop no longer has. A backend that finds an fd invalid calls mux__fd_kill().
+ * A backend is one file exporting one `const struct mux__backend`. It has up to two halves,
+ * and its capability bits (`caps`) say which parts of them it runs itself.
+ *
+ * The readiness half (every backend but a pure completion one such as IOCP). The loop core
+ * owns the fd table (struct mux__fd) and the batch of changed fds. Just before it waits, it
+ * calls `change` once for every fd whose wanted events changed in this iteration (or that a
+ * watcher was newly pointed at), and then `wait`. From inside `wait` the backend reports
+ * readiness with mux__fd_event(), which queues the watchers and returns the events still
+ * wanted on that fd, so that a backend can drop interest the loop no longer has. A backend
+ * that finds an fd invalid calls mux__fd_kill().
+ *
+ * The wake-up. `wake` makes the loop's current or next wait return. It is the one entry any
+ * thread or a signal handler may call: async sends and signals come through it. Backends
+ * with MUX__CAP_WAKE_FD leave it to the core's wake-up descriptor (an eventfd or a pipe),
+ * which they watch like any fd; another one posts to its kernel queue and sets loop->woken
+ * when its wait sees the post.
+ *
+ * The operation half: what the stream layer runs on. An operation (struct mux__op, in
+ * iomux.h) is a receive into a caller buffer or into a pool's buffer, a send of one or
+ * several buffers, an accept, a connect or a shutdown, on one socket. The owner (a stream or
+ * a listener) fills its kind and arguments and calls mux__op_submit(); the operation is in
+ * flight (MUX__OPF_FLIGHT) until its last completion. A backend runs natively the kinds
+ * whose MUX__CAP_ bit it has (loop->caps); every other kind is emulated with non-blocking
+ * system calls over the readiness half (backend/ready_ops.c), so a readiness backend
+ * implements none of this half and io_uring only the kinds that pay. The rules, for both:
+ * - Completion. The backend calls mux__op_complete(op, res, buf, flags): `res` is the byte
+ *   count, the accepted socket, 0, or a negative errno; `buf` is the pool buffer a receive
+ *   filled (the owner's until mux_bufpool_put); `flags` are MUX__OPC_*. The owner's done_
+ *   only records the result and queues its own delivery (a task): it never calls user code
+ *   and never submits, so a completion may come from inside `wait`, and from inside the
+ *   submitting call itself (an emulated operation that could be done at once).
+ * - Multishot. An accept with MUX__OPF_MULTI stays armed and completes once per connection
+ *   with MUX__OPC_MORE, until a completion without it. Only backends with
+ *   MUX__CAP_ACCEPT_MULTI are given one. The owner of a multishot operation may refuse a
+ *   completion (done_ returns nonzero) when it has no room; the backend then offers it
+ *   again, with the operation's later ones in order, from a later wait.
+ * - Buffers. The arguments, the buffers and the buffer arrays are read until the last
+ *   completion, except a connect's address, which is read during the submitting call only.
+ *   A receive into a caller buffer puts bytes there only inside its submit, and gives the
+ *   buffer back when `cancel` returns (a read stop promises both): otherwise it completes
+ *   with -EAGAIN and MUX__OPC_NONEMPTY when the socket becomes readable, and its owner
+ *   submits it again. A kernel that keeps the buffer until a completion (io_uring) cannot
+ *   promise that, so io_uring leaves this kind to the emulation; IOCP would run a zero-byte
+ *   receive for readability and read in the submit, as libuv does on Windows.
+ * - Cancel. `cancel` asks an operation in flight to end early. Its last completion still
+ *   comes, from inside the cancel (emulated: -ECANCELED at once) or from a later wait
+ *   (native: -ECANCELED, or its result when it finished first). Its owner gives no memory
+ *   back before that.
+ * - Fork. In a child, native operations in flight complete with -ECANCELED from the
+ *   backend's `fork`; their owners submit them again.
+ * - Space. Every operation has 40 bytes of backend-private space (priv_): the emulation's io
+ *   watcher, io_uring's links, or an OVERLAPPED (32 bytes on 64-bit Windows).
+ *
+ * The buffer pool (bufpool.c) has one hook for backends whose kernel picks receive buffers
+ * from a ring (MUX__CAP_RECV_POOL): pool_attach hands it the pool's free buffers, and
+ * pool_put tops the ring up when the caller gives a buffer back.
  */
 #ifndef IOMUX_BACKEND_H
 #define IOMUX_BACKEND_H
 
+#include "bufpool.h"
 #include "internal.h"
+
+/* Capability bits: the operation kinds a backend runs natively (bit 1 << MUX__OP_*), and: */
+#define MUX__CAP_ACCEPT_MULTI (1u << 8) /* an accept may stay armed (MUX__OPF_MULTI) */
+#define MUX__CAP_WAKE_FD      (1u << 9) /* wake-ups come through the core's wake-up descriptor */
+#define MUX__CAP_OPS          0xffu     /* the operation-kind bits */
+
+/* mux__op.kind_ */
+enum {
+    MUX__OP_RECV,      /* into a_.buf */
+    MUX__OP_RECV_POOL, /* into a buffer of a_.pool */
+    MUX__OP_SEND,      /* from a_.buf */
+    MUX__OP_SENDV,     /* from the a_.bufs.n buffers at a_.bufs.v */
+    MUX__OP_ACCEPT,    /* a_.batch: connections per readiness (emulation) */
+    MUX__OP_CONNECT,   /* to a_.addr */
+    MUX__OP_SHUTDOWN,  /* of the write side */
+};
+#define MUX__CAP(kind) (1u << (kind))
+
+/* mux__op.flags_: the owner's (set before submit) */
+#define MUX__OPF_POLL_FIRST 0x01 /* the socket is likely not ready: wait before trying */
+#define MUX__OPF_MULTI      0x02 /* accept: stay armed (MUX__CAP_ACCEPT_MULTI only) */
+/* the operation layer's */
+#define MUX__OPF_FLIGHT 0x10 /* submitted, its last completion not yet in */
+#define MUX__OPF_NATIVE 0x20 /* the backend runs it (else the emulation) */
+#define MUX__OPF_WATCH  0x40 /* priv_.io is the emulation's watcher (started or queued) */
+
+/* Completion flags (done_'s `flags`) */
+#define MUX__OPC_MORE     0x1 /* further completions follow (multishot) */
+#define MUX__OPC_NONEMPTY 0x2 /* a receive left data in the socket: the next may try at once */
+#define MUX__OPC_FULL     0x4 /* a send stopped at a full socket: the next should poll first */
 
 struct mux__backend {
     const char *name;
+    /* MUX__CAP_* the backend can have; `open` may narrow them for a loop (loop->caps), never
+     * widen them. */
+    unsigned caps;
     /* Highest fd + 1 the backend can watch (select: FD_SETSIZE), or INT_MAX. */
     int fd_limit;
     /* Creates the kernel state. 0, or -errno when the kernel refuses the mechanism. */
@@ -31,37 +115,21 @@ struct mux__backend {
     /* Waits at most `timeout_ns` (-1: no limit, 0: poll) and reports events. Returns 0 or
      * -errno; -EINTR is not an error. */
     int (*wait)(struct mux__loop *loop, int64_t timeout_ns);
+    /* Makes the current or next wait return. Any thread, async-signal-safe. 0 or -errno. */
+    int (*wake)(struct mux__loop *loop);
 
-    /* Completion backends only (NULL on readiness backends): the stream layer's native
-     * operations. Each only queues work for the loop's next wait, which submits it (no
-     * system call here, and the kernel's ring is only touched from inside mux_run, after a
-     * fork was handled). op->done_ runs from wait for every completion; the operation is
-     * in flight until a completion with `more` == 0. Completions only record results and
-     * queue watchers: they never submit. `op` must not be in flight already. */
-    /* A receive into a buffer the kernel picks from `pool` (attached with pool_attach). */
-    void (*op_recv)(struct mux__loop *loop, struct mux__op *op, int fd, mux_bufpool_t *pool,
-                    int poll_first);
-    /* A send of msg->msg_iov (MSG_NOSIGNAL). One buffer is taken from `msg` now; with more,
-     * `msg` and its iovec array are read when the wait submits and must stay valid. */
-    void (*op_send)(struct mux__loop *loop, struct mux__op *op, int fd, const struct msghdr *msg);
-    /* A multishot accept: one completion per connection (non-blocking, close-on-exec). */
-    void (*op_accept)(struct mux__loop *loop, struct mux__op *op, int fd);
-    /* Asks for `op` to end early. Its last completion still comes (-ECANCELED, or its
-     * result if it finished first), from the next wait at the earliest. */
-    void (*op_cancel)(struct mux__loop *loop, struct mux__op *op);
-    /* Hands the free buffers of `pool` to the kernel (registered with the next wait). 0, or
-     * -errno: reads from it then take the readiness path. The pool stays attached until the
-     * loop closes. */
+    /* The operation half (NULL without MUX__CAP_OPS bits). */
+    /* Starts `op` (not in flight; a kind in loop->caps). May only queue it for the next
+     * wait; never calls done_ from inside itself. */
+    void (*submit)(struct mux__loop *loop, struct mux__op *op);
+    /* See "Cancel" above. */
+    void (*cancel)(struct mux__loop *loop, struct mux__op *op);
+    /* Hands the free buffers of `pool` to the kernel. 0, or -errno: receives from it are
+     * emulated then. The pool stays attached until the loop closes. */
     int (*pool_attach)(struct mux__loop *loop, mux_bufpool_t *pool);
-    /* Gives buffer `i` of an attached pool back to the kernel. */
-    void (*pool_put)(mux_bufpool_t *pool, uint32_t i);
+    /* A buffer of an attached pool went back on its free list (mux_bufpool_put). */
+    void (*pool_put)(mux_bufpool_t *pool);
 };
-
-/* mux__op.done_ flags */
-#define MUX__OPF_MORE     0x1 /* further completions follow (multishot) */
-#define MUX__OPF_NONEMPTY 0x2 /* a receive left data in the socket */
-
-#define MUX__POOL_INUSE UINT32_MAX /* mux_bufpool.free_[i] of a buffer the caller holds */
 
 /* NULL-terminated, in order of preference; generated from CMakeLists.txt. */
 extern const struct mux__backend *const mux__backends[];
@@ -86,5 +154,65 @@ static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned re
 }
 /* Stops every watcher of `fd` and queues it with MUX_ERROR: the fd is not valid. */
 void mux__fd_kill(struct mux__loop *loop, int fd);
+
+/* ---- operations ------------------------------------------------------------------- */
+
+/* backend/ready_ops.c: the emulation, for every kind a backend does not run natively. */
+void mux__ready_submit(struct mux__loop *loop, struct mux__op *op);
+/* Stops the emulation's watcher; an operation in flight completes with -ECANCELED. */
+void mux__ready_cancel(struct mux__loop *loop, struct mux__op *op);
+/* Stops the emulation's watcher for good: priv_ is free for a native operation. */
+void mux__ready_release(struct mux__loop *loop, struct mux__op *op);
+
+/* Whether the loop's backend runs `op` natively: its kind is in loop->caps and, for a pool
+ * receive, the pool's buffers are in this loop's kernel ring. */
+static inline int mux__op_native(const struct mux__loop *loop, const struct mux__op *op)
+{
+    if (!(loop->caps & MUX__CAP(op->kind_)))
+        return 0;
+    return op->kind_ != MUX__OP_RECV_POOL || mux__bufpool_native(op->a_.pool, loop);
+}
+
+/* Starts `op`, natively or emulated. Its completions come to op->done_. */
+static inline void mux__op_submit(struct mux__loop *loop, struct mux__op *op)
+{
+    op->flags_ = (uint8_t)((op->flags_ & ~MUX__OPF_NATIVE) | MUX__OPF_FLIGHT);
+    if (mux__op_native(loop, op)) {
+        if (mux__unlikely(op->flags_ & MUX__OPF_WATCH))
+            mux__ready_release(loop, op); /* the slot was emulated before: priv_ changes hands */
+        op->flags_ |= MUX__OPF_NATIVE;
+        loop->backend->submit(loop, op);
+    } else {
+        mux__ready_submit(loop, op);
+    }
+}
+
+/* Asks `op` to end early if it is in flight (see "Cancel" at the top), and stops the
+ * emulation's watcher if it kept one started. */
+static inline void mux__op_cancel(struct mux__loop *loop, struct mux__op *op)
+{
+    if ((op->flags_ & (MUX__OPF_FLIGHT | MUX__OPF_NATIVE)) == (MUX__OPF_FLIGHT | MUX__OPF_NATIVE))
+        loop->backend->cancel(loop, op);
+    else if (op->flags_ & (MUX__OPF_FLIGHT | MUX__OPF_WATCH))
+        mux__ready_cancel(loop, op);
+}
+
+static inline int mux__op_in_flight(const struct mux__op *op)
+{
+    return (op->flags_ & MUX__OPF_FLIGHT) != 0;
+}
+
+/* Hands one completion to the owner. Returns nonzero when the owner refused it (it stays in
+ * flight and the backend offers it again later). */
+static inline int mux__op_complete(struct mux__op *op, int res, char *buf, unsigned flags)
+{
+    uint8_t was = op->flags_;
+    if (!(flags & MUX__OPC_MORE))
+        op->flags_ &= (uint8_t)~MUX__OPF_FLIGHT;
+    int refused = op->done_(op, res, buf, flags);
+    if (mux__unlikely(refused))
+        op->flags_ = was;
+    return refused;
+}
 
 #endif

@@ -32,6 +32,7 @@ enum {
     MUX__T_CHECK,
     MUX__T_FORK,
     MUX__T_ASYNC,
+    MUX__T_TASK, /* struct mux__task: a stream's or listener's deliveries */
 };
 
 /* mux__whdr.flags */
@@ -43,8 +44,6 @@ enum {
 };
 
 #define MUX__IO_EVENTS (MUX_READ | MUX_WRITE)
-/* revents bit of the stream layer's io watchers: completions are waiting for delivery. */
-#define MUX__DEFER 0x100
 
 /* One entry per fd number. */
 struct mux__fd {
@@ -91,9 +90,10 @@ struct mux__loop {
     uint8_t woken;        /* the wake-up descriptor was readable */
     uint8_t clock_set;    /* the wall clock was set (timerfd) */
     uint8_t clock_jumped; /* periodics must be rescheduled */
-    uint8_t native;       /* streams use the backend's native operations (io_uring) */
+    unsigned caps;        /* MUX__CAP_*: the backend's, as its open narrowed them */
     int error;            /* a failure found while gathering, returned by mux_run */
     unsigned fork_gen;
+    uint32_t iter; /* iterations run, for the operation emulation's budget */
 
     /* fd table and the change list threaded through it */
     struct mux__fd *fds;
@@ -111,14 +111,12 @@ struct mux__loop {
 
     struct mux__hooklist idles, prepares, checks, forks, asyncs;
 
-    /* wake-up: an eventfd (or a pipe) that async sends and signals write to */
-    int wake_rfd, wake_wfd;
+    /* wake-up (MUX__CAP_WAKE_FD): an eventfd or a pipe that async sends and signals write */
+    int wake_rfd, wake_wfd; /* wake_wfd is read by signal handlers: atomic */
     mux_io_t wake_io;
     int async_pending; /* atomic: a send is waiting */
-#ifdef __linux__
-    int clock_fd; /* timerfd that becomes readable when the wall clock is set */
+    int clock_fd;      /* readable when the wall clock is set (platform.h), or -1 */
     mux_io_t clock_io;
-#endif
 
     /* signals and children */
     int sig_slot;               /* index in the process registry, or -1 */
@@ -226,10 +224,20 @@ static inline void mux__queue(struct mux__loop *loop, struct mux__whdr *h, unsig
     loop->pend[loop->npend].revents = revents;
     h->pending = ++loop->npend;
 }
+/* Queues `t` to run from the pending queue, once however often it is queued before it runs. */
+static inline void mux__task_queue(struct mux__loop *loop, struct mux__task *t)
+{
+    mux__queue(loop, &t->h_, 0);
+}
+static inline void mux__task_init(struct mux__task *t, void (*run)(struct mux__task *))
+{
+    t->h_ = (struct mux__whdr){.type = MUX__T_TASK};
+    t->run_ = run;
+}
+
 int mux__clock_watch(struct mux__loop *loop);
-void mux__wake(struct mux__loop *loop); /* async-signal-safe */
-int mux__wake_open(struct mux__loop *loop);
-void mux__wake_close(struct mux__loop *loop);
+/* The backend entry for MUX__CAP_WAKE_FD: writes the core's wake-up descriptor. */
+int mux__wake_fd(struct mux__loop *loop);
 
 /* io.c */
 void mux__fd_apply(struct mux__loop *loop);
@@ -239,8 +247,6 @@ static inline int mux__fd_reserve(struct mux__loop *loop, int fd)
 {
     return mux__likely((uint32_t)fd < loop->nfds) ? 0 : mux__fd_grow(loop, fd);
 }
-struct mux__fd *mux__fd_table_alloc(uint32_t n);
-void mux__fd_table_free(struct mux__fd *fds, uint32_t n);
 int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w);
 void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w);
 void mux__fd_refresh_all(struct mux__loop *loop);
@@ -254,8 +260,9 @@ int64_t mux__periodics_timeout(struct mux__loop *loop);
 /* signal.c, child.c */
 int mux__sig_attach(struct mux__loop *loop, int signum);
 void mux__sig_detach(struct mux__loop *loop, int signum);
-void mux__sig_poll(struct mux__loop *loop); /* queue watchers of signals that arrived */
-void mux__sig_loop_fork(struct mux__loop *loop);
+void mux__sig_poll(struct mux__loop *loop);         /* queue watchers of signals that arrived */
+void mux__sig_loop_quiesce(struct mux__loop *loop); /* no handler wakes it until ... */
+void mux__sig_loop_fork(struct mux__loop *loop);    /* ... this, after a fork */
 void mux__sig_loop_close(struct mux__loop *loop);
 void mux__sig_atfork_child(void);
 void mux__children_reap(struct mux__loop *loop);

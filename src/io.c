@@ -8,7 +8,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "backend.h"
 #include "internal.h"
@@ -24,34 +23,21 @@ static int mux__io_valid(const mux_io_t *w)
     return w && w->h_.type == MUX__T_IO;
 }
 
-/* The fd table is sized to RLIMIT_NOFILE up front, so that starting a watcher does not
- * allocate, but most of it is never touched: anonymous pages arrive zeroed on first touch,
- * where calloc would clear (and so touch) the whole table on every loop init. */
-struct mux__fd *mux__fd_table_alloc(uint32_t n)
-{
-    void *p = mmap(NULL, (size_t)n * sizeof(struct mux__fd), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-void mux__fd_table_free(struct mux__fd *fds, uint32_t n)
-{
-    if (fds)
-        munmap(fds, (size_t)n * sizeof *fds);
-}
-
+/* The fd table grows to the highest fd watched, at least doubling each time, so that a start
+ * only allocates when it reaches a new high-water mark. New entries are zeroed. */
 int mux__fd_grow(struct mux__loop *loop, int fd)
 {
-    uint32_t n = loop->nfds * 2;
-    if (n <= (uint32_t)fd)
-        n = (uint32_t)fd + 1;
-    struct mux__fd *fds = mux__fd_table_alloc(n);
+    uint64_t n = loop->nfds ? (uint64_t)loop->nfds * 2 : 64;
+    if (n <= (uint64_t)fd)
+        n = (uint64_t)fd + 1;
+    if (n > UINT32_MAX || n > SIZE_MAX / sizeof(struct mux__fd))
+        return -ENOMEM;
+    struct mux__fd *fds = realloc(loop->fds, (size_t)n * sizeof *fds);
     if (!fds)
         return -ENOMEM;
-    memcpy(fds, loop->fds, (size_t)loop->nfds * sizeof *fds);
-    mux__fd_table_free(loop->fds, loop->nfds);
+    memset(fds + loop->nfds, 0, (size_t)(n - loop->nfds) * sizeof *fds);
     loop->fds = fds;
-    loop->nfds = n;
+    loop->nfds = (uint32_t)n;
     return 0;
 }
 
@@ -178,7 +164,7 @@ MUX_EXPORT int mux_io_modify(mux_loop_t *pub, mux_io_t *w, unsigned events)
     if (w->h_.pending) {
         /* An event already gathered for interest the caller just dropped is not wanted. */
         struct mux__pending *p = &loop->pend[w->h_.pending - 1];
-        p->revents &= events | MUX_ERROR | MUX__DEFER;
+        p->revents &= events | MUX_ERROR;
         if (!p->revents)
             mux__unqueue(loop, &w->h_);
     }

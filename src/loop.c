@@ -8,20 +8,15 @@
  * Watchers are never called from inside the gathering: they are queued, and stopping a
  * queued watcher clears its queue slot, so a stop is final even for an event already seen.
  */
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/eventfd.h>
-#include <sys/timerfd.h>
-#endif
 
 #include "backend.h"
 #include "internal.h"
+#include "platform.h"
 
 static pthread_once_t mux__once = PTHREAD_ONCE_INIT;
 
@@ -113,9 +108,12 @@ static void mux__invoke_pending(struct mux__loop *loop)
         if (!p.w)
             continue;
         p.w->pending = 0;
-        if (mux__likely(p.w->type == MUX__T_IO)) { /* the hot case, without the switch */
+        if (mux__likely(p.w->type == MUX__T_IO)) { /* the hot cases, without the switch */
             mux_io_t *w = mux__container_of(p.w, mux_io_t, h_);
             w->cb_(loop->pub, w, p.revents);
+        } else if (p.w->type == MUX__T_TASK) {
+            struct mux__task *t = mux__container_of(p.w, struct mux__task, h_);
+            t->run_(t);
         } else {
             mux__dispatch(loop, p.w, p.revents);
         }
@@ -125,54 +123,32 @@ static void mux__invoke_pending(struct mux__loop *loop)
 
 /* ---- wake-up descriptor ------------------------------------------------------------- */
 
-static void mux__cloexec_nonblock(int fd)
+static int mux__wake_open(struct mux__loop *loop)
 {
-    fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
-int mux__wake_open(struct mux__loop *loop)
-{
-#ifdef __linux__
-    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (fd < 0)
-        return -errno;
-    loop->wake_rfd = loop->wake_wfd = fd;
-#else
-    int p[2];
-    if (pipe(p) != 0)
-        return -errno;
-    mux__cloexec_nonblock(p[0]);
-    mux__cloexec_nonblock(p[1]);
-    loop->wake_rfd = p[0];
-    loop->wake_wfd = p[1];
-#endif
-    (void)mux__cloexec_nonblock;
+    int rfd, wfd;
+    int err = mux__wakefd_open(&rfd, &wfd);
+    if (err != 0)
+        return err;
+    loop->wake_rfd = rfd;
+    __atomic_store_n(&loop->wake_wfd, wfd, __ATOMIC_SEQ_CST);
     return 0;
 }
 
-void mux__wake_close(struct mux__loop *loop)
+static void mux__wake_close(struct mux__loop *loop)
 {
-    if (loop->wake_wfd >= 0 && loop->wake_wfd != loop->wake_rfd)
-        close(loop->wake_wfd);
+    int wfd = loop->wake_wfd;
+    __atomic_store_n(&loop->wake_wfd, -1, __ATOMIC_SEQ_CST);
+    if (wfd >= 0 && wfd != loop->wake_rfd)
+        close(wfd);
     if (loop->wake_rfd >= 0)
         close(loop->wake_rfd);
-    loop->wake_rfd = loop->wake_wfd = -1;
+    loop->wake_rfd = -1;
 }
 
-void mux__wake(struct mux__loop *loop)
+int mux__wake_fd(struct mux__loop *loop)
 {
-    uint64_t one = 1;
-    /* EAGAIN means a wake-up is already waiting; nothing else can go wrong that matters. */
-    ssize_t r = write(loop->wake_wfd, &one, sizeof one);
-    (void)r;
-}
-
-static void mux__wake_drain(struct mux__loop *loop)
-{
-    uint64_t buf[8];
-    while (read(loop->wake_rfd, buf, sizeof buf) == (ssize_t)sizeof buf)
-        ;
+    int wfd = __atomic_load_n(&loop->wake_wfd, __ATOMIC_SEQ_CST);
+    return wfd >= 0 ? mux__wakefd_signal(wfd) : -EBADF;
 }
 
 static void mux__internal_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
@@ -197,65 +173,62 @@ void mux__internal_event(struct mux__loop *loop, mux_io_t *w)
 {
     if (w == &loop->wake_io)
         loop->woken = 1;
-#ifdef __linux__
     else if (w == &loop->clock_io)
         loop->clock_set = 1;
-#endif
+}
+
+/* The wake-up descriptor, watched, when the backend's wake-ups come through it. */
+static int mux__wake_setup(struct mux__loop *loop)
+{
+    if (!(loop->caps & MUX__CAP_WAKE_FD))
+        return 0;
+    int err = mux__wake_open(loop);
+    if (err == 0)
+        err = mux__internal_watch(loop, &loop->wake_io, loop->wake_rfd);
+    return err;
+}
+
+static void mux__wake_teardown(struct mux__loop *loop)
+{
+    mux__internal_watch(loop, &loop->wake_io, -1);
+    mux__wake_close(loop);
 }
 
 /* ---- wall-clock change notification -------------------------------------------------- */
 
-/* Linux: a timerfd armed at the end of time with TFD_TIMER_CANCEL_ON_SET becomes readable
- * (read fails with ECANCELED) as soon as anyone sets CLOCK_REALTIME, so periodics follow a
- * jump at once instead of at the next capped wake-up. Elsewhere the loop compares the two
- * clocks on every iteration (mux__periodics_clock_check) and caps its waits. */
+/* Where the platform has one (a Linux timerfd), a descriptor that becomes readable as soon as
+ * anyone sets CLOCK_REALTIME, so periodics follow a jump at once instead of at the next
+ * capped wake-up. Elsewhere the loop compares the two clocks on every iteration
+ * (mux__periodics_clock_check) and caps its waits. Either way there is nothing to fail. */
 int mux__clock_watch(struct mux__loop *loop)
 {
-#ifdef __linux__
     if (loop->clock_fd >= 0)
         return 0;
-    int fd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+    int fd = mux__clocknote_open();
     if (fd < 0)
         return 0; /* the clock comparison still catches jumps */
-    struct itimerspec its = {.it_value = {.tv_sec = INT32_MAX}};
-    if (timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) != 0 ||
-        mux__internal_watch(loop, &loop->clock_io, fd) != 0) {
+    if (mux__internal_watch(loop, &loop->clock_io, fd) != 0) {
         close(fd);
         return 0;
     }
     loop->clock_fd = fd;
-#else
-    (void)loop;
-#endif
     return 0;
 }
 
 static void mux__clock_unwatch(struct mux__loop *loop)
 {
-#ifdef __linux__
     if (loop->clock_fd < 0)
         return;
     mux__internal_watch(loop, &loop->clock_io, -1);
     close(loop->clock_fd);
     loop->clock_fd = -1;
-#else
-    (void)loop;
-#endif
 }
 
 static void mux__clock_rearm(struct mux__loop *loop)
 {
-#ifdef __linux__
-    uint64_t expirations;
     loop->clock_set = 0;
-    if (read(loop->clock_fd, &expirations, sizeof expirations) < 0 && errno == ECANCELED) {
-        struct itimerspec its = {.it_value = {.tv_sec = INT32_MAX}};
-        timerfd_settime(loop->clock_fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL);
-    }
+    mux__clocknote_rearm(loop->clock_fd);
     loop->clock_jumped = 1;
-#else
-    (void)loop;
-#endif
 }
 
 /* ---- life cycle --------------------------------------------------------------------- */
@@ -297,15 +270,6 @@ MUX_EXPORT int mux_backend_probe(const char *name)
     return err;
 }
 
-static uint32_t mux__initial_fds(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-        rl.rlim_cur > (1u << 20))
-        return 1u << 16;
-    return rl.rlim_cur < 64 ? 64 : (uint32_t)rl.rlim_cur;
-}
-
 static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *opts)
 {
     const char *name = opts ? opts->backend : NULL;
@@ -319,11 +283,13 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
         if (!b)
             return mux__backend_known(name) ? -ENOTSUP : -EINVAL;
         loop->backend = b;
+        loop->caps = b->caps;
         return b->open(loop);
     }
     int err = -ENOSYS;
     for (size_t i = 0; mux__backends[i]; i++) {
         loop->backend = mux__backends[i];
+        loop->caps = loop->backend->caps;
         err = loop->backend->open(loop);
         if (err == 0)
             return 0;
@@ -333,7 +299,7 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
 
 static void mux__loop_free(struct mux__loop *loop)
 {
-    mux__fd_table_free(loop->fds, loop->nfds);
+    free(loop->fds);
     free(loop->pend);
     free(loop->timers.v);
     free(loop->periodics.v);
@@ -353,17 +319,13 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
     loop->changes = -1;
     loop->wake_rfd = loop->wake_wfd = -1;
     loop->sig_slot = -1;
-#ifdef __linux__
     loop->clock_fd = -1;
-#endif
     loop->fork_gen = mux__fork_gen;
     loop->now = mux__mono_ns();
     loop->now_stale = 0;
     loop->wall_minus_mono = mux__wall_ns() - (int64_t)loop->now;
     mux__hooks_init(loop);
-    loop->nfds = mux__initial_fds();
-    loop->fds = mux__fd_table_alloc(loop->nfds);
-    if (!loop->fds || mux__pend_grow(loop, 64) != 0) {
+    if (mux__fd_grow(loop, 63) != 0 || mux__pend_grow(loop, 64) != 0) {
         mux__loop_free(loop);
         return -ENOMEM;
     }
@@ -373,17 +335,9 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
         mux__loop_free(loop);
         return err;
     }
-    /* Streams use the backend's native operations where it has them, unless
-     * IOMUX_URING_STREAMS=poll asks for the readiness path (to compare the two). */
-    const char *ns =
-        opts && (opts->flags & MUX_LOOP_IGNORE_ENV) ? NULL : getenv("IOMUX_URING_STREAMS");
-    if (ns && strcmp(ns, "poll") == 0)
-        loop->native = 0; /* set by a backend's open when the kernel has the operations */
-    err = mux__wake_open(loop);
-    if (err == 0)
-        err = mux__internal_watch(loop, &loop->wake_io, loop->wake_rfd);
+    err = mux__wake_setup(loop);
     if (err != 0) {
-        mux__wake_close(loop);
+        mux__wake_teardown(loop);
         loop->backend->close(loop);
         mux__loop_free(loop);
         return err;
@@ -400,8 +354,8 @@ MUX_EXPORT int mux_loop_close(mux_loop_t *pub)
     if (loop->active > 0)
         return -EBUSY;
     mux__clock_unwatch(loop);
+    mux__sig_loop_close(loop); /* no signal handler wakes the loop from here on */
     mux__internal_watch(loop, &loop->wake_io, -1);
-    mux__sig_loop_close(loop);
     loop->backend->close(loop);
     mux__wake_close(loop);
     mux__loop_free(loop);
@@ -417,20 +371,17 @@ static int mux__loop_refork(struct mux__loop *loop)
     int err = loop->backend->fork(loop);
     if (err != 0)
         return err;
-    /* The eventfd is shared with the parent: a new one, so that wake-ups stay ours. */
-    mux__internal_watch(loop, &loop->wake_io, -1);
-    mux__wake_close(loop);
-    err = mux__wake_open(loop);
-    if (err == 0)
-        err = mux__internal_watch(loop, &loop->wake_io, loop->wake_rfd);
+    /* The wake-up descriptor is shared with the parent: a new one, so that wake-ups stay
+     * ours. Signal handlers are kept away from the loop while it changes. */
+    mux__sig_loop_quiesce(loop);
+    mux__wake_teardown(loop);
+    err = mux__wake_setup(loop);
     if (err != 0)
         return err;
-#ifdef __linux__
     if (loop->clock_fd >= 0) {
         mux__clock_unwatch(loop);
         mux__clock_watch(loop);
     }
-#endif
     mux__sig_loop_fork(loop);
     mux__fd_refresh_all(loop);
     mux__hooks_queue(loop, &loop->forks);
@@ -520,14 +471,13 @@ static void mux__gather(struct mux__loop *loop)
 {
     if (loop->woken) {
         loop->woken = 0;
-        mux__wake_drain(loop);
+        if (loop->wake_rfd >= 0)
+            mux__wakefd_drain(loop->wake_rfd);
         mux__sig_poll(loop);
         mux__asyncs_poll(loop);
     }
-#ifdef __linux__
     if (loop->clock_set)
         mux__clock_rearm(loop);
-#endif
     if (loop->recheck)
         mux__children_reap(loop);
     if (loop->timers.n)
@@ -566,6 +516,7 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         }
         if (loop->changes >= 0)
             mux__fd_apply(loop);
+        loop->iter++;
         err = loop->backend->wait(loop, mux__wait_timeout(loop, mode));
         if (err == -EINTR) {
             /* A signal handler ran: it may have sent an async or recorded a signal and

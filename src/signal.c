@@ -2,27 +2,28 @@
  *
  * A signal is process-wide but watchers live in loops, possibly several loops in several
  * threads, and all of them must hear of it. One handler serves every watched signal: it
- * bumps a per-signal delivery count and writes to the wake-up descriptor of every loop
- * that watches the signal. Each loop remembers the count it last saw, so deliveries are
- * never lost, and those that arrive together are coalesced into one callback.
+ * bumps a per-signal delivery count and wakes every loop that watches the signal through
+ * its backend's wake entry (which is async-signal-safe). Each loop remembers the count it last saw,
+ * so deliveries are never lost, and those that arrive together are coalesced into one callback.
  *
  * The handler may run in any thread at any moment, so the registry it reads is a fixed
- * array of slots with atomic fields. A loop leaving its slot clears the slot's descriptor
- * and then waits for the slot's in-handler count to drop to zero before closing anything,
- * so a handler never writes to a descriptor that was closed (or reused) under it.
+ * array of slots with atomic fields. A loop leaving its slot (or changing its wake-up
+ * descriptor, after a fork) clears the slot's loop and then waits for the slot's in-handler
+ * count to drop to zero before closing anything, so a handler never writes to a descriptor
+ * that was closed (or reused) under it.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "backend.h"
 #include "internal.h"
 
 #define MUX__SIG_SLOTS 64
 #define MUX__NSIG      65
 
 struct mux__sig_slot {
-    int fd;                  /* atomic: the loop's wake-up write end, or -1 */
+    struct mux__loop *loop;  /* atomic: the loop to wake, or NULL */
     int users;               /* atomic: handlers inside this slot right now */
     uint64_t mask;           /* atomic: signals the loop watches, bit signum - 1 */
     struct mux__loop *owner; /* under mux__sig_lock */
@@ -44,22 +45,19 @@ static void mux__sig_handler(int signum)
         if (!(__atomic_load_n(&s->mask, __ATOMIC_SEQ_CST) & bit))
             continue;
         __atomic_fetch_add(&s->users, 1, __ATOMIC_SEQ_CST);
-        int fd = __atomic_load_n(&s->fd, __ATOMIC_SEQ_CST);
-        if (fd >= 0) {
-            uint64_t one = 1;
-            ssize_t r = write(fd, &one, sizeof one);
-            (void)r;
-        }
+        struct mux__loop *loop = __atomic_load_n(&s->loop, __ATOMIC_SEQ_CST);
+        if (loop)
+            (void)loop->backend->wake(loop); /* nothing to tell from inside a handler */
         __atomic_fetch_sub(&s->users, 1, __ATOMIC_SEQ_CST);
     }
     errno = saved;
 }
 
-static void mux__sig_slot_publish(struct mux__sig_slot *s, int fd)
+static void mux__sig_slot_publish(struct mux__sig_slot *s, struct mux__loop *loop)
 {
-    __atomic_store_n(&s->fd, fd, __ATOMIC_SEQ_CST);
-    while (fd < 0 && __atomic_load_n(&s->users, __ATOMIC_SEQ_CST) != 0)
-        sched_yield(); /* a handler in another thread is finishing its write */
+    __atomic_store_n(&s->loop, loop, __ATOMIC_SEQ_CST);
+    while (!loop && __atomic_load_n(&s->users, __ATOMIC_SEQ_CST) != 0)
+        sched_yield(); /* a handler in another thread is finishing its wake-up */
 }
 
 /* Called with the lock held. */
@@ -73,7 +71,7 @@ static int mux__sig_slot_take(struct mux__loop *loop)
             continue;
         s->owner = loop;
         __atomic_store_n(&s->mask, 0, __ATOMIC_SEQ_CST);
-        mux__sig_slot_publish(s, loop->wake_wfd);
+        mux__sig_slot_publish(s, loop);
         loop->sig_slot = i;
         return 0;
     }
@@ -87,7 +85,7 @@ static void mux__sig_slot_release(struct mux__loop *loop)
         return;
     struct mux__sig_slot *s = &mux__sig_slots[loop->sig_slot];
     __atomic_store_n(&s->mask, 0, __ATOMIC_SEQ_CST);
-    mux__sig_slot_publish(s, -1);
+    mux__sig_slot_publish(s, NULL);
     s->owner = NULL;
     loop->sig_slot = -1;
 }
@@ -153,10 +151,16 @@ void mux__sig_poll(struct mux__loop *loop)
     }
 }
 
+void mux__sig_loop_quiesce(struct mux__loop *loop)
+{
+    if (loop->sig_slot >= 0)
+        mux__sig_slot_publish(&mux__sig_slots[loop->sig_slot], NULL);
+}
+
 void mux__sig_loop_fork(struct mux__loop *loop)
 {
     if (loop->sig_slot >= 0)
-        __atomic_store_n(&mux__sig_slots[loop->sig_slot].fd, loop->wake_wfd, __ATOMIC_SEQ_CST);
+        mux__sig_slot_publish(&mux__sig_slots[loop->sig_slot], loop);
 }
 
 void mux__sig_loop_close(struct mux__loop *loop)

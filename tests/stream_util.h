@@ -17,14 +17,23 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "backend.h" /* the loop's capabilities */
 #include "harness.h"
 
-/* 1 when streams on `loop` hand their operations to the kernel (io_uring), so a write is
- * not tried at once but sent with the loop's next wait. */
+/* 1 when the kernel runs the streams' sends on `loop` (io_uring on 5.19 and later, unless
+ * IOMUX_URING_STREAMS=poll), so a write is not tried at once but sent with the loop's next
+ * wait; its pool receives and accepts then run in the kernel too. */
 static inline int native_streams(const mux_loop_t *loop)
 {
-    const char *v = getenv("IOMUX_URING_STREAMS");
-    return strcmp(mux_loop_backend(loop), "uring") == 0 && !(v && strcmp(v, "poll") == 0);
+    return (mux__L(loop)->caps & MUX__CAP(MUX__OP_SEND)) != 0;
+}
+
+/* The stream's socket, or mux_stream_socket's error. */
+static inline int stream_fd(const mux_stream_t *s)
+{
+    mux_os_sock_t fd;
+    int err = mux_stream_socket(s, &fd);
+    return err < 0 ? err : fd;
 }
 
 /* 1 when `buf` is the start of one of a pool's buffers (mem, size, count). */
@@ -129,7 +138,7 @@ static inline void tmpdir_remove(const char *dir, const char *name)
 /* ---- content: byte i of a stream is pattern[i % PATTERN_PERIOD] ---- */
 
 #define PATTERN_PERIOD 65521u /* prime: chunk sizes never line up with it */
-#define PATTERN_SPAN (1u << 20)
+#define PATTERN_SPAN   (1u << 20)
 static inline unsigned char *pattern_table(void)
 {
     static unsigned char tab[PATTERN_PERIOD + PATTERN_SPAN];
@@ -231,7 +240,7 @@ struct server;
 struct peer {
     mux_stream_t s;
     mux_write_t w;
-    struct iovec iov;
+    mux_buf_t iov;
     struct server *srv;
     int writing, eof, closed;
     uint64_t echoed;
@@ -265,7 +274,7 @@ static inline void peer_write_cb(mux_write_t *req, int status)
     struct peer *p = req->data;
     CHECK_EQ(status, 0);
     p->writing = 0;
-    p->echoed += p->iov.iov_len;
+    p->echoed += p->iov.len;
     if (p->eof)
         CHECK_EQ(mux_stream_close(&p->s, peer_closed_cb), 0);
     else
@@ -279,8 +288,8 @@ static inline void peer_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     if (nread > 0) {
         CHECK_EQ(p->writing, 0);
         CHECK_EQ(mux_read_stop(s), 0);
-        p->iov.iov_base = p->buf;
-        p->iov.iov_len = (size_t)nread;
+        p->iov.base = p->buf;
+        p->iov.len = (size_t)nread;
         p->w.data = p;
         p->writing = 1;
         CHECK_EQ(mux_write(s, &p->w, &p->iov, 1, peer_write_cb), 0);
@@ -331,9 +340,9 @@ static inline void server_start(mux_loop_t *loop, struct server *srv, int cap,
     srv->peers = calloc((size_t)cap, sizeof *srv->peers);
     CHECK(srv->peers != NULL);
     srv->l.data = srv;
-    CHECK_EQ(mux_listen(loop, &srv->l, (const struct sockaddr *)addr, addrlen, opts,
-                        server_accept_cb),
-             0);
+    CHECK_EQ(
+        mux_listen(loop, &srv->l, (const struct sockaddr *)addr, addrlen, opts, server_accept_cb),
+        0);
     srv->addrlen = sizeof srv->addr;
     CHECK_EQ(mux_listener_address(&srv->l, (struct sockaddr *)&srv->addr, &srv->addrlen), 0);
 }
@@ -357,7 +366,7 @@ static inline void server_free(struct server *srv)
 struct client {
     mux_stream_t s;
     mux_write_t w;
-    struct iovec iov;
+    mux_buf_t iov;
     const char *msg;
     size_t msglen;
     char rbuf[4096];
@@ -399,8 +408,8 @@ static inline void client_connect_cb(mux_stream_t *s, int status)
     c->connect_calls++;
     c->connect_status = status;
     CHECK_EQ(status, 0);
-    c->iov.iov_base = (void *)c->msg;
-    c->iov.iov_len = c->msglen;
+    c->iov.base = (char *)c->msg;
+    c->iov.len = c->msglen;
     c->w.data = c;
     CHECK_EQ(mux_write(s, &c->w, &c->iov, 1, client_write_cb), 0);
     CHECK_EQ(mux_read_start(s, c->rbuf, sizeof c->rbuf, client_read_cb), 0);
@@ -413,8 +422,7 @@ static inline void client_start(mux_loop_t *loop, struct client *c,
     c->msg = msg;
     c->msglen = strlen(msg);
     c->s.data = c;
-    CHECK_EQ(mux_stream_connect(loop, &c->s, (const struct sockaddr *)a, len,
-                                client_connect_cb),
+    CHECK_EQ(mux_stream_connect(loop, &c->s, (const struct sockaddr *)a, len, client_connect_cb),
              0);
 }
 

@@ -18,7 +18,7 @@
 struct bulk {
     mux_stream_t s;
     mux_write_t w[BULK_INFLIGHT];
-    struct iovec iov[BULK_INFLIGHT];
+    mux_buf_t iov[BULK_INFLIGHT];
     char *wbuf[BULK_INFLIGHT];
     uint64_t queued, written, received;
     int reads, use_pool;
@@ -36,8 +36,8 @@ static void bulk_queue_next(struct bulk *b, int slot)
     size_t n = BULK_TOTAL - b->queued < BULK_CHUNK ? (size_t)(BULK_TOTAL - b->queued)
                                                    : BULK_CHUNK;
     pattern_fill(b->wbuf[slot], b->queued, n);
-    b->iov[slot].iov_base = b->wbuf[slot];
-    b->iov[slot].iov_len = n;
+    b->iov[slot].base = b->wbuf[slot];
+    b->iov[slot].len = n;
     b->w[slot].data = b;
     b->queued += n;
     CHECK_EQ(mux_write(&b->s, &b->w[slot], &b->iov[slot], 1, bulk_write_cb), 0);
@@ -48,7 +48,7 @@ static void bulk_write_cb(mux_write_t *req, int status)
     struct bulk *b = req->data;
     int slot = (int)(req - b->w);
     CHECK_EQ(status, 0);
-    b->written += b->iov[slot].iov_len;
+    b->written += b->iov[slot].len;
     if (b->queued < BULK_TOTAL)
         bulk_queue_next(b, slot);
 }
@@ -147,7 +147,7 @@ TEST(stream_echo_64mb_buffer_pool_content_intact) {
 struct halfclose {
     mux_stream_t cli;
     mux_write_t cw, sw;
-    struct iovec civ, siv;
+    mux_buf_t civ, siv;
     char crbuf[256], creply[256], srbuf[256], sreq[256];
     size_t ncreply, nsreq;
     int client_write_status, shutdown_calls, shutdown_status, client_eof, server_eof;
@@ -195,8 +195,8 @@ static void hc_server_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     CHECK_EQ(h->nsreq, strlen("request"));
     CHECK(memcmp(h->sreq, "request", h->nsreq) == 0);
     /* The read side is done; the write side is still open. */
-    h->siv.iov_base = (void *)"reply";
-    h->siv.iov_len = 5;
+    h->siv.base = (char *)"reply";
+    h->siv.len = 5;
     h->sw.data = h;
     CHECK_EQ(mux_write(s, &h->sw, &h->siv, 1, hc_server_write_cb), 0);
 }
@@ -246,8 +246,8 @@ static void hc_connect_cb(mux_stream_t *s, int status)
 {
     struct halfclose *h = s->data;
     CHECK_EQ(status, 0);
-    h->civ.iov_base = (void *)"request";
-    h->civ.iov_len = 7;
+    h->civ.base = (char *)"request";
+    h->civ.len = 7;
     h->cw.data = h;
     CHECK_EQ(mux_write(s, &h->cw, &h->civ, 1, hc_client_write_cb), 0);
     CHECK_EQ(mux_stream_shutdown(s, hc_shutdown_cb), 0);
@@ -291,7 +291,7 @@ struct reset {
     mux_stream_t cli, srv;
     mux_listener_t l;
     mux_write_t w[3];
-    struct iovec iov[3];
+    mux_buf_t iov[3];
     char *big;
     char small[2][4096];
     char srbuf[65536];
@@ -321,7 +321,7 @@ static void rst_server_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     if (r->server_read < 65536)
         return;
     struct linger lg = {1, 0}; /* close sends RST */
-    CHECK_EQ(setsockopt(mux_stream_fd(s), SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+    CHECK_EQ(setsockopt(stream_fd(s), SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
     CHECK_EQ(mux_stream_close(s, rst_server_closed), 0);
 }
 
@@ -350,11 +350,11 @@ static void rst_connect_cb(mux_stream_t *s, int status)
 {
     struct reset *r = s->data;
     CHECK_EQ(status, 0);
-    r->iov[0].iov_base = r->big;
-    r->iov[0].iov_len = RST_BIG;
+    r->iov[0].base = r->big;
+    r->iov[0].len = RST_BIG;
     for (int i = 1; i < 3; i++) {
-        r->iov[i].iov_base = r->small[i - 1];
-        r->iov[i].iov_len = sizeof r->small[i - 1];
+        r->iov[i].base = r->small[i - 1];
+        r->iov[i].len = sizeof r->small[i - 1];
     }
     for (int i = 0; i < 3; i++) {
         r->w[i].data = r;
@@ -483,7 +483,7 @@ struct slow {
     mux_listener_t l;
     mux_timer_t start_reading;
     mux_write_t w[SLOW_N];
-    struct iovec iov[SLOW_N];
+    mux_buf_t iov[SLOW_N];
     char *data; /* SLOW_TOTAL bytes of pattern, written in order */
     ssize_t qsize[SLOW_N];
     int order[SLOW_N], status[SLOW_N], calls[SLOW_N], ncalls;
@@ -543,8 +543,8 @@ static void slow_connect_cb(mux_stream_t *s, int status)
     uint64_t off = 0;
     for (int i = 0; i < SLOW_N; i++) {
         size_t n = i == 0 ? SLOW_FIRST : SLOW_NEXT;
-        w->iov[i].iov_base = w->data + off;
-        w->iov[i].iov_len = n;
+        w->iov[i].base = w->data + off;
+        w->iov[i].len = n;
         w->w[i].data = w;
         off += n;
         CHECK_EQ(mux_write(s, &w->w[i], &w->iov[i], 1, slow_write_cb), 0);
@@ -607,7 +607,7 @@ TEST(stream_slow_reader_queue_grows_then_every_byte_arrives_in_order) {
 struct inflight {
     mux_stream_t s;
     mux_write_t w[INFLIGHT_N];
-    struct iovec iov[INFLIGHT_N];
+    mux_buf_t iov[INFLIGHT_N];
     char *big;
     int *calls, *status, *order, *ncalls, *close_calls, *close_order;
     volatile int *closed;
@@ -661,8 +661,8 @@ TEST(stream_close_cancels_unfinished_writes_in_order_before_close_cb) {
     f->s.data = f;
     CHECK_EQ(mux_stream_open(&loop, &f->s, sv[0]), 0);
     for (int i = 0; i < INFLIGHT_N; i++) {
-        f->iov[i].iov_base = f->big + ((size_t)i << 20);
-        f->iov[i].iov_len = 1u << 20;
+        f->iov[i].base = f->big + ((size_t)i << 20);
+        f->iov[i].len = 1u << 20;
         f->w[i].data = f;
         CHECK_EQ(mux_write(&f->s, &f->w[i], &f->iov[i], 1, inflight_write_cb), 0);
     }
@@ -796,7 +796,7 @@ TEST(stream_nodelay_and_keepalive_set_the_tcp_options) {
 struct adopted {
     mux_stream_t s;
     mux_write_t w;
-    struct iovec iov;
+    mux_buf_t iov;
     char rbuf[64];
     int reads;
     volatile int got, written, closed;
@@ -816,8 +816,8 @@ static void adopted_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     CHECK(memcmp(buf, "ping", 4) == 0);
     d->reads++;
     d->got = 1;
-    d->iov.iov_base = (void *)"pong";
-    d->iov.iov_len = 4;
+    d->iov.base = (char *)"pong";
+    d->iov.len = 4;
     d->w.data = d;
     CHECK_EQ(mux_write(s, &d->w, &d->iov, 1, adopted_write_cb), 0);
 }
@@ -839,7 +839,7 @@ TEST(stream_open_adopts_an_accepted_fd) {
     CHECK_EQ(mux_stream_open(&loop, &d.s, p[0]), 0);
     CHECK(d.s.data == &d); /* data is kept */
     CHECK_NE(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
-    CHECK_EQ(mux_stream_fd(&d.s), p[0]);
+    CHECK_EQ(stream_fd(&d.s), p[0]);
     CHECK(mux_stream_loop(&d.s) == &loop);
     CHECK_EQ(mux_stream_write_queue_size(&d.s), 0);
     CHECK_EQ(mux_read_start(&d.s, d.rbuf, sizeof d.rbuf, adopted_read_cb), 0);
@@ -864,7 +864,7 @@ TEST(stream_open_adopts_an_accepted_fd) {
 struct tmo {
     mux_stream_t s;
     mux_write_t w;
-    struct iovec iov;
+    mux_buf_t iov;
     mux_timer_t feeder;
     int peer, feeds;
     char *big;
@@ -924,8 +924,8 @@ static void tmo_write_stuck(struct tmo *t)
 {
     CHECK((t->big = malloc(8u << 20)) != NULL);
     memset(t->big, 't', 8u << 20);
-    t->iov.iov_base = t->big;
-    t->iov.iov_len = 8u << 20;
+    t->iov.base = t->big;
+    t->iov.len = 8u << 20;
     t->w.data = t;
     CHECK_EQ(mux_write(&t->s, &t->w, &t->iov, 1, tmo_write_cb), 0);
 }
@@ -1251,7 +1251,7 @@ TEST(stream_bufpool_put_rejects_foreign_misaligned_and_double_freed_pointers) {
 struct iovw {
     mux_stream_t s;
     mux_write_t w[2];
-    struct iovec iov[IOV_N];
+    mux_buf_t iov[IOV_N];
     char *data;
     size_t total;
     int calls[2], status[2], ncalls;
@@ -1287,8 +1287,8 @@ TEST(stream_write_of_many_iovecs_with_empty_ones_arrives_intact) {
     pattern_fill(v->data, 0, v->total);
     size_t off = 0;
     for (int i = 0; i < IOV_N; i++) {
-        v->iov[i].iov_base = v->data + off;
-        v->iov[i].iov_len = lens[i];
+        v->iov[i].base = v->data + off;
+        v->iov[i].len = lens[i];
         off += lens[i];
     }
     v->s.data = v;
@@ -1327,7 +1327,7 @@ TEST(stream_write_of_many_iovecs_with_empty_ones_arrives_intact) {
 struct when {
     mux_stream_t s;
     mux_write_t w;
-    struct iovec iov;
+    mux_buf_t iov;
     char rbuf[16];
     int write_calls, write_status, close_calls;
     volatile int written, closed;
@@ -1364,8 +1364,8 @@ TEST(stream_write_and_close_callbacks_never_run_inside_the_call) {
     memset(&x, 0, sizeof x);
     x.s.data = &x;
     CHECK_EQ(mux_stream_open(&loop, &x.s, sv[0]), 0);
-    x.iov.iov_base = (void *)"abc";
-    x.iov.iov_len = 3;
+    x.iov.base = (char *)"abc";
+    x.iov.len = 3;
     x.w.data = &x;
     CHECK_EQ(mux_write(&x.s, &x.w, &x.iov, 1, when_write_cb), 0);
     CHECK_EQ(x.write_calls, 0); /* written already (speculative), called back later */
@@ -1396,8 +1396,8 @@ TEST(stream_finished_write_is_called_back_after_read_stop_outside_callbacks) {
     x.s.data = &x;
     CHECK_EQ(mux_stream_open(&loop, &x.s, sv[0]), 0);
     CHECK_EQ(mux_read_start(&x.s, x.rbuf, sizeof x.rbuf, when_read_cb), 0);
-    x.iov.iov_base = (void *)"abc";
-    x.iov.iov_len = 3;
+    x.iov.base = (char *)"abc";
+    x.iov.len = 3;
     x.w.data = &x;
     CHECK_EQ(mux_write(&x.s, &x.w, &x.iov, 1, when_write_cb), 0);
     CHECK_EQ(mux_read_stop(&x.s), 0);

@@ -51,7 +51,8 @@ static void any_accept_cb(mux_listener_t *l, int fd, int status)
     cb_calls++;
 }
 
-TEST(stream_bad_input_open_and_connect) {
+TEST(stream_bad_input_open_and_connect)
+{
     mux_loop_t loop;
     loop_open(&loop);
     mux_stream_t s;
@@ -80,8 +81,7 @@ TEST(stream_bad_input_open_and_connect) {
     CHECK_EQ(mux_stream_connect(&loop, &s, sa, alen, NULL), -EINVAL);
     CHECK_EQ(mux_stream_connect(&loop, &s, sa, 0, any_connect_cb), -EINVAL);
     struct sockaddr other = {.sa_family = AF_APPLETALK};
-    CHECK_EQ(mux_stream_connect(&loop, &s, &other, sizeof other, any_connect_cb),
-             -EAFNOSUPPORT);
+    CHECK_EQ(mux_stream_connect(&loop, &s, &other, sizeof other, any_connect_cb), -EAFNOSUPPORT);
 
     /* None of that opened a stream or will call anything. */
     CHECK(mux_stream_loop(&s) == NULL);
@@ -98,11 +98,12 @@ TEST(stream_bad_input_open_and_connect) {
     close(sv[1]);
 }
 
-CORE_TEST(stream_bad_input_on_a_stream_never_opened) {
+CORE_TEST(stream_bad_input_on_a_stream_never_opened)
+{
     mux_stream_t s;
     memset(&s, 0, sizeof s);
     mux_write_t w;
-    struct iovec iov = {(void *)"x", 1};
+    mux_buf_t iov = {(char *)"x", 1};
     char buf[8];
     mux_bufpool_t pool;
     uint32_t slots[1];
@@ -120,13 +121,14 @@ CORE_TEST(stream_bad_input_on_a_stream_never_opened) {
         CHECK_EQ(mux_stream_nodelay(p, 1), -EINVAL);
         CHECK_EQ(mux_stream_keepalive(p, 1, 10), -EINVAL);
         CHECK_EQ(mux_stream_set_timeouts(p, &to), -EINVAL);
-        CHECK_EQ(mux_stream_fd(p), -EINVAL);
+        CHECK_EQ(stream_fd(p), -EINVAL);
         CHECK(mux_stream_loop(p) == NULL);
     }
     CHECK_EQ(cb_calls, 0);
 }
 
-TEST(stream_bad_input_read_write_shutdown_close) {
+TEST(stream_bad_input_read_write_shutdown_close)
+{
     mux_loop_t loop;
     loop_open(&loop);
     int sv[2];
@@ -153,7 +155,7 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     CHECK_EQ(mux_read_stop(&s), 0);
 
     mux_write_t w;
-    struct iovec iov = {(void *)"x", 1};
+    mux_buf_t iov = {(char *)"x", 1};
     CHECK_EQ(mux_write(&s, NULL, &iov, 1, any_write_cb), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, &iov, 1, NULL), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, &iov, -1, any_write_cb), -EINVAL);
@@ -161,8 +163,9 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     CHECK_EQ(mux_stream_write_queue_size(&s), 0);
 
     CHECK_EQ(mux_stream_keepalive(&s, 1, 10), -ENOTSUP); /* Unix: before any other check */
-    CHECK_EQ(mux_stream_set_timeouts(&s, NULL), 0);       /* NULL: none, not an error */
-    CHECK_EQ(mux_stream_fd(&s), sv[0]);
+    CHECK_EQ(mux_stream_set_timeouts(&s, NULL), 0);      /* NULL: none, not an error */
+    CHECK_EQ(stream_fd(&s), sv[0]);
+    CHECK_EQ(mux_stream_socket(&s, NULL), -EINVAL);
 
     CHECK_EQ(mux_stream_shutdown(&s, NULL), -EINVAL);
     CHECK_EQ(mux_stream_shutdown(&s, any_shutdown_cb), 0);
@@ -181,7 +184,7 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     CHECK_EQ(mux_stream_shutdown(&s, any_shutdown_cb), -EINVAL);
     CHECK_EQ(mux_stream_nodelay(&s, 1), -EINVAL);
     CHECK_EQ(mux_stream_set_timeouts(&s, NULL), -EINVAL);
-    CHECK_EQ(mux_stream_fd(&s), -EINVAL);
+    CHECK_EQ(stream_fd(&s), -EINVAL);
     CHECK_EQ(cb_calls, 1);
     CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
     CHECK_EQ(cb_calls, 2); /* the close callback, once */
@@ -201,7 +204,7 @@ static void notconn_connect_cb(mux_stream_t *s, int status)
 {
     char buf[8];
     mux_write_t w;
-    struct iovec iov = {(void *)"x", 1};
+    mux_buf_t iov = {(char *)"x", 1};
     CHECK_EQ(status, -ENOENT);
     CHECK_EQ(mux_read_start(s, buf, sizeof buf, any_read_cb), -ENOTCONN);
     CHECK_EQ(mux_write(s, &w, &iov, 1, any_write_cb), -ENOTCONN);
@@ -209,7 +212,8 @@ static void notconn_connect_cb(mux_stream_t *s, int status)
     CHECK_EQ(mux_stream_close(s, any_close_cb), 0);
 }
 
-TEST(stream_bad_input_not_connected_is_enotconn) {
+TEST(stream_bad_input_not_connected_is_enotconn)
+{
     mux_loop_t loop;
     loop_open(&loop);
     char dir[64], path[128];
@@ -225,7 +229,8 @@ TEST(stream_bad_input_not_connected_is_enotconn) {
     tmpdir_remove(dir, "none");
 }
 
-TEST(stream_bad_input_listen_and_listener) {
+TEST(stream_bad_input_listen_and_listener)
+{
     mux_loop_t loop;
     loop_open(&loop);
     mux_listener_t l;
@@ -272,7 +277,8 @@ TEST(stream_bad_input_listen_and_listener) {
     CHECK_EQ(mux_listen(&loop, &l, sa, alen, NULL, any_accept_cb), -EINVAL); /* closed loop */
 }
 
-CORE_TEST(stream_bad_input_bufpool) {
+CORE_TEST(stream_bad_input_bufpool)
+{
     mux_bufpool_t pool;
     char mem[16];
     uint32_t slots[4];
@@ -298,7 +304,8 @@ CORE_TEST(stream_bad_input_bufpool) {
 
 /* select cannot watch an fd at or above FD_SETSIZE: a stream is refused up front rather
  * than accepted and left without events. */
-TEST(stream_open_refuses_fd_select_cannot_watch) {
+TEST(stream_open_refuses_fd_select_cannot_watch)
+{
     const char *b = getenv("IOMUX_BACKEND");
     if (!b || strcmp(b, "select") != 0)
         SKIP("only select has an fd limit");

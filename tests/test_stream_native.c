@@ -271,7 +271,7 @@ enum { M_STOPPED, M_POOL, M_CALLER };
 struct churn {
     mux_stream_t r, w; /* the reader, and the writer at the other end */
     mux_write_t wr[2];
-    struct iovec iov[2];
+    mux_buf_t iov[2];
     char *wbuf[2];
     uint64_t queued, written, got;
     int shut_calls, w_close_calls, r_close_calls;
@@ -315,8 +315,8 @@ static void churn_queue(struct churn *c, int slot)
     size_t n =
         CHURN_TOTAL - c->queued < CHURN_CHUNK ? (size_t)(CHURN_TOTAL - c->queued) : CHURN_CHUNK;
     pattern_fill(c->wbuf[slot], c->queued, n);
-    c->iov[slot].iov_base = c->wbuf[slot];
-    c->iov[slot].iov_len = n;
+    c->iov[slot].base = c->wbuf[slot];
+    c->iov[slot].len = n;
     c->wr[slot].data = c;
     c->queued += n;
     CHECK_EQ(mux_write(&c->w, &c->wr[slot], &c->iov[slot], 1, churn_write_cb), 0);
@@ -327,7 +327,7 @@ static void churn_write_cb(mux_write_t *req, int status)
     struct churn *c = req->data;
     int slot = (int)(req - c->wr);
     CHECK_EQ(status, 0);
-    c->written += c->iov[slot].iov_len;
+    c->written += c->iov[slot].len;
     if (c->queued < CHURN_TOTAL)
         churn_queue(c, slot);
     else if (c->written == CHURN_TOTAL)
@@ -790,7 +790,7 @@ TEST(stream_native_pool_exhausted_third_stream_enobufs_then_resumes_intact) {
 struct mw {
     mux_stream_t w, r;
     mux_write_t req[MW_N];
-    struct iovec iov[MW_N][3];
+    mux_buf_t iov[MW_N][3];
     int iovcnt[MW_N];
     size_t after[MW_N]; /* bytes of the writes queued after this one */
     char *data;
@@ -896,8 +896,8 @@ TEST(stream_native_thousand_queued_writes_called_back_in_order_bytes_exact) {
     size_t off = 0;
     for (int i = 0; i < MW_N; i++) {
         for (int j = 0; j < m->iovcnt[i]; j++) {
-            m->iov[i][j].iov_base = m->data + off;
-            m->iov[i][j].iov_len = lens[i][j];
+            m->iov[i][j].base = m->data + off;
+            m->iov[i][j].len = lens[i][j];
             off += lens[i][j];
         }
         m->after[i] = m->total - off;
@@ -943,7 +943,7 @@ TEST(stream_native_thousand_queued_writes_called_back_in_order_bytes_exact) {
 struct wto {
     mux_stream_t s;
     mux_write_t w[2];
-    struct iovec iov[2];
+    mux_buf_t iov[2];
     char *big;
     char small[10];
     int calls[2], status[2], order[2], ncalls, close_calls;
@@ -987,10 +987,10 @@ TEST(stream_native_write_timeout_with_send_in_flight_then_close) {
     uint64_t t0 = mux_now(&loop);
     mux_stream_timeouts_t to = {.write_ns = 100 * MS};
     CHECK_EQ(mux_stream_set_timeouts(&t->s, &to), 0);
-    t->iov[0].iov_base = t->big;
-    t->iov[0].iov_len = WTO_BIG;
-    t->iov[1].iov_base = t->small;
-    t->iov[1].iov_len = sizeof t->small;
+    t->iov[0].base = t->big;
+    t->iov[0].len = WTO_BIG;
+    t->iov[1].base = t->small;
+    t->iov[1].len = sizeof t->small;
     t->w[0].data = t->w[1].data = t;
     CHECK_EQ(mux_write(&t->s, &t->w[0], &t->iov[0], 1, wto_write_cb), 0);
     CHECK_EQ(mux_write(&t->s, &t->w[1], &t->iov[1], 1, wto_write_cb), 0);

@@ -252,7 +252,7 @@ struct flood;
 struct flw {
     mux_stream_t s;
     mux_write_t w;
-    struct iovec iov;
+    mux_buf_t iov;
     struct flood *fl;
     int peer;
     int calls, status, iter, close_calls;
@@ -368,8 +368,8 @@ static void flood_run(const char *entries)
     /* Then a write on each stream, queued behind the listener's accept. */
     for (int i = 0; i < FL_PAIRS; i++) {
         struct flw *x = &fl->st[i];
-        x->iov.iov_base = fl->wbuf + (size_t)i * FL_BYTES;
-        x->iov.iov_len = FL_BYTES;
+        x->iov.base = fl->wbuf + (size_t)i * FL_BYTES;
+        x->iov.len = FL_BYTES;
         x->w.data = x;
         CHECK_EQ(mux_write(&x->s, &x->w, &x->iov, 1, fl_write_cb), 0);
     }
@@ -484,7 +484,7 @@ TEST(listener_backlog_flood_does_not_delay_other_completions) {
 struct big {
     mux_stream_t w, r;
     mux_write_t req;
-    struct iovec iov;
+    mux_buf_t iov;
     char *rbuf, *zero;
     uint64_t got;
     int reads, nonzero, write_calls, write_status, close_calls;
@@ -548,8 +548,8 @@ TEST(write_of_more_than_2_gib_in_one_buffer) {
     CHECK_EQ(mux_stream_open(&loop, &b->w, sv[0]), 0);
     CHECK_EQ(mux_stream_open(&loop, &b->r, sv[1]), 0);
     CHECK_EQ(mux_read_start(&b->r, b->rbuf, BIG_RBUF, big_read_cb), 0);
-    b->iov.iov_base = mem;
-    b->iov.iov_len = BIG_LEN;
+    b->iov.base = mem;
+    b->iov.len = BIG_LEN;
     b->req.data = b;
     uint64_t t0 = mono_ns();
     CHECK_EQ(mux_write(&b->w, &b->req, &b->iov, 1, big_write_cb), 0);

@@ -246,10 +246,12 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
 
 const struct mux__backend mux__backend_epoll = {
     .name = "epoll",
+    .caps = MUX__CAP_WAKE_FD,
     .fd_limit = INT_MAX,
     .open = mux__epoll_open,
     .close = mux__epoll_close,
     .fork = mux__epoll_fork,
     .change = mux__epoll_change,
     .wait = mux__epoll_wait,
+    .wake = mux__wake_fd,
 };

@@ -10,7 +10,9 @@
  *   stopped and told MUX_ERROR.
  * - POLLHUP and POLLERR are reported whatever was asked; they wake both directions.
  * - Regular files are always ready, which is what select and poll promise for them.
- * - ppoll takes a timespec, so timeouts keep nanosecond precision.
+ * - ppoll (Linux, FreeBSD) takes a timespec, so timeouts keep nanosecond precision. Where
+ *   there is only poll (macOS), timeouts are milliseconds, rounded up so that timers never
+ *   fire early.
  */
 #include <limits.h>
 #include <poll.h>
@@ -82,8 +84,17 @@ static int mux__poll_change(struct mux__loop *loop, int fd, unsigned want, int f
 static int mux__poll_wait(struct mux__loop *loop, int64_t timeout_ns)
 {
     struct mux__poll *st = loop->bdata;
+#if MUX_HAVE_PPOLL
     struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
     int n = ppoll(st->pfd, st->n, timeout_ns < 0 ? NULL : &ts, NULL);
+#else
+    int ms = -1;
+    if (timeout_ns >= 0) {
+        int64_t m = timeout_ns / 1000000 + (timeout_ns % 1000000 != 0); /* up: never early */
+        ms = m > INT_MAX ? INT_MAX : (int)m;
+    }
+    int n = poll(st->pfd, (nfds_t)st->n, ms);
+#endif
     if (n < 0)
         return -errno;
     /* Reporting only queues watchers and marks fds changed; the array stays as it is. */
@@ -106,10 +117,12 @@ static int mux__poll_wait(struct mux__loop *loop, int64_t timeout_ns)
 
 const struct mux__backend mux__backend_poll = {
     .name = "poll",
+    .caps = MUX__CAP_WAKE_FD,
     .fd_limit = INT_MAX,
     .open = mux__poll_open,
     .close = mux__poll_close,
     .fork = mux__poll_fork,
     .change = mux__poll_change,
     .wait = mux__poll_wait,
+    .wake = mux__wake_fd,
 };

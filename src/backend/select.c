@@ -109,10 +109,12 @@ static int mux__select_wait(struct mux__loop *loop, int64_t timeout_ns)
 
 const struct mux__backend mux__backend_select = {
     .name = "select",
+    .caps = MUX__CAP_WAKE_FD,
     .fd_limit = FD_SETSIZE,
     .open = mux__select_open,
     .close = mux__select_close,
     .fork = mux__select_fork,
     .change = mux__select_change,
     .wait = mux__select_wait,
+    .wake = mux__wake_fd,
 };

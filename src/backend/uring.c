@@ -1,6 +1,6 @@
 /* uring: Linux io_uring, used as a readiness interface through poll requests (one-shot
  * for level-triggered watchers, multishot for edge-triggered ones), and as a completion
- * interface for the stream layer's operations.
+ * interface for the stream layer's operations (uring_ops.c, which has their essay).
  *
  * What is odd about it, and what this file does about it:
  * - Two kinds of poll request. An IORING_OP_POLL_ADD polls the file when it is armed: if
@@ -96,38 +96,23 @@
  *   fails, so the default backend choice falls back to epoll, and naming "uring" returns
  *   the kernel's error. Required: NODROP, EXT_ARG, FAST_POLL and RSRC_TAGS (5.13, the
  *   release that brought multishot poll and poll update), else -ENOSYS.
- * - The stream layer's operations (send, sendmsg, receive with a provided buffer, multishot
- *   accept) carry their struct mux__op's address in the user data. Their completions only
- *   record results and queue watchers, so no callback runs inside the reap and nothing is
- *   submitted from it. A listener with a full batch of accepted connections refuses the
- *   next one: that CQE, and the later ones of the same accept, are copied out of the ring
- *   and offered again in the next iteration (in order), while everything else goes on.
- *   The operations themselves are only queued by the API calls and submitted by the wait,
- *   so the ring is never touched outside mux_run (after fork, it is the parent's until the
- *   loop notices the fork and makes its own).
- *   Cancelling (IORING_OP_ASYNC_CANCEL by user data) is itself asynchronous: the owner
- *   waits for the operation's last CQE before it gives memory back. A receive's buffer
- *   comes from a buffer ring registered per pool (IORING_REGISTER_PBUF_RING, 5.19): the
- *   kernel picks a buffer only when data is there, so an armed receive pins no memory.
- *   After fork or a lost CQE the new ring gets the buffer rings registered again, and
- *   every operation that was in flight completes with -ECANCELED; its owner submits it
- *   again if it still wants it.
+ * - Operations: the kernel's own send, sendmsg, receive into a provided buffer and
+ *   multishot accept, with 5.19 (probed through IORING_OP_SOCKET, which came with it); on an
+ *   older kernel, or with IOMUX_URING_STREAMS=poll (to compare the two paths), open narrows
+ *   the loop's capabilities and every operation is emulated over this file's polls.
  * - Tests: IOMUX_TEST_URING_REFUSE=EPERM (or ENOSYS, or a number) makes open fail as a
  *   refusing kernel would; IOMUX_URING_ENTRIES=n sizes the SQ ring to n entries and the CQ
  *   ring to 2n, to exercise the full-ring paths.
  */
 #include <fcntl.h>
 #include <limits.h>
-#include <liburing.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "uring.h"
 
 #ifndef IORING_SETUP_SUBMIT_ALL
 #define IORING_SETUP_SUBMIT_ALL (1U << 7)
@@ -138,9 +123,6 @@
 #ifndef IORING_FEAT_CQE_SKIP
 #define IORING_FEAT_CQE_SKIP (1U << 11)
 #endif
-#ifndef IORING_CQE_F_SOCK_NONEMPTY
-#define IORING_CQE_F_SOCK_NONEMPTY (1U << 2)
-#endif
 #ifndef IOSQE_CQE_SKIP_SUCCESS
 #define IOSQE_CQE_SKIP_SUCCESS (1U << 6)
 #endif
@@ -150,41 +132,13 @@
 #define MUX__URING_DEFAULT_ENTRIES 256u
 #define MUX__URING_CQ_FACTOR       16u
 
-/* User data: kind in bits 62-63, generation in bits 32-61, fd in bits 0-31; or, for the
- * stream layer's operations (MUX__UD_OP), the struct mux__op's address in bits 0-61. */
-enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2, MUX__UD_OP = 3 };
-#define MUX__GEN_MASK 0x3fffffffu
+#define MUX__GEN_MASK 0x3fffffffu /* the generation's bits in the user data (uring.h) */
 
 /* kmask: the events of the armed request (0: none armed; MUX_EDGE: it is multishot), plus
  * these bits. */
 #define MUX__K_EVENTS   (MUX_READ | MUX_WRITE | MUX_EDGE)
 #define MUX__K_VERIFIED 0x20 /* the fd number was checked after a hang-up */
 #define MUX__K_REARM    0x40 /* on the re-arm list */
-
-/* What the next wait does with a queued operation (mux__op.queue_), and where it is
- * (mux__op.state_). The API calls only queue: the ring is touched from wait alone, after a
- * fork was handled, and never from inside a call that a callback made. */
-enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
-enum { MUX__OPS_QUEUED = 0x1, MUX__OPS_FLIGHT = 0x2, MUX__OPS_KEPT = 0x4, MUX__OPS_REFUSED = 0x8 };
-enum { MUX__OPK_RECV = 1, MUX__OPK_SEND, MUX__OPK_SENDMSG, MUX__OPK_ACCEPT };
-
-struct mux__uring {
-    struct io_uring ring;
-    int ring_ok;   /* `ring` holds a ring that close must release */
-    unsigned skip; /* IOSQE_CQE_SKIP_SUCCESS when the kernel has it */
-    int *rearm;    /* fds whose request completed, to re-arm before a wait */
-    uint32_t nrearm, rearm_cap;
-    uint32_t ndone;                /* the first ndone of them have had their watchers run */
-    struct mux__op ops;            /* anchor of the operations in flight */
-    struct mux__op *qhead, *qtail; /* work queued for the next wait */
-    struct mux__cqe *defer;        /* operation CQEs taken out of the ring, not yet taken */
-    uint32_t ndefer, defer_cap;
-    mux_bufpool_t *pools; /* pools with a provided-buffer ring */
-    uint16_t next_bgid;
-    uint8_t pools_pending; /* a pool's ring is not registered yet */
-    uint8_t deferred;      /* IORING_SETUP_DEFER_TASKRUN: task work runs in waiting enters only */
-    uint8_t disabled;      /* created disabled: the first wait enables it (its thread issues) */
-};
 
 /* Binds a ring created disabled to the calling thread, the loop's: every submission path
  * runs inside mux_run, and calls this first. 0 or -errno. */
@@ -198,26 +152,6 @@ static int mux__uring_enable(struct mux__uring *st)
         return -errno;
     st->disabled = 0;
     return 0;
-}
-
-/* A CQE kept for the next reap (its owner had no room for it). */
-struct mux__cqe {
-    uint64_t ud;
-    int32_t res;
-    uint32_t flags;
-};
-
-static void mux__pool_fill(mux_bufpool_t *p);
-static void mux__pool_topup(mux_bufpool_t *p);
-static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags);
-static void mux__ops_abandon(struct mux__uring *st, int res);
-static int mux__uring_flush_ops(struct mux__loop *loop);
-static void mux__pools_detach(struct mux__uring *st);
-
-/* The operation whose address a MUX__UD_OP user data carries. */
-static struct mux__op *mux__cqe_op(uint64_t ud)
-{
-    return (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
 }
 
 static uint64_t mux__ud(unsigned kind, int fd, uint32_t gen)
@@ -292,12 +226,20 @@ static int mux__uring_open(struct mux__loop *loop)
         free(st);
         return err;
     }
-    st->ops.next_ = st->ops.prev_ = &st->ops;
-    st->next_bgid = 1;
-    /* The streams' operations want 5.19 (multishot accept, buffer rings); the socket
-     * opcode came with that release. Older kernels: streams take the readiness path. */
+    err = mux__uring_ops_open(st);
+    if (err != 0) {
+        mux__uring_ops_close(st);
+        io_uring_queue_exit(&st->ring);
+        free(st);
+        return err;
+    }
+    /* The operations want 5.19 (multishot accept, buffer rings); the socket opcode came with
+     * that release. Older kernels, or IOMUX_URING_STREAMS=poll: every operation emulated. */
     struct io_uring_probe *probe = io_uring_get_probe_ring(&st->ring);
-    loop->native = probe && io_uring_opcode_supported(probe, IORING_OP_SOCKET);
+    const char *ns = getenv("IOMUX_URING_STREAMS");
+    if (!probe || !io_uring_opcode_supported(probe, IORING_OP_SOCKET) ||
+        (ns && strcmp(ns, "poll") == 0))
+        loop->caps &= ~(MUX__CAP_OPS | MUX__CAP_ACCEPT_MULTI);
     if (probe)
         io_uring_free_probe(probe);
     loop->bdata = st; /* the fd table starts zeroed: no fd has a request yet */
@@ -307,44 +249,25 @@ static int mux__uring_open(struct mux__loop *loop)
 static void mux__uring_close(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
-    mux__pools_detach(st);
+    mux__uring_ops_close(st);
     if (st->ring_ok)
         io_uring_queue_exit(&st->ring);
     free(st->rearm);
-    free(st->defer);
     free(st);
     loop->bdata = NULL;
 }
 
-static unsigned mux__uring_reap(struct mux__loop *loop);
-
 /* A new, empty ring. The caller makes the core re-apply every watched fd.
  * `lost` == 0, in a child after fork: the old ring is the parent's, so nothing of it is
- * cancelled, unregistered or waited for (the child only unmaps and closes its copies), and
- * the operations that were in flight are submitted again by their owners.
- * `lost` != 0, the kernel lost CQEs: what the old ring still holds is taken first, its
- * buffer rings are unregistered so that its receives cannot pick buffers any more, and the
- * operations in flight fail with -EIO (a send may have been done, unseen). */
+ * cancelled, unregistered or waited for (the child only unmaps and closes its copies).
+ * `lost` != 0, the kernel lost CQEs: what the old ring still holds is taken first.
+ * The operations in flight end either way (uring_ops.c). */
 static int mux__uring_renew(struct mux__loop *loop, int lost)
 {
     struct mux__uring *st = loop->bdata;
-    if (lost && st->ring_ok) {
+    if (lost && st->ring_ok)
         mux__uring_reap(loop);
-        for (mux_bufpool_t *p = st->pools; p; p = p->next_)
-            if (p->registered_)
-                io_uring_unregister_buf_ring(&st->ring, p->bgid_);
-    }
-    /* CQEs kept for the owners are the old ring's; in a child, an accepted connection there
-     * is the parent's to serve. */
-    for (uint32_t i = 0; i < st->ndefer; i++) {
-        struct mux__cqe d = st->defer[i];
-        struct mux__op *op = mux__cqe_op(d.ud);
-        op->state_ &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
-        int taken = lost && mux__uring_op_complete(loop, d.ud, d.res, d.flags) == 0;
-        if (!taken && op->kind_ == MUX__OPK_ACCEPT && d.res >= 0)
-            close(d.res); /* the parent's, or refused again: nobody here will take it */
-    }
-    st->ndefer = 0;
+    mux__uring_ops_drop_ring(loop, lost);
     if (st->ring_ok)
         io_uring_queue_exit(&st->ring);
     st->ring_ok = 0;
@@ -352,15 +275,7 @@ static int mux__uring_renew(struct mux__loop *loop, int lost)
     for (uint32_t fd = 0; fd < loop->nfds; fd++)
         loop->fds[fd].kmask = 0;
     int err = mux__uring_setup(st);
-    /* The buffer rings were the old ring's: each is filled again with every buffer the
-     * caller does not hold (those the old ring had picked included) and registered with the
-     * new ring by the next wait. */
-    for (mux_bufpool_t *p = st->pools; p; p = p->next_) {
-        p->registered_ = 0;
-        st->pools_pending = 1;
-        mux__pool_fill(p);
-    }
-    mux__ops_abandon(st, lost ? -EIO : -ECANCELED);
+    mux__uring_ops_new_ring(loop, lost);
     return err;
 }
 
@@ -454,78 +369,28 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
     mux__fd_event(loop, fd, mux__uring_revents(res));
 }
 
-/* Keeps an operation's CQE for the next reap. 0, or -ENOMEM. */
-static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cqe)
-{
-    if (st->ndefer == st->defer_cap) {
-        uint32_t cap = st->defer_cap ? st->defer_cap * 2 : 64;
-        struct mux__cqe *d = realloc(st->defer, (size_t)cap * sizeof *d);
-        if (!d)
-            return -ENOMEM;
-        st->defer = d;
-        st->defer_cap = cap;
-    }
-    st->defer[st->ndefer++] = (struct mux__cqe){cqe->user_data, cqe->res, cqe->flags};
-    return 0;
-}
-
-/* Offers the kept CQEs again, in order. Once one of an operation is refused, its later ones
- * stay too (its owner sees its completions in order); other operations' go through. */
-static unsigned mux__uring_redeliver(struct mux__loop *loop)
-{
-    struct mux__uring *st = loop->bdata;
-    uint32_t i, k = 0, n = st->ndefer;
-    if (mux__likely(n == 0))
-        return 0;
-    for (i = 0; i < n; i++)
-        mux__cqe_op(st->defer[i].ud)->state_ &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
-    for (i = 0; i < n; i++) {
-        struct mux__cqe d = st->defer[i];
-        struct mux__op *op = mux__cqe_op(d.ud);
-        if ((op->state_ & MUX__OPS_REFUSED) ||
-            mux__uring_op_complete(loop, d.ud, d.res, d.flags) != 0) {
-            op->state_ |= MUX__OPS_REFUSED;
-            st->defer[k++] = d;
-        }
-    }
-    st->ndefer = k;
-    for (i = 0; i < k; i++) {
-        struct mux__op *op = mux__cqe_op(st->defer[i].ud);
-        op->state_ = (uint8_t)((op->state_ & ~MUX__OPS_REFUSED) | MUX__OPS_KEPT);
-    }
-    return n - k;
-}
-
 /* Handles every CQE in the ring; returns how many there were. An operation's CQE that its
  * owner cannot take now is copied out and kept for the next iteration, and so is every
  * later CQE of that operation (its owner sees them in order); the rest go on, and the ring
  * never stalls. */
-static unsigned mux__uring_reap(struct mux__loop *loop)
+unsigned mux__uring_reap(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
     struct io_uring_cqe *cqe;
     unsigned head, n = 0;
     io_uring_for_each_cqe(&st->ring, head, cqe)
     {
-        if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
+        if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP))
             mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags);
-        } else {
-            struct mux__op *op = mux__cqe_op(cqe->user_data);
-            if ((op->state_ & MUX__OPS_KEPT) ||
-                mux__uring_op_complete(loop, cqe->user_data, cqe->res, cqe->flags) != 0) {
-                if (mux__uring_defer(st, cqe) != 0)
-                    break; /* no memory to keep it: it stays in the ring */
-                op->state_ |= MUX__OPS_KEPT;
-            }
-        }
+        else if (mux__uring_ops_cqe(loop, cqe) != 0)
+            break; /* no memory to keep a refused one: it stays in the ring */
         n++;
     }
     io_uring_cq_advance(&st->ring, n);
     return n;
 }
 
-/* Makes room for `need` SQEs, submitting what is queued when the SQ ring is full. */
-static int mux__uring_reserve(struct mux__loop *loop, unsigned need)
+int mux__uring_reserve(struct mux__loop *loop, unsigned need)
 {
     struct mux__uring *st = loop->bdata;
     for (int tries = 0; io_uring_sq_space_left(&st->ring) < need; tries++) {
@@ -544,339 +409,16 @@ static int mux__uring_reserve(struct mux__loop *loop, unsigned need)
     return 0;
 }
 
-/* A cleared SQE; mux__uring_reserve has made sure that there is one. */
-static struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int fd, uint64_t ud)
+struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int fd, uint64_t ud)
 {
-    static struct io_uring_sqe sink; /* never used: keeps the compiler's NULL path defined */
     struct io_uring_sqe *sqe = io_uring_get_sqe(&st->ring);
     if (mux__unlikely(!sqe))
-        sqe = &sink;
+        return NULL;
     memset(sqe, 0, sizeof *sqe);
     sqe->opcode = (uint8_t)op;
     sqe->fd = fd;
     sqe->user_data = ud;
     return sqe;
-}
-
-/* ---- the stream layer's operations ------------------------------------------------ */
-
-/* The kernel stores a send's length as an int, and moves at most this much per call. */
-#define MUX__SEND_MAX 0x7ffff000u
-
-static void mux__op_link(struct mux__uring *st, struct mux__op *op)
-{
-    op->next_ = st->ops.next_;
-    op->prev_ = &st->ops;
-    st->ops.next_->prev_ = op;
-    st->ops.next_ = op;
-    op->state_ |= MUX__OPS_FLIGHT;
-    if (op->kind_ == MUX__OPK_RECV) {
-        /* a buffer for it before it can reach the kernel (a full SQ ring is submitted
-         * early, in the middle of a flush) */
-        op->pool_->armed_++;
-        mux__pool_topup(op->pool_);
-    }
-}
-
-static void mux__op_unlink(struct mux__op *op)
-{
-    op->prev_->next_ = op->next_;
-    op->next_->prev_ = op->prev_;
-    op->next_ = op->prev_ = NULL;
-    op->state_ &= (uint8_t)~MUX__OPS_FLIGHT;
-    if (op->kind_ == MUX__OPK_RECV)
-        op->pool_->armed_--;
-    op->queue_ &= (uint8_t)~MUX__Q_CANCEL; /* a cancel still queued has nothing to end */
-}
-
-static uint64_t mux__op_ud(const struct mux__op *op)
-{
-    return (uint64_t)MUX__UD_OP << 62 | (uint64_t)(uintptr_t)op;
-}
-
-static void mux__op_enqueue(struct mux__uring *st, struct mux__op *op, unsigned what)
-{
-    op->queue_ |= (uint8_t)what;
-    if (op->state_ & MUX__OPS_QUEUED)
-        return;
-    op->state_ |= MUX__OPS_QUEUED;
-    op->qnext_ = NULL;
-    if (st->qtail)
-        st->qtail->qnext_ = op;
-    else
-        st->qhead = op;
-    st->qtail = op;
-}
-
-static void mux__uring_op_recv(struct mux__loop *loop, struct mux__op *op, int fd,
-                               mux_bufpool_t *pool, int poll_first)
-{
-    op->kind_ = MUX__OPK_RECV;
-    op->fd_ = fd;
-    op->pool_ = pool;
-    op->len_ = poll_first != 0;
-    mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
-}
-
-static void mux__uring_op_send(struct mux__loop *loop, struct mux__op *op, int fd,
-                               const struct msghdr *msg)
-{
-    op->fd_ = fd;
-    op->pool_ = NULL;
-    if (msg->msg_iovlen == 1) { /* one buffer: no msghdr and iovec for the kernel to import */
-        op->kind_ = MUX__OPK_SEND;
-        op->addr_ = msg->msg_iov[0].iov_base;
-        op->len_ = (uint32_t)(msg->msg_iov[0].iov_len > MUX__SEND_MAX ? MUX__SEND_MAX
-                                                                      : msg->msg_iov[0].iov_len);
-    } else {
-        op->kind_ = MUX__OPK_SENDMSG;
-        op->addr_ = (void *)(uintptr_t)msg;
-    }
-    mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
-}
-
-static void mux__uring_op_accept(struct mux__loop *loop, struct mux__op *op, int fd)
-{
-    op->kind_ = MUX__OPK_ACCEPT;
-    op->fd_ = fd;
-    op->pool_ = NULL;
-    mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
-}
-
-static void mux__uring_op_cancel(struct mux__loop *loop, struct mux__op *op)
-{
-    struct mux__uring *st = loop->bdata;
-    if (op->queue_ & MUX__Q_SUBMIT) /* never submitted: it ends with the next wait */
-        op->queue_ = (uint8_t)((op->queue_ & ~MUX__Q_SUBMIT) | MUX__Q_DROP);
-    else if (op->state_ & MUX__OPS_FLIGHT)
-        mux__op_enqueue(st, op, MUX__Q_CANCEL);
-}
-
-/* Provided buffers: a pool that serves reads on this loop gets a buffer ring, a page-aligned
- * array the kernel takes buffers from (head, its own) and the library gives them back to
- * (tail, in the shared memory: no system call). The ring is a queue, so a ring holding every
- * free buffer would cycle through all of them, each receive landing in the buffer that was
- * used longest ago: cold in the cache, and on the first round a page fault that clears a
- * page (a third of the echo server's CPU at one session, measured). So the ring holds only
- * as many buffers as there are receives that may take one, plus MUX__RING_SLACK; the other
- * free buffers wait on the pool's free list, most recently used first, and top the ring up
- * before every wait. A receive takes at most one buffer, so the ring never runs dry while
- * the pool has free buffers. free_[i] is MUX__POOL_INUSE (the caller's), MUX__POOL_RING (in
- * the ring), or the free list's link. */
-#define MUX__RING_SLACK 8u
-#define MUX__POOL_RING  (MUX__POOL_INUSE - 1)
-
-static size_t mux__pool_ring_bytes(const mux_bufpool_t *p)
-{
-    return ((size_t)p->rmask_ + 1) * sizeof(struct io_uring_buf);
-}
-
-/* Moves free buffers from the free list into the ring until it holds enough. */
-static void mux__pool_topup(mux_bufpool_t *p)
-{
-    struct io_uring_buf_ring *br = p->ring_;
-    int k = 0;
-    while (p->inring_ < p->armed_ + MUX__RING_SLACK && p->head_ != p->count_) {
-        uint32_t i = p->head_;
-        p->head_ = p->free_[i];
-        p->free_[i] = MUX__POOL_RING;
-        io_uring_buf_ring_add(br, p->mem_ + (size_t)i * p->size_, (unsigned)p->size_,
-                              (unsigned short)i, p->rmask_, k++);
-        p->inring_++;
-    }
-    if (k)
-        io_uring_buf_ring_advance(br, k);
-}
-
-/* Every buffer the caller does not hold goes on the free list (the ring's too). */
-static void mux__pool_collect(mux_bufpool_t *p)
-{
-    uint32_t head = p->count_;
-    for (uint32_t i = p->count_; i-- > 0;)
-        if (p->free_[i] != MUX__POOL_INUSE) {
-            p->free_[i] = head;
-            head = i;
-        }
-    p->head_ = head;
-    p->inring_ = 0;
-}
-
-/* An empty ring, then as many buffers as it should hold. */
-static void mux__pool_fill(mux_bufpool_t *p)
-{
-    mux__pool_collect(p);
-    io_uring_buf_ring_init(p->ring_);
-    mux__pool_topup(p);
-}
-
-static int mux__pool_register(struct mux__uring *st, mux_bufpool_t *p)
-{
-    struct io_uring_buf_reg reg;
-    memset(&reg, 0, sizeof reg);
-    reg.ring_addr = (uint64_t)(uintptr_t)p->ring_;
-    reg.ring_entries = (uint32_t)p->rmask_ + 1;
-    reg.bgid = p->bgid_;
-    int err = io_uring_register_buf_ring(&st->ring, &reg, 0);
-    p->registered_ = err == 0;
-    return err;
-}
-
-static int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
-{
-    struct mux__uring *st = loop->bdata;
-    if (p->count_ > 32768 || p->size_ > MUX__SEND_MAX || st->next_bgid == UINT16_MAX)
-        return -ENOTSUP; /* beyond what a buffer ring holds: the readiness path */
-    uint32_t n = 1;
-    while (n < p->count_)
-        n <<= 1;
-    p->rmask_ = (uint16_t)(n - 1);
-    void *mem = mmap(NULL, mux__pool_ring_bytes(p), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED)
-        return -errno;
-    p->ring_ = mem;
-    p->bgid_ = st->next_bgid++;
-    p->registered_ = 0; /* the next wait registers it, before it submits a receive */
-    st->pools_pending = 1;
-    p->armed_ = 0;
-    mux__pool_fill(p);
-    p->loop_ = loop;
-    p->next_ = st->pools;
-    st->pools = p;
-    return 0;
-}
-
-static void mux__uring_pool_put(mux_bufpool_t *p, uint32_t i)
-{
-    p->free_[i] = p->head_; /* first in line for the ring */
-    p->head_ = i;
-    mux__pool_topup(p);
-}
-
-/* The loop closes: each pool hands out its buffers from a free list again. */
-static void mux__pools_detach(struct mux__uring *st)
-{
-    mux_bufpool_t *p;
-    while ((p = st->pools) != NULL) {
-        st->pools = p->next_;
-        munmap(p->ring_, mux__pool_ring_bytes(p));
-        mux__pool_collect(p);
-        p->ring_ = NULL;
-        p->loop_ = NULL;
-        p->next_ = NULL;
-        p->registered_ = 0;
-    }
-}
-
-/* Submits the queued work: pools to register, operations to start, cancels. Runs at the
- * start of every wait. Returns how many operations ended without being submitted (their
- * owners are queued: the wait must not block), or -EAGAIN. */
-static int mux__uring_flush_ops(struct mux__loop *loop)
-{
-    int ended = 0;
-    struct mux__uring *st = loop->bdata;
-    if (mux__unlikely(st->pools_pending)) {
-        st->pools_pending = 0;
-        for (mux_bufpool_t *p = st->pools; p; p = p->next_)
-            if (!p->registered_ && mux__pool_register(st, p) != 0)
-                st->pools_pending = 1; /* tried again next wait; its receives: -ENOBUFS */
-    }
-    struct mux__op *op;
-    while ((op = st->qhead) != NULL) {
-        if (mux__uring_reserve(loop, 1) != 0)
-            return -EAGAIN; /* the rest stay queued */
-        st->qhead = op->qnext_;
-        if (!st->qhead)
-            st->qtail = NULL;
-        unsigned what = op->queue_;
-        op->queue_ = 0;
-        op->state_ &= (uint8_t)~MUX__OPS_QUEUED;
-        if (what & MUX__Q_DROP) { /* cancelled before it was submitted */
-            op->done_(op, -ECANCELED, NULL, 0);
-            ended++;
-            continue;
-        }
-        if (what & MUX__Q_CANCEL) {
-            struct io_uring_sqe *sqe =
-                mux__uring_prep(st, IORING_OP_ASYNC_CANCEL, -1, mux__ud(MUX__UD_REMOVE, -1, 0));
-            sqe->addr = mux__op_ud(op);
-            sqe->flags = (uint8_t)st->skip;
-            continue;
-        }
-        if (!(what & MUX__Q_SUBMIT))
-            continue; /* a cancel whose operation ended meanwhile */
-        struct io_uring_sqe *sqe;
-        switch (op->kind_) {
-        case MUX__OPK_RECV:
-            sqe = mux__uring_prep(st, IORING_OP_RECV, op->fd_, mux__op_ud(op));
-            sqe->len = (uint32_t)op->pool_->size_;
-            sqe->flags = IOSQE_BUFFER_SELECT;
-            sqe->buf_group = op->pool_->bgid_;
-            /* The last receive found the socket empty: wait for data before trying. */
-            sqe->ioprio = op->len_ ? IORING_RECVSEND_POLL_FIRST : 0;
-            break;
-        case MUX__OPK_SEND:
-            sqe = mux__uring_prep(st, IORING_OP_SEND, op->fd_, mux__op_ud(op));
-            sqe->addr = (uint64_t)(uintptr_t)op->addr_;
-            sqe->len = op->len_;
-            sqe->msg_flags = MSG_NOSIGNAL;
-            break;
-        case MUX__OPK_SENDMSG:
-            sqe = mux__uring_prep(st, IORING_OP_SENDMSG, op->fd_, mux__op_ud(op));
-            sqe->addr = (uint64_t)(uintptr_t)op->addr_;
-            sqe->len = 1;
-            sqe->msg_flags = MSG_NOSIGNAL;
-            break;
-        default: /* MUX__OPK_ACCEPT */
-            sqe = mux__uring_prep(st, IORING_OP_ACCEPT, op->fd_, mux__op_ud(op));
-            sqe->ioprio = IORING_ACCEPT_MULTISHOT;
-            sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
-            break;
-        }
-        mux__op_link(st, op);
-    }
-    return ended; /* every receive linked above topped its pool's ring up */
-}
-
-/* One CQE of an operation. Returns nonzero when its owner has no room for it now (a
- * listener with a full batch of connections): the caller keeps it for the next reap. */
-static int mux__uring_op_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
-{
-    struct mux__uring *st = loop->bdata;
-    struct mux__op *op = mux__cqe_op(ud);
-    unsigned more = flags & IORING_CQE_F_MORE;
-    unsigned opf =
-        (more ? MUX__OPF_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPF_NONEMPTY : 0);
-    char *buf = NULL;
-    uint32_t bid = 0;
-    if (flags & IORING_CQE_F_BUFFER) {
-        bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        buf = op->pool_->mem_ + (size_t)bid * op->pool_->size_;
-    }
-    if (!more)
-        mux__op_unlink(op);
-    if (mux__unlikely(op->done_(op, res, buf, opf) != 0)) {
-        if (!more)
-            mux__op_link(st, op); /* still in flight: this completion comes again */
-        return 1;
-    }
-    if (buf) { /* the caller's now, until mux_bufpool_put */
-        op->pool_->free_[bid] = MUX__POOL_INUSE;
-        op->pool_->nfree_--;
-        op->pool_->inring_--;
-    }
-    return 0;
-}
-
-/* The ring is gone: every operation in flight ends with `res` (fork: -ECANCELED, and the
- * owner submits it again on the new ring; lost CQEs: -EIO, as a send may have been done). */
-static void mux__ops_abandon(struct mux__uring *st, int res)
-{
-    struct mux__op *op;
-    while ((op = st->ops.next_) != &st->ops) {
-        mux__op_unlink(op);
-        op->done_(op, res, NULL, 0);
-    }
 }
 
 static uint32_t mux__uring_mask(unsigned want)
@@ -888,26 +430,49 @@ static uint32_t mux__uring_mask(unsigned want)
     return m;
 }
 
+/* The three poll SQEs. Each needs room in the SQ ring, made by mux__uring_reserve before;
+ * without it, -EAGAIN and nothing changed. */
+
 /* IORING_OP_POLL_REMOVE with update flags: a new mask, or a re-poll with the same one. */
-static void mux__uring_prep_update(struct mux__uring *st, int fd, uint32_t gen, unsigned want)
+static int mux__uring_prep_update(struct mux__uring *st, int fd, uint32_t gen, unsigned want)
 {
     struct io_uring_sqe *sqe =
         mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_UPDATE, fd, gen));
+    if (!sqe)
+        return -EAGAIN;
     sqe->addr = mux__ud(MUX__UD_POLL, fd, gen);
     sqe->len = IORING_POLL_UPDATE_EVENTS;
     sqe->poll32_events = mux__uring_mask(want);
     sqe->flags = (uint8_t)st->skip;
+    return 0;
 }
 
 /* A new request for `want`: one-shot for level-triggered watchers, multishot for edge. */
-static void mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd, unsigned want)
+static int mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd, unsigned want)
 {
-    e->bgen++;
     struct io_uring_sqe *sqe =
-        mux__uring_prep(st, IORING_OP_POLL_ADD, fd, mux__ud(MUX__UD_POLL, fd, e->bgen));
+        mux__uring_prep(st, IORING_OP_POLL_ADD, fd, mux__ud(MUX__UD_POLL, fd, e->bgen + 1));
+    if (!sqe)
+        return -EAGAIN;
+    e->bgen++;
     sqe->poll32_events = mux__uring_mask(want);
     sqe->len = want & MUX_EDGE ? IORING_POLL_ADD_MULTI : 0;
     e->kmask = (uint8_t)((e->kmask & MUX__K_REARM) | want);
+    return 0;
+}
+
+/* Removes the armed request; its last CQE, whenever it comes, is stale. */
+static int mux__uring_prep_remove(struct mux__uring *st, struct mux__fd *e, int fd)
+{
+    struct io_uring_sqe *sqe =
+        mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_REMOVE, fd, e->bgen));
+    if (!sqe)
+        return -EAGAIN;
+    sqe->addr = mux__ud(MUX__UD_POLL, fd, e->bgen);
+    sqe->flags = (uint8_t)st->skip;
+    e->bgen++;
+    e->kmask &= MUX__K_REARM;
+    return 0;
 }
 
 static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int force)
@@ -922,24 +487,18 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
     unsigned have = e->kmask & MUX__K_EVENTS;
     /* A request cannot change its kind: edge <-> level replaces it. */
     if (have && (force || !want || ((have ^ want) & MUX_EDGE))) {
-        struct io_uring_sqe *sqe =
-            mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_REMOVE, fd, e->bgen));
-        sqe->addr = mux__ud(MUX__UD_POLL, fd, e->bgen);
-        sqe->flags = (uint8_t)st->skip;
-        e->bgen++; /* the cancelled request's last CQE is stale */
-        e->kmask &= MUX__K_REARM;
+        err = mux__uring_prep_remove(st, e, fd);
         have = 0;
     }
-    if (!want)
-        return 0;
-    if (!have) {
-        mux__uring_prep_add(st, e, fd, want);
-        return 0;
-    }
+    if (err != 0 || !want)
+        return err;
+    if (!have)
+        return mux__uring_prep_add(st, e, fd, want);
     if ((have ^ want) & MUX__IO_EVENTS)
-        mux__uring_prep_update(st, fd, e->bgen, want);
-    e->kmask = (uint8_t)((e->kmask & ~MUX__K_EVENTS) | want);
-    return 0;
+        err = mux__uring_prep_update(st, fd, e->bgen, want);
+    if (err == 0)
+        e->kmask = (uint8_t)((e->kmask & ~MUX__K_EVENTS) | want);
+    return err;
 }
 
 /* Re-arms the fds whose request completed in an earlier wait, if they still want events
@@ -966,7 +525,11 @@ static int mux__uring_rearms(struct mux__loop *loop)
         }
         space--;
         e->kmask &= (uint8_t)~MUX__K_REARM;
-        mux__uring_prep_add(st, e, fd, e->want);
+        err = mux__uring_prep_add(st, e, fd, e->want);
+        if (err != 0) {
+            e->kmask |= MUX__K_REARM;
+            break; /* the rest stay on the list */
+        }
     }
     if (i > 0) {
         memmove(st->rearm, st->rearm + i, (st->nrearm - i) * sizeof *st->rearm);
@@ -1000,13 +563,13 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     /* Queued operations and re-arms first, then the CQEs posted since the last wait (kept
      * ones, and, with COOP_TASKRUN, those whose task work ran on any return from the
      * kernel; deferred task work runs only in the enter below). */
-    int ended = mux__uring_flush_ops(loop);
+    int ended = mux__uring_ops_flush(loop);
     if (ended < 0)
         return ended;
     int err = mux__uring_rearms(loop);
     if (err != 0)
         return err;
-    unsigned early = (unsigned)ended + mux__uring_redeliver(loop) + mux__uring_reap(loop);
+    unsigned early = (unsigned)ended + mux__uring_ops_redeliver(loop) + mux__uring_reap(loop);
     if (early && io_uring_sq_ready(&st->ring) == 0 && !mux__uring_cq_overflow(st))
         return 0; /* events in hand and nothing to send: no system call at all */
     if (early || mux__uring_cq_overflow(st))
@@ -1057,16 +620,17 @@ static int mux__uring_wait(struct mux__loop *loop, int64_t timeout_ns)
 
 const struct mux__backend mux__backend_uring = {
     .name = "uring",
+    .caps = MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) | MUX__CAP(MUX__OP_SENDV) |
+            MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP_ACCEPT_MULTI | MUX__CAP_WAKE_FD,
     .fd_limit = INT_MAX,
     .open = mux__uring_open,
     .close = mux__uring_close,
     .fork = mux__uring_fork,
     .change = mux__uring_change,
     .wait = mux__uring_wait,
-    .op_recv = mux__uring_op_recv,
-    .op_send = mux__uring_op_send,
-    .op_accept = mux__uring_op_accept,
-    .op_cancel = mux__uring_op_cancel,
+    .wake = mux__wake_fd,
+    .submit = mux__uring_submit,
+    .cancel = mux__uring_cancel,
     .pool_attach = mux__uring_pool_attach,
     .pool_put = mux__uring_pool_put,
 };

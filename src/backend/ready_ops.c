@@ -1,0 +1,297 @@
+/* The stream layer's operations, emulated with non-blocking system calls over the readiness
+ * half of the backend: shared by epoll, poll, select (and any later readiness backend), and
+ * used by io_uring for the kinds it does not run natively.
+ *
+ * How an operation runs here:
+ * - Speculative I/O. A receive, send or accept is tried at once when it is submitted: a
+ *   write on a healthy connection, or a read with data already waiting, completes inside the
+ *   submitting call without asking the kernel for readiness. Only when the system call says
+ *   EAGAIN does the operation wait, on an io watcher of its own (in its private space), for
+ *   the socket to become ready, and is tried again from that watcher's callback.
+ * - Hints. MUX__OPF_POLL_FIRST (the owner's guess that the socket is not ready: the last
+ *   receive was short, the last send left bytes behind) skips the attempt that would only
+ *   say EAGAIN. A receive that filled its buffer completes with MUX__OPC_NONEMPTY: the next
+ *   one should try at once, which is how reading goes on until EAGAIN.
+ * - Budget. A sender faster than the loop could keep a reader completing inside its own
+ *   submits forever, and no other watcher would run. So receives complete at most
+ *   MUX__READ_BUDGET times per loop iteration, and accepts `a_.batch` times; past that, the
+ *   operation waits for the next readiness report. Sends have no budget: the program itself
+ *   makes them.
+ * - Sends go on while the socket takes bytes (a partial send is followed by another at
+ *   once), and complete with the total once it is all sent or the socket is full.
+ * - The watcher stays started after a completion, since the owner usually submits the next
+ *   operation of the kind at once (a reader, a writer with queued writes): starting and
+ *   stopping it every time would touch the fd's interest twice per operation. A report to
+ *   an idle operation stops it. Cancel, and going native, stop it for good.
+ * - Connect starts with connect(2): done at once (a Unix socket), EINPROGRESS (wait for
+ *   writability, then read SO_ERROR), or failed. Shutdown is one shutdown(2). Neither is
+ *   worth a wait of its own.
+ * - A receive reads only inside its submit: when its watcher reports the socket readable it
+ *   completes with -EAGAIN and MUX__OPC_NONEMPTY ("try again now"), and the owner submits it
+ *   again from its delivery, where the bytes are delivered before anything else runs. So a
+ *   read stop finds no bytes taken from the socket and not yet delivered, in a caller buffer
+ *   or a pool's.
+ * - An fd the backend finds invalid (closed behind the loop's back) stops the watcher with
+ *   MUX_ERROR: the operation completes with -EBADF.
+ */
+#include "backend.h"
+#include "bufpool.h"
+#include "internal.h"
+#include "platform.h"
+
+#define MUX__READ_BUDGET 16
+#define MUX__RES_MAX     0x7ffff000 /* a completion's byte count fits an int (Linux's cap too) */
+#define MUX__SENDV_MAX   64         /* buffers gathered per sendmsg */
+
+enum { MUX__TRY_DONE, MUX__TRY_AGAIN };
+
+static struct mux__op *mux__op_of(mux_io_t *w)
+{
+    return mux__container_of(w, struct mux__op, priv_.io);
+}
+
+static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents);
+
+static unsigned mux__ready_events(const struct mux__op *op)
+{
+    return op->kind_ <= MUX__OP_RECV_POOL || op->kind_ == MUX__OP_ACCEPT ? MUX_READ : MUX_WRITE;
+}
+
+/* Stops the watcher and forgets it: priv_ may be used for something else now. */
+void mux__ready_release(struct mux__loop *loop, struct mux__op *op)
+{
+    if (!(op->flags_ & MUX__OPF_WATCH))
+        return;
+    mux__io_stop_internal(loop, &op->priv_.io);
+    op->flags_ &= (uint8_t)~MUX__OPF_WATCH;
+}
+
+/* The watcher, initialised for this operation's socket and direction. */
+static mux_io_t *mux__ready_watcher(struct mux__loop *loop, struct mux__op *op)
+{
+    mux_io_t *w = &op->priv_.io;
+    unsigned events = mux__ready_events(op);
+    if ((op->flags_ & MUX__OPF_WATCH) && w->fd_ == op->sock_ && w->events_ == events)
+        return w;
+    mux__ready_release(loop, op);
+    mux_io_init(w, mux__ready_io_cb, op->sock_, events); /* forces a fresh registration */
+    w->h_.flags |= MUX__W_NOREF; /* a part of a stream or listener, which counts itself */
+    w->data = NULL;              /* the budget's iteration stamp */
+    op->streak_ = 0;
+    op->flags_ |= MUX__OPF_WATCH;
+    return w;
+}
+
+static unsigned mux__ready_budget(const struct mux__op *op)
+{
+    switch (op->kind_) {
+    case MUX__OP_RECV:
+    case MUX__OP_RECV_POOL:
+        return MUX__READ_BUDGET;
+    case MUX__OP_ACCEPT:
+        return op->a_.batch;
+    default:
+        return UINT16_MAX;
+    }
+}
+
+/* Whether the operation has completed its budget's worth in this iteration already. */
+static int mux__ready_spent(const struct mux__loop *loop, const struct mux__op *op)
+{
+    return (uintptr_t)op->priv_.io.data == (uintptr_t)loop->iter &&
+           op->streak_ >= mux__ready_budget(op);
+}
+
+static void mux__ready_done(struct mux__loop *loop, struct mux__op *op, int res, char *buf,
+                            unsigned flags)
+{
+    mux_io_t *w = &op->priv_.io;
+    if ((uintptr_t)w->data != (uintptr_t)loop->iter) {
+        w->data = (void *)(uintptr_t)loop->iter;
+        op->streak_ = 0;
+    }
+    if (op->streak_ < UINT16_MAX)
+        op->streak_++;
+    (void)mux__op_complete(op, res, buf, flags); /* one-shot: never refused */
+}
+
+/* Waits for readiness (the watcher started, if it is not). */
+static void mux__ready_arm(struct mux__loop *loop, struct mux__op *op)
+{
+    mux_io_t *w = &op->priv_.io;
+    if (w->h_.flags & MUX__W_ACTIVE)
+        return;
+    int err = mux__io_start_internal(loop, w); /* -ENOMEM, or -EINVAL past select's limit */
+    if (err != 0)
+        mux__ready_done(loop, op, err, NULL, 0);
+}
+
+static int mux__ready_recv(struct mux__loop *loop, struct mux__op *op)
+{
+    char *buf = op->a_.buf.base;
+    size_t len = op->a_.buf.len;
+    if (op->kind_ == MUX__OP_RECV_POOL) {
+        buf = mux__bufpool_get(op->a_.pool);
+        len = mux__bufpool_size(op->a_.pool);
+        if (!buf) {
+            mux__ready_done(loop, op, -ENOBUFS, NULL, 0);
+            return MUX__TRY_DONE;
+        }
+    }
+    if (len > MUX__RES_MAX)
+        len = MUX__RES_MAX;
+    ssize_t n = mux__sock_recv(op->sock_, buf, len);
+    if (n > 0) {
+        unsigned more = (size_t)n == len ? MUX__OPC_NONEMPTY : 0; /* full: maybe more */
+        mux__ready_done(loop, op, (int)n, op->kind_ == MUX__OP_RECV_POOL ? buf : NULL, more);
+        return MUX__TRY_DONE;
+    }
+    if (op->kind_ == MUX__OP_RECV_POOL)
+        mux_bufpool_put(op->a_.pool, buf); /* was never the caller's: cannot fail */
+    if (n == -EAGAIN)
+        return MUX__TRY_AGAIN;
+    mux__ready_done(loop, op, (int)n, NULL, 0); /* 0: end of stream; or the error */
+    return MUX__TRY_DONE;
+}
+
+/* Sends while the socket takes bytes; completes with the total, or the error if none went. */
+static int mux__ready_send(struct mux__loop *loop, struct mux__op *op)
+{
+    const mux_buf_t *v = op->kind_ == MUX__OP_SEND ? &op->a_.buf : op->a_.bufs.v;
+    uint32_t n = op->kind_ == MUX__OP_SEND ? 1 : op->a_.bufs.n, i = 0;
+    size_t off = 0, total = 0;
+    ssize_t w = 0;
+    while (i < n && total < MUX__RES_MAX) {
+        if (v[i].len == off) { /* an empty buffer, or one fully sent */
+            i++;
+            off = 0;
+            continue;
+        }
+        /* The rest of this buffer and the next ones, trimmed so the total fits an int. */
+        mux_buf_t part[MUX__SENDV_MAX];
+        uint32_t k = 0;
+        size_t room = MUX__RES_MAX - total;
+        for (uint32_t j = i; j < n && k < MUX__SENDV_MAX && room > 0; j++) {
+            size_t skip = j == i ? off : 0, len = v[j].len - skip;
+            if (len == 0)
+                continue;
+            part[k].base = v[j].base + skip;
+            part[k].len = len < room ? len : room;
+            room -= part[k++].len;
+        }
+        w = mux__sock_send(op->sock_, part, k);
+        if (w <= 0)
+            break; /* EAGAIN: the socket is full */
+        total += (size_t)w;
+        for (size_t left = (size_t)w; left > 0;) { /* advance past what went */
+            size_t room_i = v[i].len - off;
+            if (left < room_i) {
+                off += left;
+                break;
+            }
+            left -= room_i;
+            i++;
+            off = 0;
+        }
+    }
+    if (total > 0 || w >= 0) { /* an error after some bytes shows on the next send */
+        mux__ready_done(loop, op, (int)total, NULL, w == -EAGAIN ? MUX__OPC_FULL : 0);
+        return MUX__TRY_DONE;
+    }
+    if (w == -EAGAIN)
+        return MUX__TRY_AGAIN;
+    mux__ready_done(loop, op, (int)w, NULL, 0);
+    return MUX__TRY_DONE;
+}
+
+static int mux__ready_accept(struct mux__loop *loop, struct mux__op *op)
+{
+    for (;;) {
+        int fd = mux__sock_accept(op->sock_);
+        switch (fd) {
+        case -EAGAIN:
+            return MUX__TRY_AGAIN;
+        case -ECONNABORTED: /* the peer gave up while in the backlog */
+        case -EPROTO:
+        case -EPERM: /* a firewall said no to this one */
+            continue;
+        default:
+            mux__ready_done(loop, op, fd, NULL, 0); /* a connection, or EMFILE and worse */
+            return MUX__TRY_DONE;
+        }
+    }
+}
+
+/* One attempt at the operation's system call. */
+static int mux__ready_try(struct mux__loop *loop, struct mux__op *op)
+{
+    switch (op->kind_) {
+    case MUX__OP_RECV:
+    case MUX__OP_RECV_POOL:
+        return mux__ready_recv(loop, op);
+    case MUX__OP_SEND:
+    case MUX__OP_SENDV:
+        return mux__ready_send(loop, op);
+    case MUX__OP_ACCEPT:
+        return mux__ready_accept(loop, op);
+    case MUX__OP_CONNECT: /* writable: the connect has finished, one way or the other */
+        mux__ready_done(loop, op, mux__sock_error(op->sock_), NULL, 0);
+        return MUX__TRY_DONE;
+    default:
+        mux__ready_done(loop, op, -EINVAL, NULL, 0);
+        return MUX__TRY_DONE;
+    }
+}
+
+static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
+{
+    struct mux__loop *loop = mux__L(pub);
+    struct mux__op *op = mux__op_of(w);
+    if (!(op->flags_ & MUX__OPF_FLIGHT)) {
+        mux__io_stop_internal(loop, w); /* kept started for a next operation that did not come */
+        return;
+    }
+    if (revents & MUX_ERROR) { /* the core stopped the watcher: the fd is not valid */
+        mux__ready_done(loop, op, -EBADF, NULL, 0);
+        return;
+    }
+    if (op->kind_ <= MUX__OP_RECV_POOL) {
+        /* Receives read only inside the owner's submit, so that nothing runs between the
+         * bytes' arrival and their delivery: a read stop gives a caller buffer back at once,
+         * and leaves unread bytes in the socket, not in a pool buffer. Readable: "try again
+         * now". */
+        mux__ready_done(loop, op, -EAGAIN, NULL, MUX__OPC_NONEMPTY);
+        return;
+    }
+    mux__ready_try(loop, op); /* EAGAIN: a stale report; the watcher stays */
+}
+
+void mux__ready_submit(struct mux__loop *loop, struct mux__op *op)
+{
+    mux__ready_watcher(loop, op);
+    switch (op->kind_) {
+    case MUX__OP_CONNECT: {
+        int r = mux__sock_connect(op->sock_, op->a_.addr.sa, (socklen_t)op->a_.addr.len);
+        if (r == -EINPROGRESS)
+            mux__ready_arm(loop, op);
+        else
+            mux__ready_done(loop, op, r, NULL, 0);
+        return;
+    }
+    case MUX__OP_SHUTDOWN:
+        mux__ready_done(loop, op, mux__sock_shutdown(op->sock_), NULL, 0);
+        return;
+    default:
+        if ((op->flags_ & MUX__OPF_POLL_FIRST) || mux__ready_spent(loop, op) ||
+            mux__ready_try(loop, op) == MUX__TRY_AGAIN)
+            mux__ready_arm(loop, op);
+    }
+}
+
+void mux__ready_cancel(struct mux__loop *loop, struct mux__op *op)
+{
+    if (op->flags_ & MUX__OPF_WATCH)
+        mux__io_stop_internal(loop, &op->priv_.io);
+    if (op->flags_ & MUX__OPF_FLIGHT)
+        mux__ready_done(loop, op, -ECANCELED, NULL, 0);
+}

@@ -1,0 +1,88 @@
+/* The io_uring backend's own state, shared by its two files: uring.c (the ring, the poll
+ * requests of the readiness half, the wait) and uring_ops.c (the native operations and the
+ * pools' provided-buffer rings). Nothing outside src/backend/uring*.c includes this. */
+#ifndef IOMUX_BACKEND_URING_H
+#define IOMUX_BACKEND_URING_H
+
+#include <liburing.h>
+#include <sys/socket.h>
+
+#include "backend.h"
+
+#ifndef IORING_CQE_F_SOCK_NONEMPTY
+#define IORING_CQE_F_SOCK_NONEMPTY (1U << 2)
+#endif
+
+/* User data: kind in bits 62-63, generation in bits 32-61, fd in bits 0-31; or, for an
+ * operation (MUX__UD_OP), the struct mux__op's address in bits 0-61. */
+enum { MUX__UD_POLL = 0, MUX__UD_UPDATE = 1, MUX__UD_REMOVE = 2, MUX__UD_OP = 3 };
+
+/* An operation's private space (mux__op.priv_) on this backend. */
+struct mux__uop {
+    struct mux__uop *next, *prev;   /* the operations in flight in the kernel */
+    struct mux__uop *qnext, *qprev; /* the queue of work for the next wait */
+    uint8_t queue;                  /* MUX__Q_*: what the next wait does with it */
+    uint8_t state;                  /* MUX__OPS_*: where it is */
+};
+_Static_assert(sizeof(struct mux__uop) <= sizeof(((struct mux__op *)0)->priv_),
+               "an operation's private space holds io_uring's links");
+
+/* A CQE kept for the next reap (its owner had no room for it). */
+struct mux__cqe {
+    uint64_t ud;
+    int32_t res;
+    uint32_t flags;
+};
+
+struct mux__upool; /* uring_ops.c: a pool's provided-buffer ring */
+
+struct mux__uring {
+    struct io_uring ring;
+    int ring_ok;   /* `ring` holds a ring that close must release */
+    unsigned skip; /* IOSQE_CQE_SKIP_SUCCESS when the kernel has it */
+    int *rearm;    /* fds whose request completed, to re-arm before a wait */
+    uint32_t nrearm, rearm_cap;
+    uint32_t ndone;         /* the first ndone of them have had their watchers run */
+    uint8_t deferred;       /* IORING_SETUP_DEFER_TASKRUN: task work runs in waits only */
+    uint8_t disabled;       /* created disabled: the first wait enables it */
+    uint8_t pools_pending;  /* a pool's ring is not registered yet */
+    uint16_t next_bgid;     /* the next pool's buffer group */
+    struct mux__uop ops;    /* anchor of the operations in flight */
+    struct mux__uop queue;  /* anchor of the work queued for the next wait */
+    struct mux__cqe *defer; /* operation CQEs taken out of the ring, not yet taken */
+    uint32_t ndefer, defer_cap;
+    struct msghdr *msgs; /* one per SQE slot: a sendmsg's header, read when submitted */
+    unsigned nmsgs;
+    struct mux__upool *pools; /* pools with a provided-buffer ring */
+};
+
+/* uring.c */
+/* Makes room for `need` SQEs, submitting what is queued when the SQ ring is full (which
+ * reaps, so operations may complete meanwhile). 0, or -errno when the kernel takes nothing. */
+int mux__uring_reserve(struct mux__loop *loop, unsigned need);
+/* A cleared SQE, or NULL when the SQ ring is full (reserve first). */
+struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int fd, uint64_t ud);
+unsigned mux__uring_reap(struct mux__loop *loop);
+
+/* uring_ops.c */
+int mux__uring_ops_open(struct mux__uring *st);   /* 0 or -ENOMEM */
+void mux__uring_ops_close(struct mux__uring *st); /* pools go back to serving any loop */
+/* Submits queued operations and registers new buffer rings; at the start of every wait.
+ * Returns how many ended without reaching the kernel (their owners were told), or -EAGAIN. */
+int mux__uring_ops_flush(struct mux__loop *loop);
+/* An operation's CQE from the reap. 0, or -ENOMEM when it could not be kept for later (it
+ * must stay in the ring). */
+int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe);
+/* Offers the kept CQEs again; returns how many were taken. */
+unsigned mux__uring_ops_redeliver(struct mux__loop *loop);
+/* Before the ring is replaced: `lost` (CQEs were lost) or a fork's child. */
+void mux__uring_ops_drop_ring(struct mux__loop *loop, int lost);
+/* After: buffer rings to register again; operations in flight end (fork: -ECANCELED, lost
+ * CQEs: -EIO). */
+void mux__uring_ops_new_ring(struct mux__loop *loop, int lost);
+void mux__uring_submit(struct mux__loop *loop, struct mux__op *op);
+void mux__uring_cancel(struct mux__loop *loop, struct mux__op *op);
+int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *pool);
+void mux__uring_pool_put(mux_bufpool_t *pool);
+
+#endif

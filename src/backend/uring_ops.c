@@ -1,0 +1,478 @@
+/* io_uring's native operations for the stream layer (backend.h's operation half): sends,
+ * receives into pool buffers the kernel picks from a provided-buffer ring, and multishot
+ * accepts. Receives into a caller buffer, connects and shutdowns are left to the emulation
+ * (MUX__CAP_* of the descriptor in uring.c): a receive in flight would own a caller buffer
+ * that a read stop promises back at once, a connect's address would have to outlive the
+ * call until the wait submits it, and a shutdown is one cheap system call either way.
+ *
+ * What is odd about them, and what this file does about it:
+ * - Submission. The calls only queue an operation; the wait submits the queue with its one
+ *   io_uring_enter, so an operation costs no system call of its own, and the ring is never
+ *   touched outside mux_run (not from a forked child before the loop noticed the fork, not
+ *   from inside a callback's call). An operation carries its struct mux__op's address in
+ *   the user data, and its links in its private space (struct mux__uop): it is on the queue
+ *   and/or on the list of operations in flight, and on neither once its last completion
+ *   came, so its owner may free it or hand its private space to the emulation.
+ * - Completions only record results and queue tasks (mux__op_complete), so no callback runs
+ *   inside the reap and nothing is submitted from it.
+ * - Refusals. A listener with a full batch of accepted connections refuses the next
+ *   completion of its multishot accept: that CQE, and the later ones of the same
+ *   operation, are copied out of the ring and offered again in the next iteration, in
+ *   order, while everything else goes on. The ring never stalls.
+ * - Cancel (IORING_OP_ASYNC_CANCEL by user data) is itself asynchronous: the operation's
+ *   last CQE comes later (-ECANCELED, or its result if it finished first), and its owner
+ *   waits for it. An operation cancelled before it was submitted ends with the next wait.
+ * - A send takes a length that the kernel stores as an int, and moves at most MAX_RW_COUNT
+ *   per call: longer ones are clamped and complete short. A send of several buffers is a
+ *   sendmsg, whose msghdr the kernel reads when the SQE is submitted (stable submission,
+ *   IORING_FEAT_SUBMIT_STABLE, 5.5): it lives in a slot per SQE, not in the stream.
+ * - Provided buffers: a pool that serves receives on this loop gets a buffer ring
+ *   (IORING_REGISTER_PBUF_RING, 5.19), a page-aligned array the kernel takes buffers from
+ *   (head, its own) and the library gives them back to (tail, in the shared memory: no
+ *   system call). The kernel picks a buffer only when data is there, so an armed receive
+ *   pins no memory. The ring is a queue, so a ring holding every free buffer would cycle
+ *   through all of them, each receive landing in the buffer used longest ago: cold in the
+ *   cache, and on the first round a page fault that clears a page (a third of the echo
+ *   server's CPU at one session, measured). So the ring holds only as many buffers as there
+ *   are receives that may take one, plus MUX__RING_SLACK; the other free buffers wait on the
+ *   pool's free list, most recently used first, and top the ring up as receives are armed
+ *   and buffers come back. A receive takes at most one buffer, so the ring never runs dry
+ *   while the pool has free buffers.
+ * - After a fork or lost CQEs the ring is new: the buffer rings are registered again with
+ *   every buffer the caller does not hold, and every operation that was in flight completes
+ *   (-ECANCELED in a fork's child: its owner submits it again; -EIO after lost CQEs, as a
+ *   send may have been done unseen). CQEs kept for the owners were the old ring's; in a
+ *   child, a connection accepted there is the parent's, and is closed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "bufpool.h"
+#include "uring.h"
+
+#define MUX__SEND_MAX   0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
+#define MUX__SENDV_MAX  1024u       /* UIO_MAXIOV */
+#define MUX__RING_SLACK 8u
+
+/* mux__uop.queue: what the next wait does; mux__uop.state: where the operation is. */
+enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
+enum { MUX__OPS_QUEUED = 0x1, MUX__OPS_FLIGHT = 0x2, MUX__OPS_KEPT = 0x4, MUX__OPS_REFUSED = 0x8 };
+
+struct mux__upool {
+    mux_bufpool_t *pool;
+    struct io_uring_buf_ring *ring;
+    struct mux__upool *next;
+    uint16_t bgid, rmask;
+    uint8_t registered;
+    uint32_t inring; /* buffers in the ring */
+    uint32_t armed;  /* receives in flight that may take one */
+};
+
+static struct mux__uop *mux__U(struct mux__op *op)
+{
+    return (struct mux__uop *)(void *)op->priv_.word;
+}
+
+static struct mux__op *mux__O(struct mux__uop *u)
+{
+    return (struct mux__op *)(void *)((char *)u - offsetof(struct mux__op, priv_));
+}
+
+static struct mux__op *mux__cqe_op(uint64_t ud)
+{
+    return (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
+}
+
+static uint64_t mux__op_ud(const struct mux__op *op)
+{
+    return (uint64_t)MUX__UD_OP << 62 | (uint64_t)(uintptr_t)op;
+}
+
+static void mux__ulist_init(struct mux__uop *anchor, int queue)
+{
+    if (queue)
+        anchor->qnext = anchor->qprev = anchor;
+    else
+        anchor->next = anchor->prev = anchor;
+}
+
+/* ---- buffer rings ----------------------------------------------------------------- */
+
+static struct mux__upool *mux__upool_of(const mux_bufpool_t *p)
+{
+    return mux__bufpool_kring(p);
+}
+
+static size_t mux__upool_bytes(const struct mux__upool *up)
+{
+    return ((size_t)up->rmask + 1) * sizeof(struct io_uring_buf);
+}
+
+/* Moves free buffers from the pool's free list into the ring until it holds enough. */
+static void mux__upool_topup(struct mux__upool *up)
+{
+    int k = 0;
+    while (up->inring < up->armed + MUX__RING_SLACK) {
+        uint32_t i = mux__bufpool_lend(up->pool);
+        if (i == MUX__POOL_NONE)
+            break;
+        io_uring_buf_ring_add(up->ring, mux__bufpool_addr(up->pool, i),
+                              (unsigned)mux__bufpool_size(up->pool), (unsigned short)i, up->rmask,
+                              k++);
+        up->inring++;
+    }
+    if (k)
+        io_uring_buf_ring_advance(up->ring, k);
+}
+
+/* An empty ring, then as many buffers as it should hold. */
+static void mux__upool_fill(struct mux__upool *up)
+{
+    mux__bufpool_reclaim(up->pool);
+    io_uring_buf_ring_init(up->ring);
+    up->inring = 0;
+    mux__upool_topup(up);
+}
+
+static int mux__upool_register(struct mux__uring *st, struct mux__upool *up)
+{
+    struct io_uring_buf_reg reg;
+    memset(&reg, 0, sizeof reg);
+    reg.ring_addr = (uint64_t)(uintptr_t)up->ring;
+    reg.ring_entries = (uint32_t)up->rmask + 1;
+    reg.bgid = up->bgid;
+    int err = io_uring_register_buf_ring(&st->ring, &reg, 0);
+    up->registered = err == 0;
+    return err;
+}
+
+int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
+{
+    struct mux__uring *st = loop->bdata;
+    uint32_t count = mux__bufpool_count(p);
+    if (count > 32768 || mux__bufpool_size(p) > MUX__SEND_MAX || st->next_bgid == UINT16_MAX)
+        return -ENOTSUP; /* beyond what a buffer ring holds: receives are emulated */
+    struct mux__upool *up = calloc(1, sizeof *up);
+    if (!up)
+        return -ENOMEM;
+    uint32_t n = 1;
+    while (n < count)
+        n <<= 1;
+    up->rmask = (uint16_t)(n - 1);
+    void *mem = mmap(NULL, mux__upool_bytes(up), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        free(up);
+        return -errno;
+    }
+    up->pool = p;
+    up->ring = mem;
+    up->bgid = st->next_bgid++;
+    st->pools_pending = 1; /* the next wait registers it, before it submits a receive */
+    mux__bufpool_set_kring(p, up);
+    mux__upool_fill(up);
+    up->next = st->pools;
+    st->pools = up;
+    return 0;
+}
+
+void mux__uring_pool_put(mux_bufpool_t *p)
+{
+    mux__upool_topup(mux__upool_of(p)); /* the buffer went first in line for the ring */
+}
+
+/* ---- the queue and the list in flight --------------------------------------------- */
+
+static void mux__op_enqueue(struct mux__uring *st, struct mux__op *op, unsigned what)
+{
+    struct mux__uop *u = mux__U(op);
+    u->queue |= (uint8_t)what;
+    if (u->state & MUX__OPS_QUEUED)
+        return;
+    u->state |= MUX__OPS_QUEUED;
+    u->qprev = st->queue.qprev;
+    u->qnext = &st->queue;
+    st->queue.qprev->qnext = u;
+    st->queue.qprev = u;
+}
+
+static void mux__op_dequeue(struct mux__op *op)
+{
+    struct mux__uop *u = mux__U(op);
+    u->qprev->qnext = u->qnext;
+    u->qnext->qprev = u->qprev;
+    u->qnext = u->qprev = NULL;
+    u->queue = 0;
+    u->state &= (uint8_t)~MUX__OPS_QUEUED;
+}
+
+static void mux__op_link(struct mux__uring *st, struct mux__op *op)
+{
+    struct mux__uop *u = mux__U(op);
+    u->next = st->ops.next;
+    u->prev = &st->ops;
+    st->ops.next->prev = u;
+    st->ops.next = u;
+    u->state |= MUX__OPS_FLIGHT;
+    if (op->kind_ == MUX__OP_RECV_POOL) {
+        /* a buffer for it before it can reach the kernel (a full SQ ring is submitted
+         * early, in the middle of a flush) */
+        struct mux__upool *up = mux__upool_of(op->a_.pool);
+        up->armed++;
+        mux__upool_topup(up);
+    }
+}
+
+/* The operation's last CQE came: it leaves every list (a cancel still queued has nothing
+ * left to end). */
+static void mux__op_unlink(struct mux__op *op)
+{
+    struct mux__uop *u = mux__U(op);
+    u->prev->next = u->next;
+    u->next->prev = u->prev;
+    u->next = u->prev = NULL;
+    u->state &= (uint8_t)~MUX__OPS_FLIGHT;
+    if (op->kind_ == MUX__OP_RECV_POOL)
+        mux__upool_of(op->a_.pool)->armed--;
+    if (u->state & MUX__OPS_QUEUED)
+        mux__op_dequeue(op);
+}
+
+void mux__uring_submit(struct mux__loop *loop, struct mux__op *op)
+{
+    /* Not in flight, so on no list: its private space may hold anything (the emulation's). */
+    memset(mux__U(op), 0, sizeof(struct mux__uop));
+    mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
+}
+
+void mux__uring_cancel(struct mux__loop *loop, struct mux__op *op)
+{
+    struct mux__uop *u = mux__U(op);
+    if (u->queue & MUX__Q_SUBMIT) /* never submitted: it ends with the next wait */
+        u->queue = (uint8_t)((u->queue & ~MUX__Q_SUBMIT) | MUX__Q_DROP);
+    else if (u->state & MUX__OPS_FLIGHT)
+        mux__op_enqueue(loop->bdata, op, MUX__Q_CANCEL);
+}
+
+/* Fills the SQE of an operation to start. */
+static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, struct mux__op *op)
+{
+    sqe->fd = op->sock_;
+    sqe->user_data = mux__op_ud(op);
+    switch (op->kind_) {
+    case MUX__OP_RECV_POOL:
+        sqe->opcode = IORING_OP_RECV;
+        sqe->len = (uint32_t)mux__bufpool_size(op->a_.pool);
+        sqe->flags = IOSQE_BUFFER_SELECT;
+        sqe->buf_group = mux__upool_of(op->a_.pool)->bgid;
+        /* The socket is likely empty: wait for data before trying. */
+        sqe->ioprio = op->flags_ & MUX__OPF_POLL_FIRST ? IORING_RECVSEND_POLL_FIRST : 0;
+        break;
+    case MUX__OP_SEND:
+        sqe->opcode = IORING_OP_SEND;
+        sqe->addr = (uint64_t)(uintptr_t)op->a_.buf.base;
+        sqe->len = (uint32_t)(op->a_.buf.len > MUX__SEND_MAX ? MUX__SEND_MAX : op->a_.buf.len);
+        sqe->msg_flags = MSG_NOSIGNAL;
+        break;
+    case MUX__OP_SENDV: {
+        struct msghdr *msg = &st->msgs[sqe - st->ring.sq.sqes];
+        memset(msg, 0, sizeof *msg);
+        msg->msg_iov = (struct iovec *)(uintptr_t)op->a_.bufs.v; /* laid out alike */
+        msg->msg_iovlen = op->a_.bufs.n > MUX__SENDV_MAX ? MUX__SENDV_MAX : op->a_.bufs.n;
+        sqe->opcode = IORING_OP_SENDMSG;
+        sqe->addr = (uint64_t)(uintptr_t)msg;
+        sqe->len = 1;
+        sqe->msg_flags = MSG_NOSIGNAL;
+        break;
+    }
+    default: /* MUX__OP_ACCEPT, multishot: the descriptor's caps promise nothing else */
+        sqe->opcode = IORING_OP_ACCEPT;
+        sqe->ioprio = IORING_ACCEPT_MULTISHOT;
+        sqe->accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+        break;
+    }
+}
+
+int mux__uring_ops_flush(struct mux__loop *loop)
+{
+    int ended = 0;
+    struct mux__uring *st = loop->bdata;
+    if (mux__unlikely(st->pools_pending)) {
+        st->pools_pending = 0;
+        for (struct mux__upool *up = st->pools; up; up = up->next)
+            if (!up->registered && mux__upool_register(st, up) != 0)
+                st->pools_pending = 1; /* tried again next wait; its receives: -ENOBUFS */
+    }
+    struct mux__uop *u;
+    while ((u = st->queue.qnext) != &st->queue) {
+        struct mux__op *op = mux__O(u);
+        unsigned what = u->queue;
+        if (what & MUX__Q_DROP) { /* cancelled before it was submitted */
+            mux__op_dequeue(op);
+            mux__op_complete(op, -ECANCELED, NULL, 0);
+            ended++;
+            continue;
+        }
+        if (!(what & (MUX__Q_SUBMIT | MUX__Q_CANCEL))) {
+            mux__op_dequeue(op);
+            continue;
+        }
+        if (io_uring_sq_space_left(&st->ring) == 0) {
+            if (mux__uring_reserve(loop, 1) != 0)
+                return -EAGAIN; /* the rest stay queued */
+            continue;           /* the early submit reaped: look at the queue's head again */
+        }
+        mux__op_dequeue(op);
+        if (what & MUX__Q_CANCEL) {
+            struct io_uring_sqe *sqe =
+                mux__uring_prep(st, IORING_OP_ASYNC_CANCEL, -1, (uint64_t)MUX__UD_REMOVE << 62);
+            sqe->addr = mux__op_ud(op);
+            sqe->flags = (uint8_t)st->skip;
+            continue;
+        }
+        mux__uring_prep_op(st, mux__uring_prep(st, 0, -1, 0), op);
+        mux__op_link(st, op);
+    }
+    return ended;
+}
+
+/* One CQE of an operation. Returns nonzero when its owner has no room for it now. */
+static int mux__uring_op_cqe(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
+{
+    struct mux__op *op = mux__cqe_op(ud);
+    unsigned more = flags & IORING_CQE_F_MORE;
+    unsigned opf =
+        (more ? MUX__OPC_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPC_NONEMPTY : 0);
+    char *buf = NULL;
+    uint32_t bid = 0;
+    if (flags & IORING_CQE_F_BUFFER) {
+        bid = flags >> IORING_CQE_BUFFER_SHIFT;
+        buf = mux__bufpool_addr(op->a_.pool, bid);
+    }
+    if (!more)
+        mux__op_unlink(op);
+    if (mux__unlikely(mux__op_complete(op, res, buf, opf) != 0)) {
+        if (!more)
+            mux__op_link(loop->bdata, op); /* still in flight: this completion comes again */
+        return 1;
+    }
+    if (buf) { /* the caller's now, until mux_bufpool_put */
+        mux__bufpool_taken(op->a_.pool, bid);
+        mux__upool_of(op->a_.pool)->inring--;
+    }
+    return 0;
+}
+
+/* Keeps an operation's CQE for the next reap. 0, or -ENOMEM. */
+static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cqe)
+{
+    if (st->ndefer == st->defer_cap) {
+        uint32_t cap = st->defer_cap ? st->defer_cap * 2 : 64;
+        struct mux__cqe *d = realloc(st->defer, (size_t)cap * sizeof *d);
+        if (!d)
+            return -ENOMEM;
+        st->defer = d;
+        st->defer_cap = cap;
+    }
+    st->defer[st->ndefer++] = (struct mux__cqe){cqe->user_data, cqe->res, cqe->flags};
+    return 0;
+}
+
+int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
+{
+    struct mux__uop *u = mux__U(mux__cqe_op(cqe->user_data));
+    /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
+    if (!(u->state & MUX__OPS_KEPT) &&
+        mux__uring_op_cqe(loop, cqe->user_data, cqe->res, cqe->flags) == 0)
+        return 0;
+    int err = mux__uring_defer(loop->bdata, cqe);
+    if (err == 0)
+        u->state |= MUX__OPS_KEPT;
+    return err;
+}
+
+unsigned mux__uring_ops_redeliver(struct mux__loop *loop)
+{
+    struct mux__uring *st = loop->bdata;
+    uint32_t i, k = 0, n = st->ndefer;
+    if (mux__likely(n == 0))
+        return 0;
+    for (i = 0; i < n; i++)
+        mux__U(mux__cqe_op(st->defer[i].ud))->state &=
+            (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
+    for (i = 0; i < n; i++) {
+        struct mux__cqe d = st->defer[i];
+        struct mux__uop *u = mux__U(mux__cqe_op(d.ud));
+        if ((u->state & MUX__OPS_REFUSED) || mux__uring_op_cqe(loop, d.ud, d.res, d.flags) != 0) {
+            u->state |= MUX__OPS_REFUSED;
+            st->defer[k++] = d;
+        }
+    }
+    st->ndefer = k;
+    for (i = 0; i < k; i++) {
+        struct mux__uop *u = mux__U(mux__cqe_op(st->defer[i].ud));
+        u->state = (uint8_t)((u->state & ~MUX__OPS_REFUSED) | MUX__OPS_KEPT);
+    }
+    return n - k;
+}
+
+/* ---- life cycle ------------------------------------------------------------------- */
+
+int mux__uring_ops_open(struct mux__uring *st)
+{
+    mux__ulist_init(&st->ops, 0);
+    mux__ulist_init(&st->queue, 1);
+    st->next_bgid = 1;
+    st->nmsgs = st->ring.sq.ring_entries;
+    st->msgs = calloc(st->nmsgs, sizeof *st->msgs);
+    return st->msgs ? 0 : -ENOMEM;
+}
+
+void mux__uring_ops_close(struct mux__uring *st)
+{
+    struct mux__upool *up;
+    while ((up = st->pools) != NULL) {
+        st->pools = up->next;
+        munmap(up->ring, mux__upool_bytes(up));
+        mux__bufpool_unbind(up->pool);
+        free(up);
+    }
+    free(st->defer);
+    free(st->msgs);
+}
+
+void mux__uring_ops_drop_ring(struct mux__loop *loop, int lost)
+{
+    struct mux__uring *st = loop->bdata;
+    if (lost && st->ring_ok) /* its receives must not pick buffers any more */
+        for (struct mux__upool *up = st->pools; up; up = up->next)
+            if (up->registered)
+                io_uring_unregister_buf_ring(&st->ring, up->bgid);
+    for (uint32_t i = 0; i < st->ndefer; i++) {
+        struct mux__cqe d = st->defer[i];
+        struct mux__op *op = mux__cqe_op(d.ud);
+        mux__U(op)->state &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
+        int taken = lost && mux__uring_op_cqe(loop, d.ud, d.res, d.flags) == 0;
+        if (!taken && op->kind_ == MUX__OP_ACCEPT && d.res >= 0)
+            close(d.res); /* the parent's, or refused again: nobody here will take it */
+    }
+    st->ndefer = 0;
+}
+
+void mux__uring_ops_new_ring(struct mux__loop *loop, int lost)
+{
+    struct mux__uring *st = loop->bdata;
+    for (struct mux__upool *up = st->pools; up; up = up->next) {
+        up->registered = 0;
+        st->pools_pending = 1;
+        mux__upool_fill(up);
+    }
+    struct mux__uop *u;
+    while ((u = st->ops.next) != &st->ops) {
+        struct mux__op *op = mux__O(u);
+        mux__op_unlink(op);
+        mux__op_complete(op, lost ? -EIO : -ECANCELED, NULL, 0);
+    }
+}

@@ -1,0 +1,142 @@
+/* Buffer pools: equal buffers carved from caller memory, handed out to reads.
+ *
+ * The free list is threaded through the caller's `free_slots` array, most recently used
+ * first: a buffer given back is the next one handed out, while it is still in the cache.
+ * free_[i] is the next free index, or one of two marks: the caller holds the buffer, or a
+ * kernel ring does (bufpool.h). A pool that a loop's kernel reads into (io_uring's
+ * provided-buffer rings) is bound to that loop until the loop closes; the backend keeps its
+ * own state for it (kring_) and is told when a buffer comes back, to refill its ring.
+ */
+#include <string.h>
+
+#include "backend.h"
+#include "bufpool.h"
+#include "internal.h"
+
+#define MUX__POOL_INUSE UINT32_MAX       /* the caller's */
+#define MUX__POOL_LENT  (UINT32_MAX - 1) /* in a kernel's ring */
+
+MUX_EXPORT int mux_bufpool_init(mux_bufpool_t *p, void *mem, size_t size, uint32_t count,
+                                uint32_t *free_slots)
+{
+    if (!p || !mem || !size || !count || count >= MUX__POOL_LENT || !free_slots)
+        return -EINVAL;
+    void *data = p->data;
+    memset(p, 0, sizeof *p);
+    p->data = data;
+    p->mem_ = mem;
+    p->size_ = size;
+    p->count_ = p->nfree_ = count;
+    p->free_ = free_slots;
+    for (uint32_t i = 0; i < count; i++)
+        free_slots[i] = i + 1; /* next free; count ends the list */
+    p->head_ = 0;
+    return 0;
+}
+
+MUX_EXPORT int mux_bufpool_put(mux_bufpool_t *p, char *buf)
+{
+    if (!p || !p->mem_ || !buf || buf < p->mem_)
+        return -EINVAL;
+    size_t off = (size_t)(buf - p->mem_);
+    if (off % p->size_ || off / p->size_ >= p->count_)
+        return -EINVAL;
+    uint32_t i = (uint32_t)(off / p->size_);
+    if (p->free_[i] != MUX__POOL_INUSE)
+        return -EINVAL; /* already free */
+    p->free_[i] = p->head_;
+    p->head_ = i;
+    p->nfree_++;
+    if (p->kring_)
+        p->loop_->backend->pool_put(p);
+    return 0;
+}
+
+MUX_EXPORT int mux_bufpool_available(const mux_bufpool_t *p)
+{
+    return p && p->mem_ ? (int)p->nfree_ : -EINVAL;
+}
+
+char *mux__bufpool_get(mux_bufpool_t *p)
+{
+    if (p->head_ == p->count_ || p->kring_)
+        return NULL;
+    uint32_t i = p->head_;
+    p->head_ = p->free_[i];
+    p->free_[i] = MUX__POOL_INUSE;
+    p->nfree_--;
+    return mux__bufpool_addr(p, i);
+}
+
+int mux__bufpool_bind(struct mux__loop *loop, mux_bufpool_t *p)
+{
+    if (p->loop_)
+        return p->loop_ == loop ? 0 : -EINVAL;
+    if (!(loop->caps & MUX__CAP(MUX__OP_RECV_POOL)))
+        return 0;
+    /* Attached, the pool's receives run in the kernel; refused (a pool larger than a ring
+     * holds), they are emulated. Either way reading can start. */
+    if (loop->backend->pool_attach(loop, p) == 0)
+        p->loop_ = loop;
+    return 0;
+}
+
+void mux__bufpool_unbind(mux_bufpool_t *p)
+{
+    mux__bufpool_reclaim(p);
+    p->loop_ = NULL;
+    p->kring_ = NULL;
+}
+
+void *mux__bufpool_kring(const mux_bufpool_t *p)
+{
+    return p->kring_;
+}
+
+void mux__bufpool_set_kring(mux_bufpool_t *p, void *kring)
+{
+    p->kring_ = kring;
+}
+
+uint32_t mux__bufpool_count(const mux_bufpool_t *p)
+{
+    return p->count_;
+}
+
+size_t mux__bufpool_size(const mux_bufpool_t *p)
+{
+    return p->size_;
+}
+
+char *mux__bufpool_addr(const mux_bufpool_t *p, uint32_t i)
+{
+    return p->mem_ + (size_t)i * p->size_;
+}
+
+uint32_t mux__bufpool_lend(mux_bufpool_t *p)
+{
+    if (p->head_ == p->count_)
+        return MUX__POOL_NONE;
+    uint32_t i = p->head_;
+    p->head_ = p->free_[i];
+    p->free_[i] = MUX__POOL_LENT;
+    return i;
+}
+
+char *mux__bufpool_taken(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = MUX__POOL_INUSE;
+    p->nfree_--;
+    return mux__bufpool_addr(p, i);
+}
+
+void mux__bufpool_reclaim(mux_bufpool_t *p)
+{
+    uint32_t head = p->count_;
+    for (uint32_t i = p->count_; i-- > 0;)
+        if (p->free_[i] != MUX__POOL_INUSE) {
+            p->free_[i] = head;
+            head = i;
+        }
+    p->head_ = head;
+}

@@ -1,0 +1,43 @@
+/* Buffer pools, inside the library: bufpool.c is the only file that reads or writes the
+ * fields of mux_bufpool_t; everything else goes through these calls.
+ *
+ * Each buffer is in one of three states: on the free list; the caller's (a read callback
+ * was given it, and mux_bufpool_put gives it back); or lent to a kernel that picks receive
+ * buffers itself (a backend with MUX__CAP_RECV_POOL keeps some free buffers in its ring).
+ * A lent buffer still counts as free for mux_bufpool_available.
+ */
+#ifndef IOMUX_BUFPOOL_H
+#define IOMUX_BUFPOOL_H
+
+#include "internal.h"
+
+#define MUX__POOL_NONE UINT32_MAX
+
+/* A free buffer for the caller (the emulated receive), or NULL when there is none or the free
+ * buffers are a kernel ring's (another loop reads from this pool natively). */
+char *mux__bufpool_get(mux_bufpool_t *p);
+/* Before a pool receive on `loop`: attaches the pool to the loop's backend if that backend
+ * picks buffers in the kernel. 0, or -EINVAL when another loop's kernel holds the pool. */
+int mux__bufpool_bind(struct mux__loop *loop, mux_bufpool_t *p);
+/* The loop closes or its kernel ring is gone: the pool serves any loop again. */
+void mux__bufpool_unbind(mux_bufpool_t *p);
+/* Whether `loop`'s kernel picks this pool's buffers (its receives run natively). */
+static inline int mux__bufpool_native(const mux_bufpool_t *p, const struct mux__loop *loop)
+{
+    return p->loop_ == loop;
+}
+
+/* For the backend that holds the pool: */
+void *mux__bufpool_kring(const mux_bufpool_t *p); /* its state, as pool_attach set it */
+void mux__bufpool_set_kring(mux_bufpool_t *p, void *kring);
+uint32_t mux__bufpool_count(const mux_bufpool_t *p);
+size_t mux__bufpool_size(const mux_bufpool_t *p);
+char *mux__bufpool_addr(const mux_bufpool_t *p, uint32_t i);
+/* Lends the most recently used free buffer to the kernel: its index, or MUX__POOL_NONE. */
+uint32_t mux__bufpool_lend(mux_bufpool_t *p);
+/* The kernel filled lent buffer `i`: it is the caller's now. Its address. */
+char *mux__bufpool_taken(mux_bufpool_t *p, uint32_t i);
+/* Every buffer that is not the caller's goes back on the free list (the ring was reset). */
+void mux__bufpool_reclaim(mux_bufpool_t *p);
+
+#endif

@@ -1,0 +1,67 @@
+/* The platform seam: the only interfaces through which the generic files reach what differs
+ * between operating systems. platform/posix.c implements them for Linux, the BSDs and macOS;
+ * which system calls it uses is decided by the MUX_HAVE_* macros that CMake finds (a build
+ * with IOMUX_PORTABLE_POSIX=ON defines none of them, so Linux runs the path macOS takes).
+ * Every function returns 0 (or a descriptor) on success and a negative errno on failure.
+ */
+#ifndef IOMUX_PLATFORM_H
+#define IOMUX_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "iomux.h"
+
+/* ---- sockets ---- */
+
+/* A new stream socket of `family`: non-blocking, close-on-exec, never raising SIGPIPE. */
+int mux__sock_stream(int family);
+/* A listening socket bound to `addr` (SO_REUSEADDR for TCP; SO_REUSEPORT and IPV6_V6ONLY
+ * when asked), set up as mux__sock_stream's are. The socket, or -errno. */
+int mux__sock_listen(const struct sockaddr *addr, socklen_t len, int reuseport, int v6only,
+                     int backlog);
+/* The address `sock` is bound to (getsockname). */
+int mux__sock_name(mux_os_sock_t sock, struct sockaddr *addr, socklen_t *len);
+/* Accepts one connection on `lsock`, set up as mux__sock_stream's sockets are. The socket,
+ * or -errno (-EAGAIN when none is waiting). */
+int mux__sock_accept(mux_os_sock_t lsock);
+/* Makes an adopted socket behave as mux__sock_stream's do (non-blocking, no SIGPIPE).
+ * Returns its address family (AF_INET, AF_INET6, AF_UNIX), -EINVAL when it is not a
+ * socket, or another -errno (-EBADF). */
+int mux__sock_adopt(mux_os_sock_t sock);
+void mux__sock_close(mux_os_sock_t sock);
+/* Starts a connect: 0 when it completed, -EINPROGRESS while it goes on, or -errno. */
+int mux__sock_connect(mux_os_sock_t sock, const struct sockaddr *sa, socklen_t len);
+/* The outcome of a connect that went on (SO_ERROR): 0 or -errno. */
+int mux__sock_error(mux_os_sock_t sock);
+/* One non-blocking receive: the byte count (0 at end of stream) or -errno. */
+ssize_t mux__sock_recv(mux_os_sock_t sock, char *buf, size_t len);
+/* One non-blocking send from `n` buffers (a system-sized batch of them at most): the byte
+ * count or -errno. */
+ssize_t mux__sock_send(mux_os_sock_t sock, const mux_buf_t *bufs, uint32_t n);
+int mux__sock_shutdown(mux_os_sock_t sock);
+/* TCP_NODELAY on or off. */
+int mux__sock_nodelay(mux_os_sock_t sock, int on);
+/* TCP keep-alive on or off, with `idle_s` seconds before the first probe. */
+int mux__sock_keepalive(mux_os_sock_t sock, int on, unsigned idle_s);
+
+/* ---- the loop's wake-up descriptor ---- */
+
+/* An eventfd (both ends the same descriptor) or a non-blocking pipe. */
+int mux__wakefd_open(int *rfd, int *wfd);
+/* Makes `wfd` readable; async-signal-safe. A full pipe counts as done. */
+int mux__wakefd_signal(int wfd);
+/* Reads everything written so far. */
+void mux__wakefd_drain(int rfd);
+
+/* ---- wall-clock changes ---- */
+
+/* A descriptor that becomes readable when someone sets the wall clock (a timerfd with
+ * TFD_TIMER_CANCEL_ON_SET), or -ENOTSUP where there is none: the loop then compares the two
+ * clocks on each iteration instead. */
+int mux__clocknote_open(void);
+/* After it was readable: arms it again for the next change. */
+void mux__clocknote_rearm(int fd);
+
+#endif
