@@ -234,7 +234,9 @@ static void mux__stream_read_moved(mux_stream_t *s)
 
 static void mux__stream_stop_reading(mux_stream_t *s)
 {
-    s->flags_ &= ~(unsigned)S_READING;
+    /* Whatever was left in the socket, a restart polls first: after a stop the hint is old
+     * (a reader that stops per message, like an echo server, finds the socket empty). */
+    s->flags_ &= ~(unsigned)(S_READING | S_RMORE);
     /* A pool receive that completes anyway is kept for the next start. */
     mux__op_cancel(s->loop_, &s->rop_);
 }

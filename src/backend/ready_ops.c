@@ -19,10 +19,11 @@
  *   makes them.
  * - Sends go on while the socket takes bytes (a partial send is followed by another at
  *   once), and complete with the total once it is all sent or the socket is full.
- * - The watcher stays started after a completion, since the owner usually submits the next
- *   operation of the kind at once (a reader, a writer with queued writes): starting and
- *   stopping it every time would touch the fd's interest twice per operation. A report to
- *   an idle operation stops it. Cancel, and going native, stop it for good.
+ * - A receive's or accept's watcher stays started after a completion, since the owner
+ *   usually submits the next one at once: starting and stopping it every time would touch
+ *   the fd's interest twice per operation. A report to an idle operation stops it. A send's
+ *   stops (a writable socket would report every iteration). Cancel, and going native, stop
+ *   it for good.
  * - Connect starts with connect(2): done at once (a Unix socket), EINPROGRESS (wait for
  *   writability, then read SO_ERROR), or failed. Shutdown is one shutdown(2). Neither is
  *   worth a wait of its own.
@@ -263,7 +264,11 @@ static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
         mux__ready_done(loop, op, -EAGAIN, NULL, MUX__OPC_NONEMPTY);
         return;
     }
-    mux__ready_try(loop, op); /* EAGAIN: a stale report; the watcher stays */
+    /* EAGAIN: a stale report, the watcher stays. Done: a receive or accept keeps it for the
+     * next one; a send or connect does not, as a writable socket would report it on every
+     * iteration while the next send goes out speculatively anyway. */
+    if (mux__ready_try(loop, op) == MUX__TRY_DONE && mux__ready_events(op) == MUX_WRITE)
+        mux__io_stop_internal(loop, w);
 }
 
 void mux__ready_submit(struct mux__loop *loop, struct mux__op *op)
