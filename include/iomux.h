@@ -519,9 +519,10 @@ struct mux_bufpool {
     char *mem_;
     size_t size_;
     uint32_t count_, nfree_, head_, pad_;
-    uint32_t *free_;         /* free list threaded through caller memory; in-use marks */
-    struct mux__loop *loop_; /* the loop whose kernel holds the free buffers, or NULL */
-    void *kring_;            /* that loop's backend's state for the pool */
+    uint32_t *free_;                    /* free list threaded through caller memory; in-use marks */
+    struct mux__loop *loop_;            /* the loop whose kernel holds the free buffers, or NULL */
+    void *kring_;                       /* that loop's backend's state for the pool */
+    void (*kput_)(mux_bufpool_t *pool); /* tells that backend a buffer came back */
 };
 
 /* Makes `pool` hand out `count` buffers of `size` bytes carved from `mem` (count * size

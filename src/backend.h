@@ -20,8 +20,8 @@
  * The operation half: what the stream layer runs on. An operation (struct mux__op, in
  * iomux.h) is a receive into a caller buffer or into a pool's buffer, a send of one or
  * several buffers, an accept, a connect or a shutdown, on one socket. The owner (a stream or
- * a listener) fills its kind and arguments and calls mux__op_submit(); the operation is in
- * flight (MUX__OPF_FLIGHT) until its last completion. A backend runs natively the kinds
+ * a listener) fills its kind and arguments and calls mux__op_submit() (op.h); the operation
+ * is in flight (MUX__OPF_FLIGHT) until its last completion. A backend runs natively the kinds
  * whose MUX__CAP_ bit it has (loop->caps); every other kind is emulated with non-blocking
  * system calls over the readiness half (backend/ready_ops.c), so a readiness backend
  * implements none of this half and io_uring only the kinds that pay. The rules, for both:
@@ -53,14 +53,14 @@
  * - Space. Every operation has 40 bytes of backend-private space (priv_): the emulation's io
  *   watcher, io_uring's links, or an OVERLAPPED (32 bytes on 64-bit Windows).
  *
- * The buffer pool (bufpool.c) has one hook for backends whose kernel picks receive buffers
- * from a ring (MUX__CAP_RECV_POOL): pool_attach hands it the pool's free buffers, and
- * pool_put tops the ring up when the caller gives a buffer back.
+ * The buffer pool (bufpool.c) is a data structure below the backends. A backend whose kernel
+ * picks receive buffers from a ring (MUX__CAP(MUX__OP_RECV_POOL)) binds a pool in
+ * pool_attach, with a hook the pool calls when the caller gives a buffer back, to top the
+ * ring up.
  */
 #ifndef IOMUX_BACKEND_H
 #define IOMUX_BACKEND_H
 
-#include "bufpool.h"
 #include "internal.h"
 
 /* Capability bits: the operation kinds a backend runs natively (bit 1 << MUX__OP_*), and: */
@@ -124,11 +124,10 @@ struct mux__backend {
     void (*submit)(struct mux__loop *loop, struct mux__op *op);
     /* See "Cancel" above. */
     void (*cancel)(struct mux__loop *loop, struct mux__op *op);
-    /* Hands the free buffers of `pool` to the kernel. 0, or -errno: receives from it are
-     * emulated then. The pool stays attached until the loop closes. */
+    /* Hands the free buffers of `pool` to the kernel, binding it to the loop
+     * (mux__bufpool_bind, with a hook for buffers that come back). 0, or -errno: receives
+     * from it are emulated then. The pool stays bound until the loop closes. */
     int (*pool_attach)(struct mux__loop *loop, mux_bufpool_t *pool);
-    /* A buffer of an attached pool went back on its free list (mux_bufpool_put). */
-    void (*pool_put)(mux_bufpool_t *pool);
 };
 
 /* NULL-terminated, in order of preference; generated from CMakeLists.txt. */
@@ -155,52 +154,7 @@ static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned re
 /* Stops every watcher of `fd` and queues it with MUX_ERROR: the fd is not valid. */
 void mux__fd_kill(struct mux__loop *loop, int fd);
 
-/* ---- operations ------------------------------------------------------------------- */
-
-/* backend/ready_ops.c: the emulation, for every kind a backend does not run natively. */
-void mux__ready_submit(struct mux__loop *loop, struct mux__op *op);
-/* Stops the emulation's watcher; an operation in flight completes with -ECANCELED. */
-void mux__ready_cancel(struct mux__loop *loop, struct mux__op *op);
-/* Stops the emulation's watcher for good: priv_ is free for a native operation. */
-void mux__ready_release(struct mux__loop *loop, struct mux__op *op);
-
-/* Whether the loop's backend runs `op` natively: its kind is in loop->caps and, for a pool
- * receive, the pool's buffers are in this loop's kernel ring. */
-static inline int mux__op_native(const struct mux__loop *loop, const struct mux__op *op)
-{
-    if (!(loop->caps & MUX__CAP(op->kind_)))
-        return 0;
-    return op->kind_ != MUX__OP_RECV_POOL || mux__bufpool_native(op->a_.pool, loop);
-}
-
-/* Starts `op`, natively or emulated. Its completions come to op->done_. */
-static inline void mux__op_submit(struct mux__loop *loop, struct mux__op *op)
-{
-    op->flags_ = (uint8_t)((op->flags_ & ~MUX__OPF_NATIVE) | MUX__OPF_FLIGHT);
-    if (mux__op_native(loop, op)) {
-        if (mux__unlikely(op->flags_ & MUX__OPF_WATCH))
-            mux__ready_release(loop, op); /* the slot was emulated before: priv_ changes hands */
-        op->flags_ |= MUX__OPF_NATIVE;
-        loop->backend->submit(loop, op);
-    } else {
-        mux__ready_submit(loop, op);
-    }
-}
-
-/* Asks `op` to end early if it is in flight (see "Cancel" at the top), and stops the
- * emulation's watcher if it kept one started. */
-static inline void mux__op_cancel(struct mux__loop *loop, struct mux__op *op)
-{
-    if ((op->flags_ & (MUX__OPF_FLIGHT | MUX__OPF_NATIVE)) == (MUX__OPF_FLIGHT | MUX__OPF_NATIVE))
-        loop->backend->cancel(loop, op);
-    else if (op->flags_ & (MUX__OPF_FLIGHT | MUX__OPF_WATCH))
-        mux__ready_cancel(loop, op);
-}
-
-static inline int mux__op_in_flight(const struct mux__op *op)
-{
-    return (op->flags_ & MUX__OPF_FLIGHT) != 0;
-}
+/* ---- operations (op.h starts them; backends complete them) ----------------------- */
 
 /* Hands one completion to the owner. Returns nonzero when the owner refused it (it stays in
  * flight and the backend offers it again later). */

@@ -5,13 +5,13 @@
  * free_[i] is the next free index, or one of two marks: the caller holds the buffer, or a
  * kernel ring does (bufpool.h). A pool that a loop's kernel reads into (io_uring's
  * provided-buffer rings) is bound to that loop until the loop closes; the backend keeps its
- * own state for it (kring_) and is told when a buffer comes back, to refill its ring.
+ * own state for it (kring_) and is told when a buffer comes back (kput_), to refill its
+ * ring. The pool knows nothing else of backends: it sits below them, as a data structure
+ * that the stream layer and the backends' receives share.
  */
 #include <string.h>
 
-#include "backend.h"
 #include "bufpool.h"
-#include "internal.h"
 
 #define MUX__POOL_INUSE UINT32_MAX       /* the caller's */
 #define MUX__POOL_LENT  (UINT32_MAX - 1) /* in a kernel's ring */
@@ -47,8 +47,8 @@ MUX_EXPORT int mux_bufpool_put(mux_bufpool_t *p, char *buf)
     p->free_[i] = p->head_;
     p->head_ = i;
     p->nfree_++;
-    if (p->kring_)
-        p->loop_->backend->pool_put(p);
+    if (p->kput_)
+        p->kput_(p);
     return 0;
 }
 
@@ -68,17 +68,17 @@ char *mux__bufpool_get(mux_bufpool_t *p)
     return mux__bufpool_addr(p, i);
 }
 
-int mux__bufpool_bind(struct mux__loop *loop, mux_bufpool_t *p)
+struct mux__loop *mux__bufpool_owner(const mux_bufpool_t *p)
 {
-    if (p->loop_)
-        return p->loop_ == loop ? 0 : -EINVAL;
-    if (!(loop->caps & MUX__CAP(MUX__OP_RECV_POOL)))
-        return 0;
-    /* Attached, the pool's receives run in the kernel; refused (a pool larger than a ring
-     * holds), they are emulated. Either way reading can start. */
-    if (loop->backend->pool_attach(loop, p) == 0)
-        p->loop_ = loop;
-    return 0;
+    return p->loop_;
+}
+
+void mux__bufpool_bind(mux_bufpool_t *p, struct mux__loop *loop, void *kring,
+                       void (*kput)(mux_bufpool_t *p))
+{
+    p->loop_ = loop;
+    p->kring_ = kring;
+    p->kput_ = kput;
 }
 
 void mux__bufpool_unbind(mux_bufpool_t *p)
@@ -86,16 +86,12 @@ void mux__bufpool_unbind(mux_bufpool_t *p)
     mux__bufpool_reclaim(p);
     p->loop_ = NULL;
     p->kring_ = NULL;
+    p->kput_ = NULL;
 }
 
 void *mux__bufpool_kring(const mux_bufpool_t *p)
 {
     return p->kring_;
-}
-
-void mux__bufpool_set_kring(mux_bufpool_t *p, void *kring)
-{
-    p->kring_ = kring;
 }
 
 uint32_t mux__bufpool_count(const mux_bufpool_t *p)

@@ -16,11 +16,8 @@
 /* A free buffer for the caller (the emulated receive), or NULL when there is none or the free
  * buffers are a kernel ring's (another loop reads from this pool natively). */
 char *mux__bufpool_get(mux_bufpool_t *p);
-/* Before a pool receive on `loop`: attaches the pool to the loop's backend if that backend
- * picks buffers in the kernel. 0, or -EINVAL when another loop's kernel holds the pool. */
-int mux__bufpool_bind(struct mux__loop *loop, mux_bufpool_t *p);
-/* The loop closes or its kernel ring is gone: the pool serves any loop again. */
-void mux__bufpool_unbind(mux_bufpool_t *p);
+/* The loop whose kernel holds the pool's free buffers, or NULL. */
+struct mux__loop *mux__bufpool_owner(const mux_bufpool_t *p);
 /* Whether `loop`'s kernel picks this pool's buffers (its receives run natively). */
 static inline int mux__bufpool_native(const mux_bufpool_t *p, const struct mux__loop *loop)
 {
@@ -28,8 +25,13 @@ static inline int mux__bufpool_native(const mux_bufpool_t *p, const struct mux__
 }
 
 /* For the backend that holds the pool: */
-void *mux__bufpool_kring(const mux_bufpool_t *p); /* its state, as pool_attach set it */
-void mux__bufpool_set_kring(mux_bufpool_t *p, void *kring);
+/* The pool's free buffers are `loop`'s kernel's from now on; `kring` is the backend's state
+ * for it, and `kput` is called whenever a buffer goes back on the free list. */
+void mux__bufpool_bind(mux_bufpool_t *p, struct mux__loop *loop, void *kring,
+                       void (*kput)(mux_bufpool_t *p));
+/* The loop closes or its kernel ring is gone: the pool serves any loop again. */
+void mux__bufpool_unbind(mux_bufpool_t *p);
+void *mux__bufpool_kring(const mux_bufpool_t *p); /* the backend's state, as bound */
 uint32_t mux__bufpool_count(const mux_bufpool_t *p);
 size_t mux__bufpool_size(const mux_bufpool_t *p);
 char *mux__bufpool_addr(const mux_bufpool_t *p, uint32_t i);

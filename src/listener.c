@@ -19,8 +19,8 @@
  */
 #include <string.h>
 
-#include "backend.h"
 #include "internal.h"
+#include "op.h"
 #include "platform.h"
 
 #define MUX__ACCEPT_RETRY 100000000ull /* ns */

@@ -27,9 +27,9 @@
  */
 #include <string.h>
 
-#include "backend.h"
 #include "bufpool.h"
 #include "internal.h"
+#include "op.h"
 #include "platform.h"
 
 enum {
@@ -577,9 +577,13 @@ MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_rea
     int other = s->rop_.kind_ == MUX__OP_RECV_POOL && s->rop_.a_.pool != pool;
     if (other && (mux__op_in_flight(&s->rop_) || ((s->flags_ & S_RDONE) && s->rgot_)))
         return -EBUSY;
-    err = mux__bufpool_bind(s->loop_, pool);
-    if (err != 0)
-        return err; /* its buffers are in another loop's kernel ring */
+    struct mux__loop *loop = s->loop_, *owner = mux__bufpool_owner(pool);
+    if (owner && owner != loop)
+        return -EINVAL; /* its buffers are in another loop's kernel ring */
+    /* Attached, the pool's receives run in the kernel; refused (a pool larger than a ring
+     * holds), they are emulated. Either way reading can start. */
+    if (!owner && (loop->caps & MUX__CAP(MUX__OP_RECV_POOL)))
+        (void)loop->backend->pool_attach(loop, pool);
     s->rto_.pool = pool;
     s->flags_ |= S_POOL;
     mux__read_start(s, cb);

@@ -30,7 +30,7 @@ CORE_TEST(struct_sizes_are_pinned)
     CHECK_EQ(sizeof(mux_stream_t), 384);
     CHECK_EQ(sizeof(mux_write_t), 64);
     CHECK_EQ(sizeof(mux_listener_t), 264);
-    CHECK_EQ(sizeof(mux_bufpool_t), 64);
+    CHECK_EQ(sizeof(mux_bufpool_t), 72);
     CHECK_EQ(sizeof(struct mux__op), 72);
     CHECK_EQ(sizeof(mux_buf_t), 16);
     CHECK_EQ(sizeof(mux_listen_options_t), 12);

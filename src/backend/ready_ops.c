@@ -36,6 +36,7 @@
  *   MUX_ERROR: the operation completes with -EBADF.
  */
 #include "backend.h"
+#include "backend/ready_ops.h"
 #include "bufpool.h"
 #include "internal.h"
 #include "platform.h"

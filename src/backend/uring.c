@@ -257,6 +257,8 @@ static void mux__uring_close(struct mux__loop *loop)
     loop->bdata = NULL;
 }
 
+static unsigned mux__uring_reap(struct mux__loop *loop);
+
 /* A new, empty ring. The caller makes the core re-apply every watched fd.
  * `lost` == 0, in a child after fork: the old ring is the parent's, so nothing of it is
  * cancelled, unregistered or waited for (the child only unmaps and closes its copies).
@@ -373,7 +375,7 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
  * owner cannot take now is copied out and kept for the next iteration, and so is every
  * later CQE of that operation (its owner sees them in order); the rest go on, and the ring
  * never stalls. */
-unsigned mux__uring_reap(struct mux__loop *loop)
+static unsigned mux__uring_reap(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
     struct io_uring_cqe *cqe;
@@ -390,7 +392,9 @@ unsigned mux__uring_reap(struct mux__loop *loop)
     return n;
 }
 
-int mux__uring_reserve(struct mux__loop *loop, unsigned need)
+/* Makes room for `need` SQEs, submitting what is queued when the SQ ring is full (which
+ * reaps, so operations may complete meanwhile). 0, or -errno when the kernel takes nothing. */
+static int mux__uring_reserve(struct mux__loop *loop, unsigned need)
 {
     struct mux__uring *st = loop->bdata;
     for (int tries = 0; io_uring_sq_space_left(&st->ring) < need; tries++) {
@@ -409,7 +413,8 @@ int mux__uring_reserve(struct mux__loop *loop, unsigned need)
     return 0;
 }
 
-struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int fd, uint64_t ud)
+/* A cleared SQE, or NULL when the SQ ring is full (reserve first). */
+static struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int fd, uint64_t ud)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&st->ring);
     if (mux__unlikely(!sqe))
@@ -501,6 +506,26 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
     return err;
 }
 
+/* Submits the queued operations (uring_ops.c keeps the queue); at the start of every wait.
+ * Returns how many ended without reaching the kernel (their owners were told), or -EAGAIN
+ * when the kernel takes nothing (the rest stay queued). */
+static int mux__uring_flush_ops(struct mux__loop *loop)
+{
+    struct mux__uring *st = loop->bdata;
+    unsigned ended = 0;
+    struct mux__op *op;
+    mux__uring_ops_register(st);
+    while ((op = mux__uring_ops_head(st, &ended)) != NULL) {
+        if (io_uring_sq_space_left(&st->ring) == 0) {
+            if (mux__uring_reserve(loop, 1) != 0)
+                return -EAGAIN;
+            continue; /* the early submit reaped: the head may have changed */
+        }
+        mux__uring_ops_prep(st, io_uring_get_sqe(&st->ring), op);
+    }
+    return (int)ended;
+}
+
 /* Re-arms the fds whose request completed in an earlier wait, if they still want events
  * and nothing armed them meanwhile. Only those whose watchers have run since: re-arming
  * the others would report the events they are about to handle a second time. */
@@ -563,7 +588,7 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     /* Queued operations and re-arms first, then the CQEs posted since the last wait (kept
      * ones, and, with COOP_TASKRUN, those whose task work ran on any return from the
      * kernel; deferred task work runs only in the enter below). */
-    int ended = mux__uring_ops_flush(loop);
+    int ended = mux__uring_flush_ops(loop);
     if (ended < 0)
         return ended;
     int err = mux__uring_rearms(loop);
@@ -632,5 +657,4 @@ const struct mux__backend mux__backend_uring = {
     .submit = mux__uring_submit,
     .cancel = mux__uring_cancel,
     .pool_attach = mux__uring_pool_attach,
-    .pool_put = mux__uring_pool_put,
 };

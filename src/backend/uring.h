@@ -56,20 +56,16 @@ struct mux__uring {
     struct mux__upool *pools; /* pools with a provided-buffer ring */
 };
 
-/* uring.c */
-/* Makes room for `need` SQEs, submitting what is queued when the SQ ring is full (which
- * reaps, so operations may complete meanwhile). 0, or -errno when the kernel takes nothing. */
-int mux__uring_reserve(struct mux__loop *loop, unsigned need);
-/* A cleared SQE, or NULL when the SQ ring is full (reserve first). */
-struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int fd, uint64_t ud);
-unsigned mux__uring_reap(struct mux__loop *loop);
-
-/* uring_ops.c */
+/* uring_ops.c, called by uring.c only (uring_ops.c calls nothing of uring.c's) */
 int mux__uring_ops_open(struct mux__uring *st);   /* 0 or -ENOMEM */
 void mux__uring_ops_close(struct mux__uring *st); /* pools go back to serving any loop */
-/* Submits queued operations and registers new buffer rings; at the start of every wait.
- * Returns how many ended without reaching the kernel (their owners were told), or -EAGAIN. */
-int mux__uring_ops_flush(struct mux__loop *loop);
+/* Registers the buffer rings of newly attached pools; before operations are submitted. */
+void mux__uring_ops_register(struct mux__uring *st);
+/* The first queued operation that needs an SQE, or NULL. Those ahead of it that need none
+ * are done with on the way: a cancel of one never submitted ends it (counted in *ended). */
+struct mux__op *mux__uring_ops_head(struct mux__uring *st, unsigned *ended);
+/* Takes `op` (the head) off the queue and fills `sqe` for it: its start, or its cancel. */
+void mux__uring_ops_prep(struct mux__uring *st, struct io_uring_sqe *sqe, struct mux__op *op);
 /* An operation's CQE from the reap. 0, or -ENOMEM when it could not be kept for later (it
  * must stay in the ring). */
 int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe);
@@ -83,6 +79,5 @@ void mux__uring_ops_new_ring(struct mux__loop *loop, int lost);
 void mux__uring_submit(struct mux__loop *loop, struct mux__op *op);
 void mux__uring_cancel(struct mux__loop *loop, struct mux__op *op);
 int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *pool);
-void mux__uring_pool_put(mux_bufpool_t *pool);
 
 #endif

@@ -148,6 +148,12 @@ static int mux__upool_register(struct mux__uring *st, struct mux__upool *up)
     return err;
 }
 
+/* The pool's hook: a buffer went back on the free list, first in line for the ring. */
+static void mux__uring_pool_put(mux_bufpool_t *p)
+{
+    mux__upool_topup(mux__upool_of(p));
+}
+
 int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
 {
     struct mux__uring *st = loop->bdata;
@@ -171,16 +177,11 @@ int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
     up->ring = mem;
     up->bgid = st->next_bgid++;
     st->pools_pending = 1; /* the next wait registers it, before it submits a receive */
-    mux__bufpool_set_kring(p, up);
+    mux__bufpool_bind(p, loop, up, mux__uring_pool_put);
     mux__upool_fill(up);
     up->next = st->pools;
     st->pools = up;
     return 0;
-}
-
-void mux__uring_pool_put(mux_bufpool_t *p)
-{
-    mux__upool_topup(mux__upool_of(p)); /* the buffer went first in line for the ring */
 }
 
 /* ---- the queue and the list in flight --------------------------------------------- */
@@ -295,47 +296,49 @@ static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, 
     }
 }
 
-int mux__uring_ops_flush(struct mux__loop *loop)
+void mux__uring_ops_register(struct mux__uring *st)
 {
-    int ended = 0;
-    struct mux__uring *st = loop->bdata;
-    if (mux__unlikely(st->pools_pending)) {
-        st->pools_pending = 0;
-        for (struct mux__upool *up = st->pools; up; up = up->next)
-            if (!up->registered && mux__upool_register(st, up) != 0)
-                st->pools_pending = 1; /* tried again next wait; its receives: -ENOBUFS */
-    }
+    if (mux__likely(!st->pools_pending))
+        return;
+    st->pools_pending = 0;
+    for (struct mux__upool *up = st->pools; up; up = up->next)
+        if (!up->registered && mux__upool_register(st, up) != 0)
+            st->pools_pending = 1; /* tried again next wait; its receives: -ENOBUFS */
+}
+
+struct mux__op *mux__uring_ops_head(struct mux__uring *st, unsigned *ended)
+{
     struct mux__uop *u;
     while ((u = st->queue.qnext) != &st->queue) {
         struct mux__op *op = mux__O(u);
-        unsigned what = u->queue;
-        if (what & MUX__Q_DROP) { /* cancelled before it was submitted */
+        if (u->queue & MUX__Q_DROP) { /* cancelled before it was submitted */
             mux__op_dequeue(op);
             mux__op_complete(op, -ECANCELED, NULL, 0);
-            ended++;
-            continue;
+            (*ended)++;
+        } else if (!(u->queue & (MUX__Q_SUBMIT | MUX__Q_CANCEL))) {
+            mux__op_dequeue(op); /* a cancel whose operation ended meanwhile */
+        } else {
+            return op;
         }
-        if (!(what & (MUX__Q_SUBMIT | MUX__Q_CANCEL))) {
-            mux__op_dequeue(op);
-            continue;
-        }
-        if (io_uring_sq_space_left(&st->ring) == 0) {
-            if (mux__uring_reserve(loop, 1) != 0)
-                return -EAGAIN; /* the rest stay queued */
-            continue;           /* the early submit reaped: look at the queue's head again */
-        }
-        mux__op_dequeue(op);
-        if (what & MUX__Q_CANCEL) {
-            struct io_uring_sqe *sqe =
-                mux__uring_prep(st, IORING_OP_ASYNC_CANCEL, -1, (uint64_t)MUX__UD_REMOVE << 62);
-            sqe->addr = mux__op_ud(op);
-            sqe->flags = (uint8_t)st->skip;
-            continue;
-        }
-        mux__uring_prep_op(st, mux__uring_prep(st, 0, -1, 0), op);
-        mux__op_link(st, op);
     }
-    return ended;
+    return NULL;
+}
+
+void mux__uring_ops_prep(struct mux__uring *st, struct io_uring_sqe *sqe, struct mux__op *op)
+{
+    unsigned what = mux__U(op)->queue;
+    mux__op_dequeue(op);
+    memset(sqe, 0, sizeof *sqe);
+    if (what & MUX__Q_CANCEL) {
+        sqe->opcode = IORING_OP_ASYNC_CANCEL;
+        sqe->fd = -1;
+        sqe->user_data = (uint64_t)MUX__UD_REMOVE << 62;
+        sqe->addr = mux__op_ud(op);
+        sqe->flags = (uint8_t)st->skip;
+        return;
+    }
+    mux__uring_prep_op(st, sqe, op);
+    mux__op_link(st, op);
 }
 
 /* One CQE of an operation. Returns nonzero when its owner has no room for it now. */

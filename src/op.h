@@ -1,0 +1,49 @@
+/* The operation layer: starts an operation natively on the loop's backend or emulated
+ * (backend/ready_ops.c), by the capability bits, and cancels it the same way. The stream
+ * layer uses only these; the contract they rest on is at the top of backend.h. */
+#ifndef IOMUX_OP_H
+#define IOMUX_OP_H
+
+#include "backend.h"
+#include "backend/ready_ops.h"
+#include "bufpool.h"
+
+/* Whether the loop's backend runs `op` natively: its kind is in loop->caps and, for a pool
+ * receive, the pool's buffers are in this loop's kernel ring. */
+static inline int mux__op_native(const struct mux__loop *loop, const struct mux__op *op)
+{
+    if (!(loop->caps & MUX__CAP(op->kind_)))
+        return 0;
+    return op->kind_ != MUX__OP_RECV_POOL || mux__bufpool_native(op->a_.pool, loop);
+}
+
+/* Starts `op`, natively or emulated. Its completions come to op->done_. */
+static inline void mux__op_submit(struct mux__loop *loop, struct mux__op *op)
+{
+    op->flags_ = (uint8_t)((op->flags_ & ~MUX__OPF_NATIVE) | MUX__OPF_FLIGHT);
+    if (mux__op_native(loop, op)) {
+        if (mux__unlikely(op->flags_ & MUX__OPF_WATCH))
+            mux__ready_release(loop, op); /* the slot was emulated before: priv_ changes hands */
+        op->flags_ |= MUX__OPF_NATIVE;
+        loop->backend->submit(loop, op);
+    } else {
+        mux__ready_submit(loop, op);
+    }
+}
+
+/* Asks `op` to end early if it is in flight (see "Cancel" at the top), and stops the
+ * emulation's watcher if it kept one started. */
+static inline void mux__op_cancel(struct mux__loop *loop, struct mux__op *op)
+{
+    if ((op->flags_ & (MUX__OPF_FLIGHT | MUX__OPF_NATIVE)) == (MUX__OPF_FLIGHT | MUX__OPF_NATIVE))
+        loop->backend->cancel(loop, op);
+    else if (op->flags_ & (MUX__OPF_FLIGHT | MUX__OPF_WATCH))
+        mux__ready_cancel(loop, op);
+}
+
+static inline int mux__op_in_flight(const struct mux__op *op)
+{
+    return (op->flags_ & MUX__OPF_FLIGHT) != 0;
+}
+
+#endif
