@@ -1,7 +1,7 @@
-/* Helpers shared by the stream and listener cases (test_stream.c, test_stream_errors.c,
- * test_listener.c): loopback addresses, a byte pattern to check content by stream offset,
- * runs of the loop that cannot block forever, and a small echo server built on the public
- * stream API. Everything is static: each case file gets its own copy. */
+/* Helpers shared by the stream, buffer pool and listener cases (test_stream*.c,
+ * test_bufpool.c, test_listener.c): loopback addresses, a byte pattern to check content by
+ * stream offset, runs of the loop that cannot block forever, and a small echo server built
+ * on the public stream API. Everything is static: each case file gets its own copy. */
 #ifndef IOMUX_TEST_STREAM_UTIL_H
 #define IOMUX_TEST_STREAM_UTIL_H
 
@@ -53,6 +53,15 @@ static inline void write_all(int fd, const char *p, size_t len)
         p += n;
         len -= (size_t)n;
     }
+}
+
+/* `len` zeroed bytes on a page boundary; free() them. */
+static inline void *page_alloc(size_t len)
+{
+    void *p = NULL;
+    CHECK_EQ(posix_memalign(&p, 4096, len), 0);
+    memset(p, 0, len);
+    return p;
 }
 
 /* ---- addresses ---- */

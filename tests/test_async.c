@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,5 +214,52 @@ TEST(async_stop_inside_own_callback) {
     CHECK_EQ(mux_async_send(&a), 0);
     CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
     CHECK_EQ(n, 1);
+    loop_close(&loop);
+}
+
+static void count_async(mux_loop_t *loop, mux_async_t *w)
+{
+    ++*(int *)w->data;
+    mux_loop_stop(loop);
+}
+
+static void give_up(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)t;
+    mux_loop_stop(loop);
+}
+
+/* A send the parent had not consumed when it forked: the child's loop must still see it,
+ * and later sends in the child must wake it. */
+TEST(async_sent_before_fork_reaches_the_child) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int calls = 0;
+    mux_async_t a;
+    CHECK_EQ(mux_async_init(&a, count_async), 0);
+    a.data = &calls;
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    CHECK_EQ(mux_async_send(&a), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        mux_timer_t t;
+        mux_timer_init(&t, give_up);
+        mux_timer_start(&loop, &t, 1000 * MS, 0);
+        uint64_t t0 = mono_ns();
+        mux_run(&loop, MUX_RUN_DEFAULT);
+        int first = calls, prompt = mono_ns() - t0 < 500 * MS; /* not the 1 s safety timer */
+        mux_async_send(&a);                                    /* a later send wakes it too */
+        mux_run(&loop, MUX_RUN_DEFAULT);
+        _exit(first == 1 && prompt && calls == 2 ? 0 : 10 + calls + 5 * !prompt);
+    }
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1); /* the parent's own send is still there */
+    CHECK_EQ(calls, 1);
+    CHECK_EQ(mux_async_stop(&loop, &a), 0);
     loop_close(&loop);
 }

@@ -7,8 +7,7 @@
 #include "harness.h"
 #include "heap.h"
 
-CORE_TEST(struct_sizes_are_pinned)
-{
+CORE_TEST(struct_sizes_are_pinned) {
 #if defined(__x86_64__) && defined(__LP64__)
     /* The issue demands an io watcher <= 48 bytes and a timer <= 56; every size is pinned
      * so that growth is a deliberate change of this test. */
@@ -42,8 +41,7 @@ CORE_TEST(struct_sizes_are_pinned)
 #endif
 }
 
-CORE_TEST(version_matches_macros)
-{
+CORE_TEST(version_matches_macros) {
     unsigned v = (MUX_VERSION_MAJOR << 16) | (MUX_VERSION_MINOR << 8) | MUX_VERSION_PATCH;
     CHECK_EQ(mux_version(), v);
     char want[32];
@@ -52,8 +50,7 @@ CORE_TEST(version_matches_macros)
     CHECK_STR_EQ(mux_version_string(), want);
 }
 
-CORE_TEST(strerror_names_codes_and_handles_unknown)
-{
+CORE_TEST(strerror_names_codes_and_handles_unknown) {
     CHECK(strstr(mux_strerror(-EINVAL), "EINVAL") != NULL);
     CHECK(strstr(mux_strerror(-EBUSY), "EBUSY") != NULL);
     CHECK(strstr(mux_strerror(-ENOMEM), "ENOMEM") != NULL);
@@ -74,8 +71,7 @@ CORE_TEST(strerror_names_codes_and_handles_unknown)
 }
 
 /* Pops the minimum and checks (at, seq) never goes backwards. */
-CORE_TEST(heap_random_operations_keep_order)
-{
+CORE_TEST(heap_random_operations_keep_order) {
     enum { N = 20000 };
     struct mux__hlink *links = calloc(N, sizeof *links);
     uint64_t *at = calloc(N, sizeof *at);
@@ -136,8 +132,7 @@ static int is_backend(const char *name)
 /* The registry holds exactly the backends the build configured (IOMUX_TEST_BACKENDS, from
  * CMakeLists.txt), in that order: epoll and io_uring on Linux, only poll and select in a
  * portable-POSIX build. */
-CORE_TEST(backend_list_is_the_configured_one)
-{
+CORE_TEST(backend_list_is_the_configured_one) {
     char want[128];
     snprintf(want, sizeof want, "%s", IOMUX_TEST_BACKENDS);
     size_t n = 0;
@@ -155,8 +150,7 @@ CORE_TEST(backend_list_is_the_configured_one)
 #endif
 }
 
-CORE_TEST(backend_probe_results)
-{
+CORE_TEST(backend_probe_results) {
     CHECK_EQ(mux_backend_probe(NULL), -EINVAL);
     CHECK_EQ(mux_backend_probe("no-such-backend"), -EINVAL);
     CHECK_EQ(mux_backend_probe(""), -EINVAL);
@@ -201,8 +195,7 @@ static void check_named_backend_works(const char *name)
     CHECK_EQ(mux_loop_close(&loop), 0);
 }
 
-CORE_TEST(loop_opens_every_compiled_backend_by_name)
-{
+CORE_TEST(loop_opens_every_compiled_backend_by_name) {
     unsetenv("IOMUX_BACKEND");
     for (size_t i = 0; mux_backend_name(i); i++) {
         const char *name = mux_backend_name(i);
@@ -226,8 +219,7 @@ static const char *first_openable(void)
     return NULL;
 }
 
-CORE_TEST(loop_default_backend_is_first_that_opens)
-{
+CORE_TEST(loop_default_backend_is_first_that_opens) {
     unsetenv("IOMUX_BACKEND");
     CHECK(first_openable() != NULL);
     mux_loop_t loop;
@@ -236,8 +228,7 @@ CORE_TEST(loop_default_backend_is_first_that_opens)
     CHECK_EQ(mux_loop_close(&loop), 0);
 }
 
-CORE_TEST(loop_env_names_backend)
-{
+CORE_TEST(loop_env_names_backend) {
     mux_loop_t loop;
     CHECK_EQ(setenv("IOMUX_BACKEND", "select", 1), 0);
     CHECK_EQ(mux_loop_init(&loop, NULL), 0);
@@ -251,8 +242,7 @@ CORE_TEST(loop_env_names_backend)
     unsetenv("IOMUX_BACKEND");
 }
 
-CORE_TEST(loop_env_empty_counts_as_unset)
-{
+CORE_TEST(loop_env_empty_counts_as_unset) {
     CHECK_EQ(setenv("IOMUX_BACKEND", "", 1), 0);
     mux_loop_t loop;
     CHECK_EQ(mux_loop_init(&loop, NULL), 0);
@@ -261,8 +251,7 @@ CORE_TEST(loop_env_empty_counts_as_unset)
     unsetenv("IOMUX_BACKEND");
 }
 
-CORE_TEST(loop_env_unknown_backend_is_einval)
-{
+CORE_TEST(loop_env_unknown_backend_is_einval) {
     mux_loop_t loop;
     CHECK_EQ(setenv("IOMUX_BACKEND", "no-such-backend", 1), 0);
     CHECK_EQ(mux_loop_init(&loop, NULL), -EINVAL);
@@ -281,8 +270,7 @@ CORE_TEST(loop_env_unknown_backend_is_einval)
     unsetenv("IOMUX_BACKEND");
 }
 
-CORE_TEST(loop_init_rejects_bad_options)
-{
+CORE_TEST(loop_init_rejects_bad_options) {
     mux_loop_t loop;
     mux_loop_options_t unknown = {"no-such-backend", 0};
     CHECK_EQ(mux_loop_init(&loop, &unknown), -EINVAL);

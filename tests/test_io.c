@@ -1,10 +1,12 @@
 /* io watchers: readiness, several watchers per fd, changes from inside callbacks,
  * edge-triggered use, fds closed and re-used behind the loop's back, many fds. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -505,6 +507,89 @@ TEST(io_watched_fd_closed_does_not_spin) {
     }
     CHECK_EQ(mux_io_stop(&loop, &w), 0);
     loop_close(&loop);
+}
+
+static void ignore_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+}
+
+static void count_prepare(mux_loop_t *loop, mux_prepare_t *w)
+{
+    (void)loop;
+    ++*(long *)w->data;
+}
+
+static void stop_loop(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)t;
+    mux_loop_stop(loop);
+}
+
+/* Runs `loop` for about `ms` milliseconds and returns how many iterations it made. */
+static long iterations_in(mux_loop_t *loop, unsigned ms)
+{
+    long n = 0;
+    mux_prepare_t p;
+    mux_timer_t t;
+    CHECK_EQ(mux_prepare_init(&p, count_prepare), 0);
+    p.data = &n;
+    CHECK_EQ(mux_prepare_start(loop, &p), 0);
+    CHECK_EQ(mux_timer_init(&t, stop_loop), 0);
+    CHECK_EQ(mux_timer_start(loop, &t, ms * MS, 0), 0);
+    CHECK_GE(mux_run(loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(mux_prepare_stop(loop, &p), 0);
+    CHECK_EQ(mux_timer_stop(loop, &t), 0);
+    return n;
+}
+
+/* A watcher stopped, then its fd closed while a dup keeps the file open, then the peer
+ * writes: the backend must not report that fd on every iteration (epoll kept the lazily
+ * dropped registration and could not remove it by the closed number). */
+TEST(io_closed_fd_whose_file_lives_on_does_not_spin) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int keep = dup(sv[0]);
+    CHECK_GE(keep, 0);
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, ignore_io, sv[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    close(sv[0]);
+    CHECK_EQ(write(sv[1], "x", 1), 1);
+    long n = iterations_in(&loop, 100);
+    CHECK_LT(n, 20);
+    loop_close(&loop);
+    close(keep);
+    close(sv[1]);
+}
+
+/* A write watcher stopped on a full pipe, then the reader closes: epoll reports only
+ * EPOLLERR for the lazily kept registration, which must be dropped, not reported forever. */
+TEST(io_error_on_an_unwatched_fd_does_not_spin) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
+    char buf[4096] = {0};
+    while (write(p[1], buf, sizeof buf) > 0)
+        ;
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, ignore_io, p[1], MUX_WRITE), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    close(p[0]);
+    long n = iterations_in(&loop, 100);
+    CHECK_LT(n, 20);
+    loop_close(&loop);
+    close(p[1]);
 }
 
 /* 10,000 watched fds; a few of them are written to and exactly those fire. */

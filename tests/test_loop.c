@@ -216,12 +216,42 @@ TEST(loop_close_inside_run_is_einval) {
 }
 
 /* Callbacks of watchers that are started but never meant to run. */
-static void noop_periodic(mux_loop_t *l, mux_periodic_t *w) { (void)l; (void)w; CHECK(0); }
-static void noop_idle(mux_loop_t *l, mux_idle_t *w) { (void)l; (void)w; CHECK(0); }
-static void noop_prepare(mux_loop_t *l, mux_prepare_t *w) { (void)l; (void)w; CHECK(0); }
-static void noop_check(mux_loop_t *l, mux_check_t *w) { (void)l; (void)w; CHECK(0); }
-static void noop_fork(mux_loop_t *l, mux_fork_t *w) { (void)l; (void)w; CHECK(0); }
-static void noop_async(mux_loop_t *l, mux_async_t *w) { (void)l; (void)w; CHECK(0); }
+static void noop_periodic(mux_loop_t *l, mux_periodic_t *w)
+{
+    (void)l;
+    (void)w;
+    CHECK(0);
+}
+static void noop_idle(mux_loop_t *l, mux_idle_t *w)
+{
+    (void)l;
+    (void)w;
+    CHECK(0);
+}
+static void noop_prepare(mux_loop_t *l, mux_prepare_t *w)
+{
+    (void)l;
+    (void)w;
+    CHECK(0);
+}
+static void noop_check(mux_loop_t *l, mux_check_t *w)
+{
+    (void)l;
+    (void)w;
+    CHECK(0);
+}
+static void noop_fork(mux_loop_t *l, mux_fork_t *w)
+{
+    (void)l;
+    (void)w;
+    CHECK(0);
+}
+static void noop_async(mux_loop_t *l, mux_async_t *w)
+{
+    (void)l;
+    (void)w;
+    CHECK(0);
+}
 
 TEST(loop_active_counts_every_watcher_type) {
     mux_loop_t loop;
@@ -247,8 +277,7 @@ TEST(loop_active_counts_every_watcher_type) {
     CHECK_EQ(mux_io_start(&loop, &w), 0);
     CHECK_EQ(mux_loop_active(&loop), 1);
     CHECK_EQ(mux_timer_start(&loop, &t, 10000 * MS, 0), 0);
-    CHECK_EQ(mux_periodic_start(&loop, &p, mux_wall_now(&loop) + 3600 * 1000 * (int64_t)MS, 0),
-             0);
+    CHECK_EQ(mux_periodic_start(&loop, &p, mux_wall_now(&loop) + 3600 * 1000 * (int64_t)MS, 0), 0);
     CHECK_EQ(mux_idle_start(&loop, &i), 0);
     CHECK_EQ(mux_prepare_start(&loop, &pr), 0);
     CHECK_EQ(mux_check_start(&loop, &c), 0);
@@ -376,6 +405,21 @@ TEST(loop_stop_before_run_makes_one_nonblocking_iteration) {
     loop_close(&loop);
     close(sv[0]);
     close(sv[1]);
+}
+
+/* A stop before mux_run still gets one non-blocking iteration: a timer due now fires. */
+TEST(loop_stop_before_run_still_runs_what_is_due) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int fired = 0;
+    mux_timer_t t;
+    CHECK_EQ(mux_timer_init(&t, count_timer), 0);
+    t.data = &fired;
+    CHECK_EQ(mux_timer_start(&loop, &t, 0, 0), 0);
+    CHECK_EQ(mux_loop_stop(&loop), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(fired, 1);
+    loop_close(&loop);
 }
 
 /* Signal and async watchers keep MUX_RUN_DEFAULT running like any other watcher: the run

@@ -167,7 +167,7 @@ TEST(periodic_interval_survives_clock_jump_back) {
     mux__test_wall_offset = 0;
     CHECK_EQ(s.calls, 1);
     printf("fired %.3f s after the jump\n", (double)(s.fired_mono - t0) / 1e9);
-    CHECK_LT(s.fired_mono - t0, 2500 * MS); /* about one interval, not an hour */
+    CHECK_LT(s.fired_mono - t0, 2500 * MS);          /* about one interval, not an hour */
     CHECK_GE(s.fired_wall % SEC, 500 * (int64_t)MS); /* on the phase of the shifted clock */
     CHECK_EQ(mux_timer_stop(&loop, &hb), 0);
     loop_close(&loop);
@@ -243,5 +243,26 @@ TEST(periodic_interval_after_clock_jump_forward_does_not_burst) {
     CHECK_LE(j.calls, 6);
     CHECK_EQ(mux_periodic_stop(&loop, &p), 0);
     CHECK_EQ(mux_timer_stop(&loop, &hb), 0);
+    loop_close(&loop);
+}
+
+static void never(mux_loop_t *loop, mux_periodic_t *p)
+{
+    (void)loop;
+    (void)p;
+    CHECK(!"a periodic with a huge interval fired");
+}
+
+/* offset + k * interval overflowed int64_t: the periodic became due at time 0 forever and
+ * mux_run never returned. */
+TEST(periodic_huge_interval_neither_hangs_nor_fires) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_periodic_t p;
+    CHECK_EQ(mux_periodic_init(&p, never), 0);
+    CHECK_EQ(mux_periodic_start(&loop, &p, 1000000000, INT64_MAX), 0);
+    CHECK_GT(mux_periodic_at(&loop, &p), mux_wall_now(&loop));
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(mux_periodic_stop(&loop, &p), 0);
     loop_close(&loop);
 }

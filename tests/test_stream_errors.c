@@ -51,8 +51,7 @@ static void any_accept_cb(mux_listener_t *l, int fd, int status)
     cb_calls++;
 }
 
-TEST(stream_bad_input_open_and_connect)
-{
+TEST(stream_bad_input_open_and_connect) {
     mux_loop_t loop;
     loop_open(&loop);
     mux_stream_t s;
@@ -98,8 +97,7 @@ TEST(stream_bad_input_open_and_connect)
     close(sv[1]);
 }
 
-CORE_TEST(stream_bad_input_on_a_stream_never_opened)
-{
+CORE_TEST(stream_bad_input_on_a_stream_never_opened) {
     mux_stream_t s;
     memset(&s, 0, sizeof s);
     mux_write_t w;
@@ -127,8 +125,7 @@ CORE_TEST(stream_bad_input_on_a_stream_never_opened)
     CHECK_EQ(cb_calls, 0);
 }
 
-TEST(stream_bad_input_read_write_shutdown_close)
-{
+TEST(stream_bad_input_read_write_shutdown_close) {
     mux_loop_t loop;
     loop_open(&loop);
     int sv[2];
@@ -212,8 +209,7 @@ static void notconn_connect_cb(mux_stream_t *s, int status)
     CHECK_EQ(mux_stream_close(s, any_close_cb), 0);
 }
 
-TEST(stream_bad_input_not_connected_is_enotconn)
-{
+TEST(stream_bad_input_not_connected_is_enotconn) {
     mux_loop_t loop;
     loop_open(&loop);
     char dir[64], path[128];
@@ -229,8 +225,7 @@ TEST(stream_bad_input_not_connected_is_enotconn)
     tmpdir_remove(dir, "none");
 }
 
-TEST(stream_bad_input_listen_and_listener)
-{
+TEST(stream_bad_input_listen_and_listener) {
     mux_loop_t loop;
     loop_open(&loop);
     mux_listener_t l;
@@ -277,8 +272,7 @@ TEST(stream_bad_input_listen_and_listener)
     CHECK_EQ(mux_listen(&loop, &l, sa, alen, NULL, any_accept_cb), -EINVAL); /* closed loop */
 }
 
-CORE_TEST(stream_bad_input_bufpool)
-{
+CORE_TEST(stream_bad_input_bufpool) {
     mux_bufpool_t pool;
     char mem[16];
     uint32_t slots[4];
@@ -304,8 +298,7 @@ CORE_TEST(stream_bad_input_bufpool)
 
 /* select cannot watch an fd at or above FD_SETSIZE: a stream is refused up front rather
  * than accepted and left without events. */
-TEST(stream_open_refuses_fd_select_cannot_watch)
-{
+TEST(stream_open_refuses_fd_select_cannot_watch) {
     const char *b = getenv("IOMUX_BACKEND");
     if (!b || strcmp(b, "select") != 0)
         SKIP("only select has an fd limit");

@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -186,8 +188,9 @@ static void early_cb(mux_loop_t *loop, mux_timer_t *t)
 }
 
 TEST(timer_never_fires_early) {
-    static const uint64_t afters[] = {1, 999, 1000, 50000, 999999, 1000001, 2500000,
-                                      3 * MS + 7, 5 * MS, 10 * MS + 1, 15 * MS, 16 * MS - 1};
+    static const uint64_t afters[] = {1,      999,         1000,    50000,
+                                      999999, 1000001,     2500000, 3 * MS + 7,
+                                      5 * MS, 10 * MS + 1, 15 * MS, 16 * MS - 1};
     enum { N = sizeof afters / sizeof afters[0] };
     mux_loop_t loop;
     loop_open(&loop);
@@ -397,6 +400,50 @@ TEST(timer_again_with_zero_repeat_stops) {
     loop_close(&loop);
 }
 
+static void idle_never_early(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    CHECK(!"the idle timeout fired although it had just been pushed back");
+    (void)t;
+}
+
+static mux_timer_t *pushed;
+
+static void push_back(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    char c;
+    (void)revents;
+    CHECK_EQ(read(mux_io_fd(w), &c, 1), 1);
+    CHECK_EQ(mux_timer_again(loop, pushed), 0);
+}
+
+/* An io event and the expiry of its idle timeout gathered in one iteration: the io
+ * callback runs first and pushes the timeout back; the expiry already gathered must not
+ * run the timer's callback any more. */
+TEST(timer_again_voids_an_expiry_gathered_in_the_same_iteration) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    mux_io_t w;
+    mux_timer_t idle;
+    CHECK_EQ(mux_io_init(&w, push_back, sv[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_timer_init(&idle, idle_never_early), 0);
+    CHECK_EQ(mux_timer_set_repeat(&idle, 1000 * MS), 0);
+    pushed = &idle;
+    CHECK_EQ(mux_timer_start(&loop, &idle, 20 * MS, 1000 * MS), 0);
+    CHECK_EQ(write(sv[1], "x", 1), 1);
+    usleep(40000); /* both are due when the loop next looks */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_GT(mux_timer_remaining(&loop, &idle), (int64_t)(900 * MS));
+    CHECK_EQ(mux_timer_stop(&loop, &idle), 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 TEST(timer_remaining) {
     mux_loop_t loop;
     loop_open(&loop);
@@ -499,7 +546,7 @@ TEST(timer_stop_other_expired_timer_inside_callback) {
     s.first->data = s.second->data = &s;
     CHECK_EQ(mux_timer_start(&loop, s.first, 2 * MS, 0), 0);
     CHECK_EQ(mux_timer_start(&loop, s.second, 2 * MS, 0), 0); /* same deadline, later */
-    sleep_ms(5); /* both are due when the loop looks */
+    sleep_ms(5);                                              /* both are due when the loop looks */
     CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
     CHECK_EQ(s.calls_first, 1);
     CHECK_EQ(s.calls_second, 0);
