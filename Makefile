@@ -7,13 +7,16 @@
 #   make test-tsan  only the ThreadSanitizer run
 #   make bench      install deps, release build, run the quick benchmark suite
 #   make bench-full the full matrix
+#   make bench-compare  BASE=<git ref> (default HEAD~1): builds BASE in a git worktree
+#                   (build/baseline-src, built in build/baseline) and runs the suite once with
+#                   its iomux drivers interleaved as <name>@base; the report gives new/base
 #   make install    PREFIX=/usr/local DESTDIR=
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 
-.PHONY: all release test test-asan test-portable test-tsan bench bench-full install clean deps \
-        deps-bench
+.PHONY: all release test test-asan test-portable test-tsan bench bench-full bench-compare \
+        install clean deps deps-bench
 
 all: release
 
@@ -60,6 +63,32 @@ bench: deps-bench
 
 bench-full:
 	$(MAKE) bench BENCH_ARGS="--full $(BENCH_ARGS)"
+
+# Is this tree slower than BASE? Both builds run in one interleaved run (bench/README.md,
+# "Against an earlier commit"). The worktree is kept for the next comparison and moved to
+# BASE then; `git worktree remove --force build/baseline-src` drops it.
+BASE ?= HEAD~1
+BASE_SRC := build/baseline-src
+BASE_BUILD := build/baseline
+
+bench-compare: deps-bench
+	@rev=$$(git rev-parse --verify --quiet '$(BASE)^{commit}') || \
+	  { echo "bench-compare: BASE=$(BASE) is not a commit" >&2; exit 1; }; \
+	if [ -e $(BASE_SRC) ]; then \
+	  top=$$(git -C $(BASE_SRC) rev-parse --show-toplevel 2>/dev/null); \
+	  if [ -z "$$top" ] || [ "$$(cd "$$top" && pwd -P)" != "$$(cd $(BASE_SRC) && pwd -P)" ]; \
+	  then echo "bench-compare: $(BASE_SRC) is not a git worktree: remove it" >&2; exit 1; fi; \
+	  echo "git -C $(BASE_SRC) checkout --detach $$rev  # $(BASE)"; \
+	  git -C $(BASE_SRC) checkout -q --detach $$rev || exit 1; \
+	else \
+	  echo "git worktree add --detach $(BASE_SRC) $$rev  # $(BASE)"; \
+	  git worktree add -q --force --detach $(BASE_SRC) $$rev || exit 1; \
+	fi
+	cmake -S $(BASE_SRC) -B $(BASE_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BASE_BUILD) -j $(JOBS)
+	cmake -S . -B build/release $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+	cmake --build build/release -j $(JOBS)
+	bench/run --build build/release --baseline $(BASE_BUILD) $(BENCH_ARGS)
 
 install: release
 	DESTDIR=$(DESTDIR) cmake --install build/release --prefix $(PREFIX)
