@@ -90,8 +90,9 @@ enum {
 
 /* Completion flags (done_'s `flags`) */
 #define MUX__OPC_MORE     0x1 /* further completions follow (multishot) */
-#define MUX__OPC_NONEMPTY 0x2 /* a receive left data in the socket: the next may try at once */
-#define MUX__OPC_FULL     0x4 /* a send stopped at a full socket: the next should poll first */
+#define MUX__OPC_NONEMPTY 0x2 /* the kernel says data is left: the next receive may try at once */
+#define MUX__OPC_FILLED   0x4 /* a receive filled its buffer: data may be left (a guess) */
+#define MUX__OPC_FULL     0x8 /* a send stopped at a full socket: the next should poll first */
 
 struct mux__backend {
     const char *name;

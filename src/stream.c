@@ -19,7 +19,9 @@
  * kept, buffer and all, and delivered first when reading starts again.
  *
  * Hints keep the system calls down: a receive polls first unless the last one said data is
- * left (NONEMPTY), and a send after one that found the socket full polls first too.
+ * left (the kernel's NONEMPTY, kept across a read stop, or the emulation's guess that a
+ * filled buffer means more, which is not), and a send after one that found the socket full
+ * polls first too.
  *
  * Timeouts cost nothing per read or write: the stream only records when bytes last moved,
  * and its one timer, when it fires, checks whether a deadline really passed and otherwise
@@ -39,7 +41,7 @@ enum {
     S_CLOSING = 0x0008,
     S_READING = 0x0010,  /* the caller wants reads */
     S_RDONE = 0x0020,    /* a receive completed: rres_, rgot_, roff_ wait for delivery */
-    S_RMORE = 0x0040,    /* the last receive said data is left in the socket */
+    S_RMORE = 0x0040,    /* the kernel said data is left in the socket */
     S_WDONE = 0x0080,    /* the send, connect or shutdown completed: wres_ */
     S_WFULL = 0x0100,    /* the last send found the socket full */
     S_WHOLD = 0x0200,    /* the send in flight is of writes that failed meanwhile */
@@ -49,6 +51,7 @@ enum {
     S_DSHUT = 0x2000,    /* the shutdown callback is due */
     S_IN_TASK = 0x4000,  /* inside the task, which delivers everything before it returns */
     S_POOL = 0x8000,     /* reads take buffers from rto_.pool (else into rto_.buf) */
+    S_RFILLED = 0x10000, /* the last receive filled its buffer: data may be left (a guess) */
 };
 
 static int mux__stream_valid(const mux_stream_t *s)
@@ -234,9 +237,9 @@ static void mux__stream_read_moved(mux_stream_t *s)
 
 static void mux__stream_stop_reading(mux_stream_t *s)
 {
-    /* Whatever was left in the socket, a restart polls first: after a stop the hint is old
-     * (a reader that stops per message, like an echo server, finds the socket empty). */
-    s->flags_ &= ~(unsigned)(S_READING | S_RMORE);
+    /* A guess does not outlive a stop: a reader that stops per message, like an echo server,
+     * fills its buffer and then finds the socket empty. What the kernel said does. */
+    s->flags_ &= ~(unsigned)(S_READING | S_RFILLED);
     /* A pool receive that completes anyway is kept for the next start. */
     mux__op_cancel(s->loop_, &s->rop_);
 }
@@ -244,7 +247,9 @@ static void mux__stream_stop_reading(mux_stream_t *s)
 static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
     mux_stream_t *s = mux__container_of(op, mux_stream_t, rop_);
-    s->flags_ = (s->flags_ & ~(unsigned)S_RMORE) | (flags & MUX__OPC_NONEMPTY ? S_RMORE : 0);
+    s->flags_ = (s->flags_ & ~(unsigned)(S_RMORE | S_RFILLED)) |
+                (flags & MUX__OPC_NONEMPTY ? S_RMORE : 0) |
+                (flags & MUX__OPC_FILLED ? (unsigned)S_RFILLED : 0);
     if (res == -ECANCELED || res == -EAGAIN || res == -EINTR) {
         /* Nothing to deliver: stopped, or readable now, or the ring was renewed (fork). */
         if (s->flags_ & (S_READING | S_CLOSING))
@@ -272,7 +277,7 @@ static void mux__stream_recv_next(mux_stream_t *s)
         op->kind_ = MUX__OP_RECV;
         op->a_.buf = s->rto_.buf;
     }
-    mux__op_hint(op, s->flags_ & S_RMORE ? 0 : MUX__OPF_POLL_FIRST);
+    mux__op_hint(op, s->flags_ & (S_RMORE | S_RFILLED) ? 0 : MUX__OPF_POLL_FIRST);
     mux__op_submit(s->loop_, op);
 }
 

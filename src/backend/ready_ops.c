@@ -10,7 +10,7 @@
  *   the socket to become ready, and is tried again from that watcher's callback.
  * - Hints. MUX__OPF_POLL_FIRST (the owner's guess that the socket is not ready: the last
  *   receive was short, the last send left bytes behind) skips the attempt that would only
- *   say EAGAIN. A receive that filled its buffer completes with MUX__OPC_NONEMPTY: the next
+ *   say EAGAIN. A receive that filled its buffer completes with MUX__OPC_FILLED: the next
  *   one should try at once, which is how reading goes on until EAGAIN.
  * - Budget. A sender faster than the loop could keep a reader completing inside its own
  *   submits forever, and no other watcher would run. So receives complete at most
@@ -144,7 +144,7 @@ static int mux__ready_recv(struct mux__loop *loop, struct mux__op *op)
         len = MUX__RES_MAX;
     ssize_t n = mux__sock_recv(op->sock_, buf, len);
     if (n > 0) {
-        unsigned more = (size_t)n == len ? MUX__OPC_NONEMPTY : 0; /* full: maybe more */
+        unsigned more = (size_t)n == len ? MUX__OPC_FILLED : 0; /* full: maybe more */
         mux__ready_done(loop, op, (int)n, op->kind_ == MUX__OP_RECV_POOL ? buf : NULL, more);
         return MUX__TRY_DONE;
     }

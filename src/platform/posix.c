@@ -163,9 +163,7 @@ int mux__sock_adopt(mux_os_sock_t sock)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    if (fcntl(sock, F_GETFL) < 0)
-        return -errno;
-    if (getsockname(sock, (struct sockaddr *)&ss, &len) != 0)
+    if (getsockname(sock, (struct sockaddr *)&ss, &len) != 0) /* EBADF, or not a socket */
         return errno == ENOTSOCK ? -EINVAL : -errno;
     int err = mux__sock_setup(sock, 0);
     return err != 0 ? err : ss.ss_family;
