@@ -30,7 +30,10 @@
  *   filled (the owner's until mux_bufpool_put); `flags` are MUX__OPC_*. The owner's done_
  *   only records the result and queues its own delivery (a task): it never calls user code
  *   and never submits, so a completion may come from inside `wait`, and from inside the
- *   submitting call itself (an emulated operation that could be done at once).
+ *   submitting call itself (an emulated operation that could be done at once). Except with
+ *   MUX__OPC_NOW: the completion comes from where the loop dispatches callbacks (the
+ *   emulation's watcher), so the owner delivers at once, user callbacks included, and may
+ *   free the operation: the completer does not touch it after done_ returns.
  * - Multishot. An accept with MUX__OPF_MULTI stays armed and completes once per connection
  *   with MUX__OPC_MORE, until a completion without it. Only backends with
  *   MUX__CAP_ACCEPT_MULTI are given one. The owner of a multishot operation may refuse a
@@ -38,12 +41,12 @@
  *   again, with the operation's later ones in order, from a later wait.
  * - Buffers. The arguments, the buffers and the buffer arrays are read until the last
  *   completion, except a connect's address, which is read during the submitting call only.
- *   A receive into a caller buffer puts bytes there only inside its submit, and gives the
- *   buffer back when `cancel` returns (a read stop promises both): otherwise it completes
- *   with -EAGAIN and MUX__OPC_NONEMPTY when the socket becomes readable, and its owner
- *   submits it again. A kernel that keeps the buffer until a completion (io_uring) cannot
- *   promise that, so io_uring leaves this kind to the emulation; IOCP would run a zero-byte
- *   receive for readability and read in the submit, as libuv does on Windows.
+ *   A receive into a caller buffer gives the buffer back when `cancel` returns, and its
+ *   bytes must reach the owner with nothing run in between (a read stop promises both): it
+ *   completes inside its submit, or with MUX__OPC_NOW. A kernel that keeps the buffer until
+ *   a completion (io_uring) cannot promise that, so io_uring leaves this kind to the
+ *   emulation; IOCP would run a zero-byte receive for readability and read in the submit,
+ *   as libuv does on Windows.
  * - Cancel. `cancel` asks an operation in flight to end early. Its last completion still
  *   comes, from inside the cancel (emulated: -ECANCELED at once) or from a later wait
  *   (native: -ECANCELED, or its result when it finished first). Its owner gives no memory
@@ -89,10 +92,11 @@ enum {
 #define MUX__OPF_WATCH  0x40 /* priv_.io is the emulation's watcher (started or queued) */
 
 /* Completion flags (done_'s `flags`) */
-#define MUX__OPC_MORE     0x1 /* further completions follow (multishot) */
-#define MUX__OPC_NONEMPTY 0x2 /* the kernel says data is left: the next receive may try at once */
-#define MUX__OPC_FILLED   0x4 /* a receive filled its buffer: data may be left (a guess) */
-#define MUX__OPC_FULL     0x8 /* a send stopped at a full socket: the next should poll first */
+#define MUX__OPC_MORE     0x1  /* further completions follow (multishot) */
+#define MUX__OPC_NONEMPTY 0x2  /* the kernel says data is left: the next receive may try at once */
+#define MUX__OPC_FILLED   0x4  /* a receive filled its buffer: data may be left (a guess) */
+#define MUX__OPC_FULL     0x8  /* a send stopped at a full socket: the next should poll first */
+#define MUX__OPC_NOW      0x10 /* from the loop's dispatch: the owner may deliver at once */
 
 struct mux__backend {
     const char *name;

@@ -99,6 +99,8 @@ static void mux__listener_retry_cb(mux_loop_t *pub, mux_timer_t *t)
     mux__listener_arm(l);
 }
 
+static void mux__listener_run(struct mux__task *t);
+
 /* A connection, or how the accept ended. */
 static int mux__listener_aop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
@@ -115,7 +117,10 @@ static int mux__listener_aop_done(struct mux__op *op, int res, char *buf, unsign
     } else if (res != -ECANCELED || !(flags & MUX__OPC_MORE)) {
         l->aerr_ = res;
     }
-    mux__listener_kick(l);
+    if ((flags & MUX__OPC_NOW) && !(l->flags_ & L_IN_TASK))
+        mux__listener_run(&l->task_); /* from the loop's dispatch: hand it out at once */
+    else
+        mux__listener_kick(l);
     return 0;
 }
 

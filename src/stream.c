@@ -6,17 +6,19 @@
  * A stream has two operation slots: rop_ for the receive, wop_ for the one send, connect or
  * shutdown in flight. Writes queue up behind the send in flight and go out in order, one
  * send per write (the rest of a write after a partial send). A completion only records its
- * result in the stream and queues the stream's task; the task delivers everything due, in
- * this order: a finished send, connect, or shutdown is taken in; the connect callback; the
- * write callbacks in queue order; the shutdown callback; a receive; and last, once no
- * operation is in flight, the close callback, after which the stream's memory is the
- * caller's. So a callback never runs inside the call that caused it.
+ * result in the stream; the stream's task delivers everything due, in this order: a
+ * finished send, connect, or shutdown is taken in; the connect callback; a receive; the
+ * write callbacks in queue order; the shutdown callback; and last, once no operation is in
+ * flight, the close callback, after which the stream's memory is the caller's. The task runs
+ * from the loop's pending queue, or at once when the completion came from where the loop
+ * dispatches callbacks (MUX__OPC_NOW); either way a callback never runs inside the call
+ * that caused it.
  *
  * Receives are submitted from the task only, as its last step, and a receive that completes
- * at once is delivered before the task returns: bytes put in a caller buffer reach the read
- * callback before any other code runs, so mux_read_stop can give the buffer back at once. A
- * receive into a pool buffer that completes after a stop (the kernel had it in flight) is
- * kept, buffer and all, and delivered first when reading starts again.
+ * is delivered before anything else runs: bytes put in a caller buffer reach the read
+ * callback first, so mux_read_stop can give the buffer back at once. A receive into a pool
+ * buffer that completes after a stop (the kernel had it in flight) is kept, buffer and all,
+ * and delivered first when reading starts again.
  *
  * Hints keep the system calls down: a receive polls first unless the last one said data is
  * left (the kernel's NONEMPTY, kept across a read stop, or the emulation's guess that a
@@ -64,6 +66,18 @@ static void mux__stream_kick(mux_stream_t *s)
 {
     if (!(s->flags_ & S_IN_TASK))
         mux__task_queue(s->loop_, &s->task_);
+}
+
+static void mux__stream_run(struct mux__task *t);
+
+/* A completion came in: delivered at once where the loop dispatches callbacks (NOW), else by
+ * the task. */
+static void mux__stream_completed(mux_stream_t *s, unsigned flags)
+{
+    if ((flags & MUX__OPC_NOW) && !(s->flags_ & S_IN_TASK))
+        mux__stream_run(&s->task_);
+    else
+        mux__stream_kick(s);
 }
 
 static void mux__op_hint(struct mux__op *op, unsigned hint)
@@ -222,7 +236,7 @@ static int mux__stream_wop_done(struct mux__op *op, int res, char *buf, unsigned
     s->wres_ = res;
     s->flags_ = (s->flags_ & ~(unsigned)S_WFULL) | S_WDONE |
                 (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
-    mux__stream_kick(s);
+    mux__stream_completed(s, flags);
     return 0;
 }
 
@@ -251,16 +265,16 @@ static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned
                 (flags & MUX__OPC_NONEMPTY ? S_RMORE : 0) |
                 (flags & MUX__OPC_FILLED ? (unsigned)S_RFILLED : 0);
     if (res == -ECANCELED || res == -EAGAIN || res == -EINTR) {
-        /* Nothing to deliver: stopped, or readable now, or the ring was renewed (fork). */
+        /* Nothing to deliver: stopped, or the ring was renewed (fork). */
         if (s->flags_ & (S_READING | S_CLOSING))
-            mux__stream_kick(s); /* the next receive; or the close, which waited for this */
+            mux__stream_completed(s, flags); /* the next receive; or the close, waiting */
         return 0;
     }
     s->flags_ |= S_RDONE;
     s->rres_ = res;
     s->rgot_ = buf;
     s->roff_ = 0;
-    mux__stream_kick(s);
+    mux__stream_completed(s, flags);
     return 0;
 }
 
@@ -364,6 +378,8 @@ static void mux__stream_run(struct mux__task *t)
         } else if (f & S_DCONNECT) {
             s->flags_ &= ~(unsigned)S_DCONNECT;
             s->cb_.connect(s, s->status_);
+        } else if ((f & (S_RDONE | S_READING | S_CLOSING)) == (S_RDONE | S_READING)) {
+            mux__stream_received(s); /* first: bytes in a caller buffer wait for nothing */
         } else if (s->done_head_ && !(f & S_WHOLD)) {
             mux_write_t *req = s->done_head_;
             s->done_head_ = req->next_;
@@ -378,8 +394,6 @@ static void mux__stream_run(struct mux__task *t)
             int err = s->fail_;
             s->fail_ = 0;
             mux__stream_fail(s, err);
-        } else if ((f & (S_RDONE | S_READING | S_CLOSING)) == (S_RDONE | S_READING)) {
-            mux__stream_received(s);
         } else if (f & S_CLOSING) {
             if (!mux__op_in_flight(&s->rop_) && !mux__op_in_flight(&s->wop_)) {
                 mux__stream_finish(s); /* the memory is the caller's from here on */

@@ -27,11 +27,11 @@
  * - Connect starts with connect(2): done at once (a Unix socket), EINPROGRESS (wait for
  *   writability, then read SO_ERROR), or failed. Shutdown is one shutdown(2). Neither is
  *   worth a wait of its own.
- * - A receive reads only inside its submit: when its watcher reports the socket readable it
- *   completes with -EAGAIN and MUX__OPC_NONEMPTY ("try again now"), and the owner submits it
- *   again from its delivery, where the bytes are delivered before anything else runs. So a
- *   read stop finds no bytes taken from the socket and not yet delivered, in a caller buffer
- *   or a pool's.
+ * - Completions from the watcher's callback carry MUX__OPC_NOW: that callback runs where the
+ *   loop dispatches callbacks, outside any call of the owner's, so the owner delivers at
+ *   once, and bytes read into a caller buffer reach the read callback before anything else
+ *   runs (a read stop never finds bytes taken from the socket and not yet delivered). The
+ *   owner may even close and free the operation there: nothing here touches it afterwards.
  * - An fd the backend finds invalid (closed behind the loop's back) stops the watcher with
  *   MUX_ERROR: the operation completes with -EBADF.
  */
@@ -45,7 +45,21 @@
 #define MUX__RES_MAX     0x7ffff000 /* a completion's byte count fits an int (Linux's cap too) */
 #define MUX__SENDV_MAX   64         /* buffers gathered per sendmsg */
 
-enum { MUX__TRY_DONE, MUX__TRY_AGAIN };
+/* The outcome of one attempt at an operation's system call: done with (res, buf, flags), or
+ * again: the socket said EAGAIN. */
+struct mux__attempt {
+    int again;
+    int res;
+    char *buf;
+    unsigned flags;
+};
+
+#define MUX__AGAIN ((struct mux__attempt){1, 0, NULL, 0})
+
+static struct mux__attempt mux__done(int res, char *buf, unsigned flags)
+{
+    return (struct mux__attempt){0, res, buf, flags};
+}
 
 static struct mux__op *mux__op_of(mux_io_t *w)
 {
@@ -54,9 +68,13 @@ static struct mux__op *mux__op_of(mux_io_t *w)
 
 static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents);
 
+/* Receives and accepts wait for readability, the others for writability. */
+#define MUX__READ_KINDS                                                                            \
+    (MUX__CAP(MUX__OP_RECV) | MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_ACCEPT))
+
 static unsigned mux__ready_events(const struct mux__op *op)
 {
-    return op->kind_ <= MUX__OP_RECV_POOL || op->kind_ == MUX__OP_ACCEPT ? MUX_READ : MUX_WRITE;
+    return MUX__CAP(op->kind_) & MUX__READ_KINDS ? MUX_READ : MUX_WRITE;
 }
 
 /* Stops the watcher and forgets it: priv_ may be used for something else now. */
@@ -68,33 +86,27 @@ void mux__ready_release(struct mux__loop *loop, struct mux__op *op)
     op->flags_ &= (uint8_t)~MUX__OPF_WATCH;
 }
 
-/* The watcher, initialised for this operation's socket and direction. */
-static mux_io_t *mux__ready_watcher(struct mux__loop *loop, struct mux__op *op)
+/* The watcher, initialised for this operation's direction. (Its socket is the operation's
+ * for the operation's life: an owner that is opened again starts from zeroed operations.) */
+static void mux__ready_watcher(struct mux__loop *loop, struct mux__op *op)
 {
     mux_io_t *w = &op->priv_.io;
     unsigned events = mux__ready_events(op);
-    if ((op->flags_ & MUX__OPF_WATCH) && w->fd_ == op->sock_ && w->events_ == events)
-        return w;
+    if (mux__likely((op->flags_ & MUX__OPF_WATCH) && w->events_ == events))
+        return;
     mux__ready_release(loop, op);
     mux_io_init(w, mux__ready_io_cb, op->sock_, events); /* forces a fresh registration */
     w->h_.flags |= MUX__W_NOREF; /* a part of a stream or listener, which counts itself */
     w->data = NULL;              /* the budget's iteration stamp */
     op->streak_ = 0;
     op->flags_ |= MUX__OPF_WATCH;
-    return w;
 }
 
 static unsigned mux__ready_budget(const struct mux__op *op)
 {
-    switch (op->kind_) {
-    case MUX__OP_RECV:
-    case MUX__OP_RECV_POOL:
-        return MUX__READ_BUDGET;
-    case MUX__OP_ACCEPT:
+    if (op->kind_ == MUX__OP_ACCEPT)
         return op->a_.batch;
-    default:
-        return UINT16_MAX;
-    }
+    return op->kind_ <= MUX__OP_RECV_POOL ? MUX__READ_BUDGET : UINT16_MAX;
 }
 
 /* Whether the operation has completed its budget's worth in this iteration already. */
@@ -104,8 +116,10 @@ static int mux__ready_spent(const struct mux__loop *loop, const struct mux__op *
            op->streak_ >= mux__ready_budget(op);
 }
 
-static void mux__ready_done(struct mux__loop *loop, struct mux__op *op, int res, char *buf,
-                            unsigned flags)
+/* Completes the operation. With MUX__OPC_NOW (from the watcher's callback) the owner may
+ * deliver at once and even free the operation: nothing touches it after this. */
+static void mux__ready_finish(struct mux__loop *loop, struct mux__op *op, struct mux__attempt a,
+                              unsigned now)
 {
     mux_io_t *w = &op->priv_.io;
     if ((uintptr_t)w->data != (uintptr_t)loop->iter) {
@@ -114,7 +128,7 @@ static void mux__ready_done(struct mux__loop *loop, struct mux__op *op, int res,
     }
     if (op->streak_ < UINT16_MAX)
         op->streak_++;
-    (void)mux__op_complete(op, res, buf, flags); /* one-shot: never refused */
+    (void)mux__op_complete(op, a.res, a.buf, a.flags | now); /* one-shot: never refused */
 }
 
 /* Waits for readiness (the watcher started, if it is not). */
@@ -125,44 +139,46 @@ static void mux__ready_arm(struct mux__loop *loop, struct mux__op *op)
         return;
     int err = mux__io_start_internal(loop, w); /* -ENOMEM, or -EINVAL past select's limit */
     if (err != 0)
-        mux__ready_done(loop, op, err, NULL, 0);
+        mux__ready_finish(loop, op, mux__done(err, NULL, 0), 0);
 }
 
-static int mux__ready_recv(struct mux__loop *loop, struct mux__op *op)
+static struct mux__attempt mux__ready_recv(struct mux__op *op)
 {
     char *buf = op->a_.buf.base;
     size_t len = op->a_.buf.len;
     if (op->kind_ == MUX__OP_RECV_POOL) {
         buf = mux__bufpool_get(op->a_.pool);
         len = mux__bufpool_size(op->a_.pool);
-        if (!buf) {
-            mux__ready_done(loop, op, -ENOBUFS, NULL, 0);
-            return MUX__TRY_DONE;
-        }
+        if (!buf)
+            return mux__done(-ENOBUFS, NULL, 0);
     }
     if (len > MUX__RES_MAX)
         len = MUX__RES_MAX;
     ssize_t n = mux__sock_recv(op->sock_, buf, len);
-    if (n > 0) {
-        unsigned more = (size_t)n == len ? MUX__OPC_FILLED : 0; /* full: maybe more */
-        mux__ready_done(loop, op, (int)n, op->kind_ == MUX__OP_RECV_POOL ? buf : NULL, more);
-        return MUX__TRY_DONE;
+    if (n > 0) { /* a full buffer: maybe more */
+        unsigned more = (size_t)n == len ? MUX__OPC_FILLED : 0;
+        return mux__done((int)n, op->kind_ == MUX__OP_RECV_POOL ? buf : NULL, more);
     }
     if (op->kind_ == MUX__OP_RECV_POOL)
         mux_bufpool_put(op->a_.pool, buf); /* was never the caller's: cannot fail */
-    if (n == -EAGAIN)
-        return MUX__TRY_AGAIN;
-    mux__ready_done(loop, op, (int)n, NULL, 0); /* 0: end of stream; or the error */
-    return MUX__TRY_DONE;
+    return n == -EAGAIN ? MUX__AGAIN : mux__done((int)n, NULL, 0); /* 0: end of stream */
 }
 
-/* Sends while the socket takes bytes; completes with the total, or the error if none went. */
-static int mux__ready_send(struct mux__loop *loop, struct mux__op *op)
+/* Sends while the socket takes bytes: the total, or the error if no byte went. */
+static struct mux__attempt mux__ready_send(struct mux__op *op)
 {
     const mux_buf_t *v = op->kind_ == MUX__OP_SEND ? &op->a_.buf : op->a_.bufs.v;
     uint32_t n = op->kind_ == MUX__OP_SEND ? 1 : op->a_.bufs.n, i = 0;
     size_t off = 0, total = 0;
     ssize_t w = 0;
+    if (n == 1 && v[0].len <= MUX__RES_MAX) { /* one buffer, the common case: no gathering */
+        w = mux__sock_send(op->sock_, v, 1);
+        if (w == (ssize_t)v[0].len)
+            return mux__done((int)w, NULL, 0);
+        if (w < 0)
+            return w == -EAGAIN ? MUX__AGAIN : mux__done((int)w, NULL, 0);
+        total = off = (size_t)w; /* short: the rest may go too, or the socket is full */
+    }
     while (i < n && total < MUX__RES_MAX) {
         if (v[i].len == off) { /* an empty buffer, or one fully sent */
             i++;
@@ -196,52 +212,44 @@ static int mux__ready_send(struct mux__loop *loop, struct mux__op *op)
             off = 0;
         }
     }
-    if (total > 0 || w >= 0) { /* an error after some bytes shows on the next send */
-        mux__ready_done(loop, op, (int)total, NULL, w == -EAGAIN ? MUX__OPC_FULL : 0);
-        return MUX__TRY_DONE;
-    }
-    if (w == -EAGAIN)
-        return MUX__TRY_AGAIN;
-    mux__ready_done(loop, op, (int)w, NULL, 0);
-    return MUX__TRY_DONE;
+    if (total > 0 || w >= 0) /* an error after some bytes shows on the next send */
+        return mux__done((int)total, NULL, w == -EAGAIN ? MUX__OPC_FULL : 0);
+    return w == -EAGAIN ? MUX__AGAIN : mux__done((int)w, NULL, 0);
 }
 
-static int mux__ready_accept(struct mux__loop *loop, struct mux__op *op)
+static struct mux__attempt mux__ready_accept(struct mux__op *op)
 {
     for (;;) {
         int fd = mux__sock_accept(op->sock_);
         switch (fd) {
         case -EAGAIN:
-            return MUX__TRY_AGAIN;
+            return MUX__AGAIN;
         case -ECONNABORTED: /* the peer gave up while in the backlog */
         case -EPROTO:
         case -EPERM: /* a firewall said no to this one */
             continue;
         default:
-            mux__ready_done(loop, op, fd, NULL, 0); /* a connection, or EMFILE and worse */
-            return MUX__TRY_DONE;
+            return mux__done(fd, NULL, 0); /* a connection, or EMFILE and worse */
         }
     }
 }
 
 /* One attempt at the operation's system call. */
-static int mux__ready_try(struct mux__loop *loop, struct mux__op *op)
+static struct mux__attempt mux__ready_try(struct mux__op *op)
 {
     switch (op->kind_) {
     case MUX__OP_RECV:
     case MUX__OP_RECV_POOL:
-        return mux__ready_recv(loop, op);
+        return mux__ready_recv(op);
     case MUX__OP_SEND:
     case MUX__OP_SENDV:
-        return mux__ready_send(loop, op);
+        return mux__ready_send(op);
     case MUX__OP_ACCEPT:
-        return mux__ready_accept(loop, op);
+        return mux__ready_accept(op);
     case MUX__OP_CONNECT: /* writable: the connect has finished, one way or the other */
-        mux__ready_done(loop, op, mux__sock_error(op->sock_), NULL, 0);
-        return MUX__TRY_DONE;
+        return mux__done(mux__sock_error(op->sock_), NULL, 0);
     default:
-        mux__ready_done(loop, op, -EINVAL, NULL, 0);
-        return MUX__TRY_DONE;
+        return mux__done(-EINVAL, NULL, 0);
     }
 }
 
@@ -253,45 +261,47 @@ static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
         mux__io_stop_internal(loop, w); /* kept started for a next operation that did not come */
         return;
     }
+    struct mux__attempt a;
     if (revents & MUX_ERROR) { /* the core stopped the watcher: the fd is not valid */
-        mux__ready_done(loop, op, -EBADF, NULL, 0);
-        return;
+        a = mux__done(-EBADF, NULL, 0);
+    } else {
+        a = mux__ready_try(op);
+        if (a.again)
+            return; /* a stale report: the watcher stays */
+        /* A receive or accept keeps its watcher for the next one; a send or connect does not,
+         * as a writable socket would report it on every iteration while the next send goes
+         * out speculatively anyway. Now: the owner may free the operation in finish. */
+        if (mux__ready_events(op) == MUX_WRITE)
+            mux__io_stop_internal(loop, w);
     }
-    if (op->kind_ <= MUX__OP_RECV_POOL) {
-        /* Receives read only inside the owner's submit, so that nothing runs between the
-         * bytes' arrival and their delivery: a read stop gives a caller buffer back at once,
-         * and leaves unread bytes in the socket, not in a pool buffer. Readable: "try again
-         * now". */
-        mux__ready_done(loop, op, -EAGAIN, NULL, MUX__OPC_NONEMPTY);
-        return;
-    }
-    /* EAGAIN: a stale report, the watcher stays. Done: a receive or accept keeps it for the
-     * next one; a send or connect does not, as a writable socket would report it on every
-     * iteration while the next send goes out speculatively anyway. */
-    if (mux__ready_try(loop, op) == MUX__TRY_DONE && mux__ready_events(op) == MUX_WRITE)
-        mux__io_stop_internal(loop, w);
+    mux__ready_finish(loop, op, a, MUX__OPC_NOW);
 }
 
 void mux__ready_submit(struct mux__loop *loop, struct mux__op *op)
 {
+    struct mux__attempt a;
     mux__ready_watcher(loop, op);
     switch (op->kind_) {
     case MUX__OP_CONNECT: {
         int r = mux__sock_connect(op->sock_, op->a_.addr.sa, (socklen_t)op->a_.addr.len);
-        if (r == -EINPROGRESS)
+        if (r == -EINPROGRESS) {
             mux__ready_arm(loop, op);
-        else
-            mux__ready_done(loop, op, r, NULL, 0);
-        return;
+            return;
+        }
+        a = mux__done(r, NULL, 0);
+        break;
     }
     case MUX__OP_SHUTDOWN:
-        mux__ready_done(loop, op, mux__sock_shutdown(op->sock_), NULL, 0);
-        return;
+        a = mux__done(mux__sock_shutdown(op->sock_), NULL, 0);
+        break;
     default:
         if ((op->flags_ & MUX__OPF_POLL_FIRST) || mux__ready_spent(loop, op) ||
-            mux__ready_try(loop, op) == MUX__TRY_AGAIN)
+            (a = mux__ready_try(op)).again) {
             mux__ready_arm(loop, op);
+            return;
+        }
     }
+    mux__ready_finish(loop, op, a, 0);
 }
 
 void mux__ready_cancel(struct mux__loop *loop, struct mux__op *op)
@@ -299,5 +309,5 @@ void mux__ready_cancel(struct mux__loop *loop, struct mux__op *op)
     if (op->flags_ & MUX__OPF_WATCH)
         mux__io_stop_internal(loop, &op->priv_.io);
     if (op->flags_ & MUX__OPF_FLIGHT)
-        mux__ready_done(loop, op, -ECANCELED, NULL, 0);
+        mux__ready_finish(loop, op, mux__done(-ECANCELED, NULL, 0), 0);
 }
