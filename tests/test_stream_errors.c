@@ -225,6 +225,38 @@ TEST(stream_bad_input_not_connected_is_enotconn) {
     tmpdir_remove(dir, "none");
 }
 
+/* The stream's socket closed behind its back (a program bug): a write fails with -EBADF,
+ * whether it is tried at once or handed to the kernel, and the stream still closes clean. */
+static int ebadf_status = 1;
+
+static void ebadf_write_cb(mux_write_t *req, int status)
+{
+    (void)req;
+    ebadf_status = status;
+}
+
+TEST(stream_write_after_its_socket_was_closed_behind_its_back_fails_with_ebadf) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    mux_stream_t s;
+    CHECK_EQ(mux_stream_open(&loop, &s, sv[0]), 0);
+    CHECK_EQ(close(sv[0]), 0); /* nothing reuses the number before the stream closes */
+    mux_write_t w;
+    mux_buf_t b = {(char *)"x", 1};
+    CHECK_EQ(mux_write(&s, &w, &b, 1, ebadf_write_cb), 0);
+    CHECK_EQ(ebadf_status, 1); /* never inside the call */
+    for (int i = 0; i < 100 && ebadf_status == 1; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_EQ(ebadf_status, -EBADF);
+    CHECK_EQ(mux_stream_close(&s, any_close_cb), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(cb_calls, 1); /* the close callback */
+    loop_finish(&loop);
+    close(sv[1]);
+}
+
 TEST(stream_bad_input_listen_and_listener) {
     mux_loop_t loop;
     loop_open(&loop);
