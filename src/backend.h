@@ -43,10 +43,11 @@
  *   completion, except a connect's address, which is read during the submitting call only.
  *   A receive into a caller buffer gives the buffer back when `cancel` returns, and its
  *   bytes must reach the owner with nothing run in between (a read stop promises both): it
- *   completes inside its submit, or with MUX__OPC_NOW. A kernel that keeps the buffer until
- *   a completion (io_uring) cannot promise that, so io_uring leaves this kind to the
- *   emulation; IOCP would run a zero-byte receive for readability and read in the submit,
- *   as libuv does on Windows.
+ *   completes with bytes inside its submit or with MUX__OPC_NOW, and otherwise only with
+ *   -EAGAIN and MUX__OPC_NONEMPTY ("readable: submit again", no byte taken). A kernel that
+ *   keeps the buffer until a completion (io_uring) cannot promise that, so io_uring leaves
+ *   this kind to the emulation; IOCP would complete a zero-byte receive that way and read
+ *   in the next submit, as libuv does on Windows.
  * - Cancel. `cancel` asks an operation in flight to end early. Its last completion still
  *   comes, from inside the cancel (emulated: -ECANCELED at once) or from a later wait
  *   (native: -ECANCELED, or its result when it finished first). Its owner gives no memory
