@@ -48,6 +48,8 @@ extern "C" {
 #define MUX_VERSION_MAJOR 0
 #define MUX_VERSION_MINOR 1
 #define MUX_VERSION_PATCH 0
+/* The three numbers as one, 0xMMmmpp, for comparisons in the preprocessor. */
+#define MUX_VERSION_HEX ((MUX_VERSION_MAJOR << 16) | (MUX_VERSION_MINOR << 8) | MUX_VERSION_PATCH)
 
 /* Returns the library's version as (major << 16) | (minor << 8) | patch. */
 unsigned mux_version(void);
@@ -595,9 +597,10 @@ struct mux_stream {
 };
 
 /* Adopts `sock`, a connected stream socket (it is made non-blocking), as stream `s` of
- * `loop`; `s->data` is kept, every other field is set. The stream owns the socket from now
- * on and closes it in mux_stream_close. Returns 0, -EINVAL (also for a socket the backend
- * cannot watch: select's FD_SETSIZE), -EBADF, -ENOMEM. */
+ * `loop`; `s->data` is kept, every other field is set. On success the stream owns the
+ * socket and closes it in mux_stream_close; on failure the socket stays the caller's, to
+ * close. Returns 0, -EINVAL (also for a socket the backend cannot watch: select's
+ * FD_SETSIZE), -EBADF, -ENOMEM. */
 int mux_stream_open(mux_loop_t *loop, mux_stream_t *s, mux_os_sock_t sock);
 /* Starts connecting `s` to a TCP or Unix address; `cb` is called once. Returns 0 (the
  * result comes to `cb`; close the stream in any case when done with it), or -EINVAL,
@@ -619,7 +622,8 @@ int mux_read_stop(mux_stream_t *s);
  * array and the buffers must stay untouched until `cb`; `req` is the caller's. A write is
  * tried at once when nothing is queued (where the kernel runs the operations, it is sent
  * with the loop's next wait). Returns 0 (cb will be called), or -EINVAL (also for more than
- * INT32_MAX buffers), -EPIPE after shutdown, -ENOTCONN, without calling cb. */
+ * INT32_MAX buffers, or lengths that add up past SIZE_MAX), -EPIPE after shutdown,
+ * -ENOTCONN, without calling cb. */
 int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
               mux_write_cb cb);
 /* Returns the bytes queued and not yet written (for back-pressure), or -EINVAL. */

@@ -629,7 +629,8 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
         return -ENOTCONN;
     size_t left = 0;
     for (unsigned i = 0; i < nbufs; i++)
-        left += bufs[i].len;
+        if (__builtin_add_overflow(left, (size_t)bufs[i].len, &left))
+            return -EINVAL; /* more bytes than a size_t counts */
     req->cb_ = cb;
     req->next_ = NULL;
     req->bufs_ = bufs;

@@ -44,6 +44,10 @@ CORE_TEST(struct_sizes_are_pinned) {
 CORE_TEST(version_matches_macros) {
     unsigned v = (MUX_VERSION_MAJOR << 16) | (MUX_VERSION_MINOR << 8) | MUX_VERSION_PATCH;
     CHECK_EQ(mux_version(), v);
+    CHECK_EQ(MUX_VERSION_HEX, v);
+#if MUX_VERSION_HEX < 0x000100 /* usable in the preprocessor */
+#error "MUX_VERSION_HEX is not a constant expression of the version"
+#endif
     char want[32];
     snprintf(want, sizeof want, "%d.%d.%d", MUX_VERSION_MAJOR, MUX_VERSION_MINOR,
              MUX_VERSION_PATCH);

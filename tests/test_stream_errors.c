@@ -156,6 +156,8 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     CHECK_EQ(mux_write(&s, NULL, &iov, 1, any_write_cb), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, &iov, 1, NULL), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, &iov, -1, any_write_cb), -EINVAL);
+    mux_buf_t wrap[2] = {{(char *)"x", 1}, {(char *)"y", SIZE_MAX}}; /* 1 + SIZE_MAX wraps to 0 */
+    CHECK_EQ(mux_write(&s, &w, wrap, 2, any_write_cb), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, NULL, 1, any_write_cb), -EINVAL);
     CHECK_EQ(mux_stream_write_queue_size(&s), 0);
 

@@ -184,6 +184,38 @@ CORE_TEST(uring_tiny_ring_many_ready_fds_edge_no_event_lost) {
     many_ready_fds_case(MUX_READ | MUX_EDGE);
 }
 
+/* IOMUX_URING_ENTRIES outside 2 .. 4096, or not a number, is refused when the loop opens: a
+ * ring of one entry could not take a change (a remove and an add) and failed every one. */
+CORE_TEST(uring_entries_outside_2_to_4096_are_refused_at_init) {
+    CHECK_EQ(unsetenv("IOMUX_TEST_URING_REFUSE"), 0);
+    skip_unless_uring_opens();
+    static const char *const bad[] = {"1", "0", "-3", "4097", "abc", "8x"};
+    mux_loop_options_t named = {"uring", MUX_LOOP_IGNORE_ENV};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mux_loop_t loop;
+        CHECK_EQ(setenv("IOMUX_URING_ENTRIES", bad[i], 1), 0);
+        CHECK_EQ(mux_loop_init(&loop, &named), -EINVAL);
+    }
+    CHECK_EQ(unsetenv("IOMUX_URING_ENTRIES"), 0);
+    /* The smallest accepted ring takes registrations (a readable socket is reported). */
+    mux_loop_t loop;
+    open_small_ring(&loop, "2");
+    int sv[2];
+    make_socketpair(sv);
+    struct ring_fd r = {.fd = sv[0]};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, read_all, sv[0], MUX_READ), 0);
+    w.data = &r;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    write_byte(sv[1]);
+    run_until_all(&loop, &r, 1, 1);
+    CHECK_EQ(r.all, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_loop_close(&loop), 0);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 /* Level-triggered readiness survives a full CQ: 300 fds left readable (never read) and
  * always writable, watched for both, keep being reported on every iteration. */
 CORE_TEST(uring_tiny_ring_level_readiness_is_reported_every_iteration) {

@@ -101,8 +101,8 @@
  *   older kernel, or with IOMUX_URING_STREAMS=poll (to compare the two paths), open narrows
  *   the loop's capabilities and every operation is emulated over this file's polls.
  * - Tests: IOMUX_TEST_URING_REFUSE=EPERM (or ENOSYS, or a number) makes open fail as a
- *   refusing kernel would; IOMUX_URING_ENTRIES=n sizes the SQ ring to n entries and the CQ
- *   ring to 2n, to exercise the full-ring paths.
+ *   refusing kernel would; IOMUX_URING_ENTRIES=n (2 to 4096, else open fails with -EINVAL)
+ *   sizes the SQ ring to n entries and the CQ ring to 2n, to exercise the full-ring paths.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -186,8 +186,12 @@ static int mux__uring_setup(struct mux__uring *st)
     unsigned entries = MUX__URING_DEFAULT_ENTRIES, cq = entries * MUX__URING_CQ_FACTOR;
     const char *v = getenv("IOMUX_URING_ENTRIES");
     if (v && *v) {
-        long n = atol(v);
-        entries = n < 1 ? 1 : n > 4096 ? 4096 : (unsigned)n;
+        /* A change may take two SQEs (remove, then add): fewer would fail every one. */
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end || n < 2 || n > 4096)
+            return -EINVAL;
+        entries = (unsigned)n;
         cq = 0; /* the kernel's default: twice the SQ ring */
     }
     int err = -ENOSYS;
