@@ -120,7 +120,9 @@ int mux_loop_close(mux_loop_t *loop);
 /* Runs the loop in `mode` (MUX_RUN_*). Returns what mux_loop_active would, the number of
  * watchers, streams and listeners still active (0 when it ran out of work), or a negative errno:
  * -EINVAL for bad arguments, -EBUSY when called from inside its own mux_run, a kernel error from
- * the backend's wait. */
+ * the backend's wait. In a child after fork, the loop first re-creates its kernel state; when
+ * the kernel refuses (-EMFILE, or -EPERM in a sandbox), every mux_run returns that error and
+ * tries again, and the loop runs as soon as it succeeds. */
 int mux_run(mux_loop_t *loop, int mode);
 
 /* Makes the running mux_run return after the current iteration. Called while the loop
@@ -400,8 +402,9 @@ int mux_async_stop(mux_loop_t *loop, mux_async_t *w);  /* 0 or -EINVAL */
 /* Wakes the loop of the started watcher `w` and makes its callback run. Thread-safe and
  * async-signal-safe; must not race with mux_async_stop of the same watcher. Everything the
  * sending thread wrote before the send is visible to the callback that the send causes
- * (the send is a sequentially consistent atomic operation). Returns 0, or -EINVAL when `w`
- * is NULL or not started. */
+ * (the send is a sequentially consistent atomic operation). Returns 0, -EINVAL when `w` is
+ * NULL or not started, or the error of the wake-up (-EBADF in a fork's child whose loop has
+ * not re-created its kernel state yet: the callback still runs once it has). */
 int mux_async_send(mux_async_t *w);
 /* Returns 1 when a send is waiting for the loop, 0 when not, -EINVAL. Thread-safe. */
 int mux_async_pending(const mux_async_t *w);

@@ -363,19 +363,21 @@ MUX_EXPORT int mux_loop_close(mux_loop_t *pub)
     return 0;
 }
 
-/* In a child after fork: new kernel state, same watchers. */
+/* In a child after fork: new kernel state, same watchers. Until every step has worked, the
+ * fork stays pending, so every mux_run tries again and returns the error of the step that
+ * failed (a child that sandboxed itself may never get there); nothing of the parent's is
+ * used meanwhile, and no signal handler wakes the loop through a descriptor that is gone. */
 static int mux__loop_refork(struct mux__loop *loop)
 {
+    loop->forked = 1;
     loop->fork_gen = mux__fork_gen;
-    loop->forked = 0;
-    int err = loop->backend->fork(loop);
-    if (err != 0)
-        return err;
-    /* The wake-up descriptor is shared with the parent: a new one, so that wake-ups stay
-     * ours. Signal handlers are kept away from the loop while it changes. */
+    /* The wake-up descriptor is shared with the parent: ours goes first, and signal
+     * handlers are kept away from the loop until it has a new one. */
     mux__sig_loop_quiesce(loop);
     mux__wake_teardown(loop);
-    err = mux__wake_setup(loop);
+    int err = loop->backend->fork(loop);
+    if (err == 0)
+        err = mux__wake_setup(loop);
     if (err != 0)
         return err;
     if (loop->clock_fd >= 0) {
@@ -388,6 +390,7 @@ static int mux__loop_refork(struct mux__loop *loop)
     /* A send or signal the parent had not consumed left its flags set, and the new
      * descriptor never heard of it: look at them as if woken. */
     loop->woken = 1;
+    loop->forked = 0;
     return 0;
 }
 

@@ -1,7 +1,10 @@
 /* idle, prepare, check and fork watchers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -369,4 +372,108 @@ TEST(fork_explicit_loop_fork_in_child) {
     loop_close(&loop);
     close(f.pb[0]);
     close(f.pb[1]);
+}
+
+/* ---- a child whose loop cannot be re-created ---- */
+
+struct broken {
+    int io_calls, sig_calls;
+};
+
+static void broken_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct broken *b = w->data;
+    (void)loop;
+    (void)revents;
+    drain(mux_io_fd(w));
+    b->io_calls++;
+}
+
+static void broken_sig(mux_loop_t *loop, mux_signal_t *w, int signum)
+{
+    struct broken *b = w->data;
+    (void)loop;
+    (void)signum;
+    b->sig_calls++;
+}
+
+enum {
+    BROKEN_ERROR = 1,   /* two runs both returned -EMFILE, nothing crashed */
+    BROKEN_NO_WRITE = 2, /* a signal meanwhile wrote nothing into a socket of the child's */
+    BROKEN_IO = 4,      /* once descriptors were there again, the loop worked */
+    BROKEN_SIG = 8,     /* and the signal from the broken time was delivered */
+};
+
+/* Runs in the child: no descriptor can be created, so re-creating the loop's kernel state
+ * fails (epoll's set, io_uring's ring, or the wake-up eventfd): every mux_run says so. The
+ * wake-up descriptor the loop had is gone by then, and its number goes to a socket of the
+ * child's: a signal the loop watches must not write into it. With descriptors back, the loop
+ * re-creates its state on the next run and delivers what it missed. */
+static _Noreturn void broken_child(mux_loop_t *loop, struct broken *b, int wfd)
+{
+    alarm(10);
+    int code = 0;
+    for (int fd = 0; fd < 3; fd++) /* 0-2 taken, so that no new fd fits under a limit of 3 */
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+            _exit(100);
+    struct rlimit old, tight;
+    if (getrlimit(RLIMIT_NOFILE, &old) != 0)
+        _exit(101);
+    tight = old;
+    tight.rlim_cur = 3;
+    if (setrlimit(RLIMIT_NOFILE, &tight) != 0)
+        _exit(102);
+    int r1 = mux_run(loop, MUX_RUN_NOWAIT), r2 = mux_run(loop, MUX_RUN_NOWAIT);
+    code |= r1 == -EMFILE && r2 == -EMFILE ? BROKEN_ERROR : 0;
+    if (setrlimit(RLIMIT_NOFILE, &old) != 0)
+        _exit(103);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0)
+        _exit(104);
+    raise(SIGUSR1);
+    char c;
+    if (recv(sv[0], &c, 1, 0) < 0 && errno == EAGAIN && recv(sv[1], &c, 1, 0) < 0 &&
+        errno == EAGAIN)
+        code |= BROKEN_NO_WRITE;
+    write_byte(wfd);
+    for (int i = 0; i < 100 && (b->io_calls == 0 || b->sig_calls == 0); i++)
+        if (mux_run(loop, MUX_RUN_ONCE) < 0)
+            break;
+    code |= b->io_calls >= 1 ? BROKEN_IO : 0;
+    code |= b->sig_calls >= 1 ? BROKEN_SIG : 0;
+    _exit(code);
+}
+
+TEST(fork_child_that_cannot_recreate_the_loop_gets_the_error_and_retries) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct broken b = {0};
+    int p[2];
+    make_pipe(p);
+    mux_io_t w;
+    mux_signal_t sw;
+    CHECK_EQ(mux_io_init(&w, broken_io, p[0], MUX_READ), 0);
+    w.data = &b;
+    CHECK_EQ(mux_signal_init(&sw, broken_sig, SIGUSR1), 0);
+    sw.data = &b;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_signal_start(&loop, &sw), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0)
+        broken_child(&loop, &b, p[1]);
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), BROKEN_ERROR | BROKEN_NO_WRITE | BROKEN_IO | BROKEN_SIG);
+    /* The parent's loop was never touched by the child's attempts. */
+    write_byte(p[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(b.io_calls, 1);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_signal_stop(&loop, &sw), 0);
+    loop_close(&loop);
+    close(p[0]);
+    close(p[1]);
 }

@@ -9,7 +9,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -250,4 +252,47 @@ CORE_TEST(uring_tiny_ring_level_readiness_is_reported_every_iteration) {
     CHECK_EQ(mux_loop_close(&loop), 0);
     for (int i = 0; i < N; i++)
         close(fds[i]);
+}
+
+/* A child that sandboxes itself after fork (seccomp denying io_uring_setup: simulated with
+ * IOMUX_TEST_URING_REFUSE) gets -EPERM from every mux_run, never a crash; once the ring can
+ * be made again, the loop works. */
+CORE_TEST(uring_fork_child_refused_a_new_ring_gets_eperm_each_run_then_recovers) {
+    CHECK_EQ(unsetenv("IOMUX_TEST_URING_REFUSE"), 0);
+    skip_unless_uring_opens();
+    mux_loop_t loop;
+    mux_loop_options_t named = {"uring", MUX_LOOP_IGNORE_ENV};
+    CHECK_EQ(mux_loop_init(&loop, &named), 0);
+    int sv[2];
+    make_socketpair(sv);
+    struct ring_fd r = {.fd = sv[0]};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, read_all, sv[0], MUX_READ), 0);
+    w.data = &r;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        alarm(10);
+        setenv("IOMUX_TEST_URING_REFUSE", "EPERM", 1);
+        int code = 0;
+        for (int i = 0; i < 3; i++)
+            code |= mux_run(&loop, MUX_RUN_NOWAIT) == -EPERM ? 0 : 1;
+        unsetenv("IOMUX_TEST_URING_REFUSE");
+        write_byte(sv[1]);
+        for (int i = 0; i < 100 && r.calls == 0; i++)
+            if (mux_run(&loop, MUX_RUN_ONCE) < 0)
+                break;
+        code |= r.calls == 1 ? 0 : 2;
+        _exit(code);
+    }
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status)); /* a SIGSEGV would show here */
+    CHECK_EQ(WEXITSTATUS(status), 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_loop_close(&loop), 0);
+    close(sv[0]);
+    close(sv[1]);
 }

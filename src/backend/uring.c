@@ -100,9 +100,10 @@
  *   multishot accept, with 5.19 (probed through IORING_OP_SOCKET, which came with it); on an
  *   older kernel, or with IOMUX_URING_STREAMS=poll (to compare the two paths), open narrows
  *   the loop's capabilities and every operation is emulated over this file's polls.
- * - Tests: IOMUX_TEST_URING_REFUSE=EPERM (or ENOSYS, or a number) makes open fail as a
- *   refusing kernel would; IOMUX_URING_ENTRIES=n (2 to 4096, else open fails with -EINVAL)
- *   sizes the SQ ring to n entries and the CQ ring to 2n, to exercise the full-ring paths.
+ * - Tests: IOMUX_TEST_URING_REFUSE=EPERM (or ENOSYS, or a number) makes open, and the new
+ *   ring of a fork's child, fail as a refusing kernel would; IOMUX_URING_ENTRIES=n (2 to
+ *   4096, else open fails with -EINVAL) sizes the SQ ring to n entries and the CQ ring to 2n,
+ *   to exercise the full-ring paths.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -177,6 +178,9 @@ static int mux__uring_test_refusal(void)
 
 static int mux__uring_setup(struct mux__uring *st)
 {
+    int refused = mux__uring_test_refusal(); /* on open, and in a fork's child */
+    if (refused != 0)
+        return refused;
     static const unsigned tries[] = {IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
                                          IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL,
                                      IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL,
@@ -219,13 +223,10 @@ static int mux__uring_setup(struct mux__uring *st)
 
 static int mux__uring_open(struct mux__loop *loop)
 {
-    int err = mux__uring_test_refusal();
-    if (err != 0)
-        return err;
     struct mux__uring *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
-    err = mux__uring_setup(st);
+    int err = mux__uring_setup(st);
     if (err != 0) {
         free(st);
         return err;
