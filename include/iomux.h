@@ -385,7 +385,20 @@ int mux_fork_stop(mux_loop_t *loop, mux_fork_t *w);  /* 0 or -EINVAL */
 
 /* async: a wake-up from another thread or a signal handler. Sends that arrive before the
  * loop gets to the watcher are coalesced into one call, and a send is never lost: after
- * the last send returns, the callback runs at least once more. */
+ * the last send returns, the callback runs at least once more.
+ *
+ * What the sender must guarantee: no mux_async_send of a watcher may be running, or start,
+ * once its loop's thread calls mux_async_stop for it (or frees it, or closes the loop). A
+ * send reads the watcher and the loop without a lock, so a send that overlaps the stop
+ * uses memory that may be gone: it can crash, or write 8 bytes into whatever descriptor
+ * took the loop's wake-up descriptor's number. The library does not detect it (doing so
+ * would cost every send a lock or a reference count). The usual ways to guarantee it:
+ *   - the senders are threads the loop's thread joins before it stops the watcher;
+ *   - or the senders check a flag of yours under your own lock, and the loop's thread
+ *     clears the flag under that lock before it stops the watcher:
+ *         sender:       lock(m); if (open) mux_async_send(&w); unlock(m);
+ *         loop thread:  lock(m); open = 0; unlock(m); mux_async_stop(loop, &w);
+ *   - a signal handler: block the signal (or restore its disposition) before the stop. */
 typedef struct mux_async mux_async_t;
 typedef void (*mux_async_cb)(mux_loop_t *loop, mux_async_t *w);
 struct mux_async {

@@ -143,9 +143,9 @@ extern const struct mux__backend *const mux__backends[];
  * `fd` (0 when nothing watches it). Safe for any fd value. Inline: it runs per event. */
 static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned revents)
 {
-    if (mux__unlikely((uint32_t)fd >= loop->nfds))
+    struct mux__fd *e = mux__fd_find(loop, fd);
+    if (mux__unlikely(!e))
         return 0;
-    struct mux__fd *e = &loop->fds[fd];
     for (mux_io_t *w = e->head; w; w = w->next_) {
         unsigned r = revents & w->events_ & MUX__IO_EVENTS;
         if (!r)

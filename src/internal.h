@@ -95,9 +95,11 @@ struct mux__loop {
     unsigned fork_gen;
     uint32_t iter; /* iterations run, for the operation emulation's budget */
 
-    /* fd table and the change list threaded through it */
-    struct mux__fd *fds;
-    uint32_t nfds;
+    /* The fd table, in leaves of MUX__FD_LEAF entries, each allocated the first time an fd
+     * of its range is watched: its memory follows the fds in use, not their numbers. And the
+     * change list threaded through it. */
+    struct mux__fd **fdl;
+    uint32_t nleaves;
     int32_t changes; /* head of the change list, -1 when empty */
 
     /* pending queue, FIFO; capacity kept >= active watchers */
@@ -133,6 +135,24 @@ struct mux__loop {
 static inline struct mux__loop *mux__L(const mux_loop_t *pub)
 {
     return pub ? pub->impl_ : NULL;
+}
+
+#define MUX__FD_LEAF_BITS 8
+#define MUX__FD_LEAF      (1u << MUX__FD_LEAF_BITS)
+
+/* The fd table's entry of `fd`, whose leaf exists (mux__fd_reserve succeeded for it). */
+static inline struct mux__fd *mux__fd_at(const struct mux__loop *loop, int fd)
+{
+    return &loop->fdl[(uint32_t)fd >> MUX__FD_LEAF_BITS][(uint32_t)fd & (MUX__FD_LEAF - 1)];
+}
+
+/* The entry of any fd value, or NULL when no fd of its range was ever watched. */
+static inline struct mux__fd *mux__fd_find(const struct mux__loop *loop, int fd)
+{
+    uint32_t i = (uint32_t)fd >> MUX__FD_LEAF_BITS; /* a negative fd: far past the end */
+    if (mux__unlikely(i >= loop->nleaves || !loop->fdl[i]))
+        return NULL;
+    return &loop->fdl[i][(uint32_t)fd & (MUX__FD_LEAF - 1)];
 }
 
 /* clock.c */
@@ -196,7 +216,7 @@ static inline void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h)
 /* Puts `fd` on the batch of changes applied before the next wait (once per iteration). */
 static inline void mux__fd_touch(struct mux__loop *loop, int fd, int force)
 {
-    struct mux__fd *e = &loop->fds[fd];
+    struct mux__fd *e = mux__fd_at(loop, fd);
     if (force)
         e->changed |= MUX__FD_FORCE;
     if (!(e->changed & MUX__FD_CHANGED)) {
@@ -242,11 +262,15 @@ int mux__wake_fd(struct mux__loop *loop);
 /* io.c */
 void mux__fd_apply(struct mux__loop *loop);
 int mux__fd_grow(struct mux__loop *loop, int fd);
-/* Makes the fd table reach `fd`. 0 or -ENOMEM. */
+/* Makes the fd table hold `fd` (>= 0). 0 or -ENOMEM. */
 static inline int mux__fd_reserve(struct mux__loop *loop, int fd)
 {
-    return mux__likely((uint32_t)fd < loop->nfds) ? 0 : mux__fd_grow(loop, fd);
+    return mux__likely(mux__fd_find(loop, fd) != NULL) ? 0 : mux__fd_grow(loop, fd);
 }
+void mux__fd_table_free(struct mux__loop *loop);
+/* Forgets what every fd's kernel registration was (kmask): the backend made a new kernel
+ * object. Visits the leaves in use only. */
+void mux__fd_forget_kernel(struct mux__loop *loop);
 int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w);
 void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w);
 void mux__fd_refresh_all(struct mux__loop *loop);

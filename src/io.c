@@ -23,29 +23,57 @@ static int mux__io_valid(const mux_io_t *w)
     return w && w->h_.type == MUX__T_IO;
 }
 
-/* The fd table grows to the highest fd watched, at least doubling each time, so that a start
- * only allocates when it reaches a new high-water mark. New entries are zeroed. */
+/* The fd table: a top array of leaf pointers, growing geometrically, and a leaf of
+ * MUX__FD_LEAF entries allocated (zeroed) the first time an fd of its range is watched. A
+ * start allocates only when it reaches a new range; a huge fd number costs one pointer per
+ * leaf of the range below it and one leaf, not an entry per number below it. */
 int mux__fd_grow(struct mux__loop *loop, int fd)
 {
-    uint64_t n = loop->nfds ? (uint64_t)loop->nfds * 2 : 64;
-    if (n <= (uint64_t)fd)
-        n = (uint64_t)fd + 1;
-    if (n > UINT32_MAX || n > SIZE_MAX / sizeof(struct mux__fd))
-        return -ENOMEM;
-    struct mux__fd *fds = realloc(loop->fds, (size_t)n * sizeof *fds);
-    if (!fds)
-        return -ENOMEM;
-    memset(fds + loop->nfds, 0, (size_t)(n - loop->nfds) * sizeof *fds);
-    loop->fds = fds;
-    loop->nfds = (uint32_t)n;
+    uint32_t i = (uint32_t)fd >> MUX__FD_LEAF_BITS;
+    if (i >= loop->nleaves) {
+        uint32_t n = loop->nleaves ? loop->nleaves : 16;
+        while (n <= i)
+            n *= 2; /* fd < 2^31: at most 2^24 leaves */
+        struct mux__fd **p = realloc(loop->fdl, (size_t)n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        memset(p + loop->nleaves, 0, (size_t)(n - loop->nleaves) * sizeof *p);
+        loop->fdl = p;
+        loop->nleaves = n;
+    }
+    if (!loop->fdl[i]) {
+        loop->fdl[i] = calloc(MUX__FD_LEAF, sizeof(struct mux__fd));
+        if (!loop->fdl[i])
+            return -ENOMEM;
+    }
     return 0;
 }
 
+void mux__fd_table_free(struct mux__loop *loop)
+{
+    for (uint32_t i = 0; i < loop->nleaves; i++)
+        free(loop->fdl[i]);
+    free(loop->fdl);
+    loop->fdl = NULL;
+    loop->nleaves = 0;
+}
+
+void mux__fd_forget_kernel(struct mux__loop *loop)
+{
+    for (uint32_t i = 0; i < loop->nleaves; i++)
+        if (loop->fdl[i])
+            for (uint32_t k = 0; k < MUX__FD_LEAF; k++)
+                loop->fdl[i][k].kmask = 0;
+}
+
+/* After a fork: every watched fd is told to the new kernel object. The leaves in use only. */
 void mux__fd_refresh_all(struct mux__loop *loop)
 {
-    for (uint32_t fd = 0; fd < loop->nfds; fd++)
-        if (loop->fds[fd].head)
-            mux__fd_touch(loop, (int)fd, 1);
+    for (uint32_t i = 0; i < loop->nleaves; i++)
+        if (loop->fdl[i])
+            for (uint32_t k = 0; k < MUX__FD_LEAF; k++)
+                if (loop->fdl[i][k].head)
+                    mux__fd_touch(loop, (int)(i << MUX__FD_LEAF_BITS | k), 1);
 }
 
 static unsigned mux__fd_want(const struct mux__fd *e)
@@ -62,7 +90,7 @@ void mux__fd_apply(struct mux__loop *loop)
 {
     int fd;
     while ((fd = loop->changes) >= 0) {
-        struct mux__fd *e = &loop->fds[fd];
+        struct mux__fd *e = mux__fd_at(loop, fd);
         unsigned flags = e->changed;
         loop->changes = e->next_change;
         e->changed = 0;
@@ -78,7 +106,7 @@ void mux__fd_apply(struct mux__loop *loop)
 
 static void mux__io_unlink(struct mux__loop *loop, mux_io_t *w)
 {
-    mux_io_t **pp = &loop->fds[w->fd_].head;
+    mux_io_t **pp = &mux__fd_at(loop, w->fd_)->head;
     while (*pp != w)
         pp = &(*pp)->next_;
     *pp = w->next_;
@@ -87,11 +115,12 @@ static void mux__io_unlink(struct mux__loop *loop, mux_io_t *w)
 
 void mux__fd_kill(struct mux__loop *loop, int fd)
 {
-    if ((uint32_t)fd >= loop->nfds)
+    struct mux__fd *e = mux__fd_find(loop, fd);
+    if (!e)
         return;
     mux_io_t *w;
-    while ((w = loop->fds[fd].head) != NULL) {
-        loop->fds[fd].head = w->next_;
+    while ((w = e->head) != NULL) {
+        e->head = w->next_;
         w->next_ = NULL;
         mux__deactivate(loop, &w->h_);
         if (!(w->h_.flags & MUX__W_INTERNAL))
@@ -109,7 +138,8 @@ int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w)
         err = mux__reserve(loop);
     if (err != 0)
         return err;
-    mux_io_t **pp = &loop->fds[w->fd_].head; /* append: watchers of an fd run in start order */
+    mux_io_t **pp =
+        &mux__fd_at(loop, w->fd_)->head; /* append: watchers of an fd run in start order */
     while (*pp)
         pp = &(*pp)->next_;
     *pp = w;

@@ -299,7 +299,7 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
 
 static void mux__loop_free(struct mux__loop *loop)
 {
-    free(loop->fds);
+    mux__fd_table_free(loop);
     free(loop->pend);
     free(loop->timers.v);
     free(loop->periodics.v);

@@ -263,3 +263,68 @@ TEST(async_sent_before_fork_reaches_the_child) {
     CHECK_EQ(mux_async_stop(&loop, &a), 0);
     loop_close(&loop);
 }
+
+/* The header's way of stopping an async watcher that other threads send to: the senders
+ * send only while a flag of the caller's is set, under the caller's lock, and the loop's
+ * thread clears the flag under that lock before it stops the watcher (and closes the loop)
+ * while the senders go on running. Under ThreadSanitizer this shows the pattern race-free. */
+struct guarded {
+    pthread_mutex_t m;
+    int open, stop_senders;
+    mux_async_t w;
+    int calls;
+    long sends;
+};
+
+static void guarded_cb(mux_loop_t *loop, mux_async_t *w)
+{
+    struct guarded *g = w->data;
+    (void)loop;
+    g->calls++;
+}
+
+static void *guarded_sender(void *arg)
+{
+    struct guarded *g = arg;
+    for (;;) {
+        pthread_mutex_lock(&g->m);
+        int stop = g->stop_senders;
+        if (g->open) {
+            CHECK_EQ(mux_async_send(&g->w), 0);
+            g->sends++;
+        }
+        pthread_mutex_unlock(&g->m);
+        if (stop)
+            return NULL;
+    }
+}
+
+THREAD_TEST(async_stop_while_threads_send_behind_a_flag_under_a_lock) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct guarded g;
+    memset(&g, 0, sizeof g);
+    CHECK_EQ(pthread_mutex_init(&g.m, NULL), 0);
+    CHECK_EQ(mux_async_init(&g.w, guarded_cb), 0);
+    g.w.data = &g;
+    CHECK_EQ(mux_async_start(&loop, &g.w), 0);
+    g.open = 1;
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, guarded_sender, &g), 0);
+    for (int i = 0; i < 1000 && g.calls < 20; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    CHECK_GE(g.calls, 20);
+    pthread_mutex_lock(&g.m);
+    g.open = 0; /* no send starts after this */
+    pthread_mutex_unlock(&g.m);
+    CHECK_EQ(mux_async_stop(&loop, &g.w), 0);
+    loop_close(&loop); /* the senders are still running */
+    pthread_mutex_lock(&g.m);
+    g.stop_senders = 1;
+    pthread_mutex_unlock(&g.m);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(pthread_join(th[i], NULL), 0);
+    CHECK_GT(g.sends, 0);
+    pthread_mutex_destroy(&g.m);
+}

@@ -82,8 +82,7 @@ static int mux__epoll_renew(struct mux__loop *loop)
     int err = mux__epoll_create(st);
     if (err != 0)
         return err;
-    for (uint32_t fd = 0; fd < loop->nfds; fd++)
-        loop->fds[fd].kmask = 0;
+    mux__fd_forget_kernel(loop);
     st->neperm = 0;
     st->rebuild = 0;
     return 0;
@@ -121,7 +120,7 @@ static uint32_t mux__epoll_mask(unsigned want)
 static int mux__epoll_ctl(struct mux__loop *loop, int op, int fd, unsigned want)
 {
     struct mux__epoll *st = loop->bdata;
-    struct mux__fd *e = &loop->fds[fd];
+    struct mux__fd *e = mux__fd_at(loop, fd);
     if (op == EPOLL_CTL_ADD)
         e->bgen++;
     struct epoll_event ev = {.events = mux__epoll_mask(want)};
@@ -132,7 +131,7 @@ static int mux__epoll_ctl(struct mux__loop *loop, int op, int fd, unsigned want)
 static int mux__epoll_change(struct mux__loop *loop, int fd, unsigned want, int force)
 {
     struct mux__epoll *st = loop->bdata;
-    struct mux__fd *e = &loop->fds[fd];
+    struct mux__fd *e = mux__fd_at(loop, fd);
     if (e->kmask == MUX__EPOLL_EPERM) {
         if (want && !force)
             return 0;
@@ -189,7 +188,7 @@ static int mux__epoll_syswait(struct mux__epoll *st, int64_t timeout_ns)
 static void mux__epoll_narrow(struct mux__loop *loop, int fd, unsigned want)
 {
     struct mux__epoll *st = loop->bdata;
-    struct mux__fd *e = &loop->fds[fd];
+    struct mux__fd *e = mux__fd_at(loop, fd);
     int err;
     if (want & MUX__IO_EVENTS) {
         err = mux__epoll_ctl(loop, EPOLL_CTL_MOD, fd, want);
@@ -214,7 +213,8 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
         uint64_t data = st->ev[i].data.u64;
         int fd = (int)(uint32_t)data;
         uint32_t ev = st->ev[i].events;
-        if ((uint32_t)fd >= loop->nfds || (uint32_t)(data >> 32) != loop->fds[fd].bgen) {
+        const struct mux__fd *e = mux__fd_find(loop, fd);
+        if (!e || (uint32_t)(data >> 32) != e->bgen) {
             st->rebuild = 1; /* an old file still registered under a reused number */
             continue;
         }
@@ -227,7 +227,7 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
             mux__epoll_narrow(loop, fd, want);
     }
     for (int i = 0; i < st->neperm; i++)
-        mux__fd_event(loop, st->eperm[i], loop->fds[st->eperm[i]].want & MUX__IO_EVENTS);
+        mux__fd_event(loop, st->eperm[i], mux__fd_at(loop, st->eperm[i])->want & MUX__IO_EVENTS);
     if (n == st->nev && st->nev < 65536) {
         struct epoll_event *ev = realloc(st->ev, (size_t)st->nev * 2 * sizeof *ev);
         if (ev) {

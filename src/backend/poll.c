@@ -52,13 +52,13 @@ static int mux__poll_fork(struct mux__loop *loop)
 static int mux__poll_change(struct mux__loop *loop, int fd, unsigned want, int force)
 {
     struct mux__poll *st = loop->bdata;
-    struct mux__fd *e = &loop->fds[fd];
+    struct mux__fd *e = mux__fd_at(loop, fd);
     (void)force; /* the set is passed whole on every call: nothing cached to distrust */
     if (!want) {
         if (e->bgen) {
             uint32_t i = e->bgen - 1;
             st->pfd[i] = st->pfd[--st->n];
-            loop->fds[st->pfd[i].fd].bgen = i + 1;
+            mux__fd_at(loop, st->pfd[i].fd)->bgen = i + 1;
             e->bgen = 0;
         }
         return 0;

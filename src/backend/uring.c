@@ -279,8 +279,7 @@ static int mux__uring_renew(struct mux__loop *loop, int lost)
         io_uring_queue_exit(&st->ring);
     st->ring_ok = 0;
     st->nrearm = st->ndone = 0;
-    for (uint32_t fd = 0; fd < loop->nfds; fd++)
-        loop->fds[fd].kmask = 0;
+    mux__fd_forget_kernel(loop);
     int err = mux__uring_setup(st);
     mux__uring_ops_new_ring(loop, lost);
     return err;
@@ -307,7 +306,7 @@ static int mux__uring_get_events(struct mux__uring *st)
 static void mux__uring_rearm_add(struct mux__loop *loop, int fd)
 {
     struct mux__uring *st = loop->bdata;
-    if (loop->fds[fd].kmask & MUX__K_REARM)
+    if (mux__fd_at(loop, fd)->kmask & MUX__K_REARM)
         return;
     if (mux__unlikely(st->nrearm == st->rearm_cap)) {
         uint32_t cap = st->rearm_cap ? st->rearm_cap * 2 : 64;
@@ -320,7 +319,7 @@ static void mux__uring_rearm_add(struct mux__loop *loop, int fd)
         st->rearm_cap = cap;
     }
     st->rearm[st->nrearm++] = fd;
-    loop->fds[fd].kmask |= MUX__K_REARM;
+    mux__fd_at(loop, fd)->kmask |= MUX__K_REARM;
 }
 
 static unsigned mux__uring_revents(int res)
@@ -335,9 +334,9 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
 {
     unsigned kind = (unsigned)(ud >> 62);
     int fd = (int)(uint32_t)ud;
-    if (kind == MUX__UD_REMOVE || (uint32_t)fd >= loop->nfds)
+    struct mux__fd *e = kind == MUX__UD_REMOVE ? NULL : mux__fd_find(loop, fd);
+    if (!e)
         return;
-    struct mux__fd *e = &loop->fds[fd];
     if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->bgen & MUX__GEN_MASK) ||
         !(e->kmask & MUX__IO_EVENTS))
         return; /* a removed or replaced request */
@@ -493,7 +492,7 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
         err = mux__uring_reserve(loop, 2);
     if (err != 0)
         return err;
-    struct mux__fd *e = &loop->fds[fd];
+    struct mux__fd *e = mux__fd_at(loop, fd);
     unsigned have = e->kmask & MUX__K_EVENTS;
     /* A request cannot change its kind: edge <-> level replaces it. */
     if (have && (force || !want || ((have ^ want) & MUX_EDGE))) {
@@ -542,7 +541,7 @@ static int mux__uring_rearms(struct mux__loop *loop)
     int err = 0;
     for (; i < old; i++) {
         int fd = st->rearm[i];
-        struct mux__fd *e = &loop->fds[fd];
+        struct mux__fd *e = mux__fd_at(loop, fd);
         if ((e->kmask & MUX__K_EVENTS) || !(e->want & MUX__IO_EVENTS)) {
             e->kmask &= (uint8_t)~MUX__K_REARM;
             continue;
