@@ -1,5 +1,6 @@
 # Thin wrapper around CMake so that the README's commands stay short.
-#   make            release build in build/release
+#   make            release build of the library and examples in build/release; installs
+#                   only what the library needs (scripts/install-deps lib)
 #   make test       install deps, build with -Werror + ASan/UBSan, run every test; then the
 #                   portable-POSIX build (every Linux-only path off) and the whole suite
 #                   on its poll and select; then the threaded tests under ThreadSanitizer
@@ -10,15 +11,19 @@
 #   make bench-compare  BASE=<git ref> (default HEAD~1): builds BASE in a git worktree
 #                   (build/baseline-src, built in build/baseline) and runs the suite once with
 #                   its iomux drivers interleaved as <name>@base; the report gives new/base
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR=   the release build, installed
+#   make uninstall  DESTDIR=   removes what make install installed (build/release/install_record.txt)
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 
 .PHONY: all release test test-asan test-portable test-tsan bench bench-full bench-compare \
-        install clean deps deps-bench
+        install uninstall clean deps deps-lib deps-bench
 
 all: release
+
+deps-lib:
+	@scripts/install-deps lib
 
 deps:
 	@scripts/install-deps test
@@ -26,8 +31,12 @@ deps:
 deps-bench:
 	@scripts/install-deps bench
 
-release: deps
-	cmake -S . -B build/release $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release \
+# No tests and no benchmarks: they need the peers (libev, libevent, libuv, Boost); the library
+# and the examples need only liburing. `make bench` turns the benchmarks on in the same tree.
+RELEASE_OPTS := -DCMAKE_BUILD_TYPE=Release -DIOMUX_TESTS=OFF
+
+release: deps-lib
+	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=OFF \
 	      -DCMAKE_INSTALL_PREFIX=$(PREFIX)
 	cmake --build build/release -j $(JOBS)
 
@@ -57,7 +66,7 @@ test-tsan: deps
 	  ../../scripts/skip-reasons .; exit $$rc; }
 
 bench: deps-bench
-	cmake -S . -B build/release $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=ON
 	cmake --build build/release -j $(JOBS)
 	bench/run --build build/release $(BENCH_ARGS)
 
@@ -86,12 +95,15 @@ bench-compare: deps-bench
 	fi
 	cmake -S $(BASE_SRC) -B $(BASE_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BASE_BUILD) -j $(JOBS)
-	cmake -S . -B build/release $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=ON
 	cmake --build build/release -j $(JOBS)
 	bench/run --build build/release --baseline $(BASE_BUILD) $(BENCH_ARGS)
 
 install: release
-	DESTDIR=$(DESTDIR) cmake --install build/release --prefix $(PREFIX)
+	DESTDIR='$(DESTDIR)' cmake/install-tree.sh install build/release '$(PREFIX)'
+
+uninstall:
+	DESTDIR='$(DESTDIR)' cmake/install-tree.sh uninstall build/release
 
 clean:
 	rm -rf build

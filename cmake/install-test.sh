@@ -7,21 +7,30 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 DESTDIR="$tmp/dest" cmake --install "$build" --prefix /opt/iomux >/dev/null
 root="$tmp/dest/opt/iomux"
-libdir=$(dirname "$(find "$root" -name iomux.pc | head -n1)")
+pcdir=$(dirname "$(find "$root" -name iomux.pc | head -n1)")
+libdir=$(dirname "$pcdir")
 test -f "$root/include/iomux.h"
+# The .pc file names the install prefix, not the staging directory.
+grep -qx 'prefix=/opt/iomux' "$pcdir/iomux.pc"
 
-# pkg-config, shared library
-export PKG_CONFIG_PATH="$libdir"
+# pkg-config, as on the machine the staged tree is for: the sysroot maps /opt/iomux to it.
+export PKG_CONFIG_PATH="$pcdir" PKG_CONFIG_SYSROOT_DIR="$tmp/dest"
+# shared library
 cc -o "$tmp/pc" "$src/cmake/consumer/main.c" $(pkg-config --cflags --libs iomux)
-LD_LIBRARY_PATH="$root/lib:$(dirname "$libdir")" "$tmp/pc"
-# pkg-config, static library
-cc -o "$tmp/pc-static" "$src/cmake/consumer/main.c" $(pkg-config --cflags iomux) \
-   "$(dirname "$libdir")/libiomux.a" $(pkg-config --libs --static iomux | sed 's/-liomux//')
+LD_LIBRARY_PATH="$libdir" "$tmp/pc"
+# static library, the README's way: the archive by name, its dependencies from --static
+cc -o "$tmp/pc-static" "$src/cmake/consumer/main.c" \
+   $(pkg-config --static --cflags --libs iomux | sed 's/-liomux\b/-l:libiomux.a/')
+if readelf -d "$tmp/pc-static" | grep -q 'NEEDED.*libiomux'; then
+    echo "install test: the static consumer needs libiomux.so" >&2
+    exit 1
+fi
 "$tmp/pc-static"
+unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
 
 # CMake package
 cmake -S "$src/cmake/consumer" -B "$tmp/cm" -G Ninja -DCMAKE_PREFIX_PATH="$root" >/dev/null
 cmake --build "$tmp/cm" >/dev/null
-LD_LIBRARY_PATH="$(dirname "$libdir")" "$tmp/cm/consumer_shared"
+LD_LIBRARY_PATH="$libdir" "$tmp/cm/consumer_shared"
 "$tmp/cm/consumer_static"
 echo "install test: pkg-config and find_package consumers built and ran"
