@@ -573,7 +573,9 @@ struct mux_write {
 };
 
 /* Per-stream timeouts, in nanoseconds; 0 disables one. When one expires, the read
- * callback (if reading) gets -ETIMEDOUT and queued writes fail with -ETIMEDOUT. */
+ * callback (if reading) gets -ETIMEDOUT and queued writes fail with -ETIMEDOUT. A connect
+ * counts as writing: set on a stream that is still connecting, the idle and write timeouts
+ * end the connect, and the connect callback gets -ETIMEDOUT. */
 typedef struct mux_stream_timeouts {
     uint64_t idle_ns;  /* no byte read or written for this long */
     uint64_t read_ns;  /* reading, and no byte arrived for this long */

@@ -41,19 +41,20 @@ enum {
     S_CONNECTED = 0x0002,
     S_UNIX = 0x0004,
     S_CLOSING = 0x0008,
-    S_READING = 0x0010,  /* the caller wants reads */
-    S_RDONE = 0x0020,    /* a receive completed: rres_, rgot_, roff_ wait for delivery */
-    S_RMORE = 0x0040,    /* the kernel said data is left in the socket */
-    S_WDONE = 0x0080,    /* the send, connect or shutdown completed: wres_ */
-    S_WFULL = 0x0100,    /* the last send found the socket full */
-    S_WHOLD = 0x0200,    /* the send in flight is of writes that failed meanwhile */
-    S_SHUTTING = 0x0400, /* shutdown asked for */
-    S_SHUT = 0x0800,     /* write side shut down (or failed to) */
-    S_DCONNECT = 0x1000, /* the connect callback is due */
-    S_DSHUT = 0x2000,    /* the shutdown callback is due */
-    S_IN_TASK = 0x4000,  /* inside the task, which delivers everything before it returns */
-    S_POOL = 0x8000,     /* reads take buffers from rto_.pool (else into rto_.buf) */
-    S_RFILLED = 0x10000, /* the last receive filled its buffer: data may be left (a guess) */
+    S_READING = 0x0010,   /* the caller wants reads */
+    S_RDONE = 0x0020,     /* a receive completed: rres_, rgot_, roff_ wait for delivery */
+    S_RMORE = 0x0040,     /* the kernel said data is left in the socket */
+    S_WDONE = 0x0080,     /* the send, connect or shutdown completed: wres_ */
+    S_WFULL = 0x0100,     /* the last send found the socket full */
+    S_WHOLD = 0x0200,     /* the send in flight is of writes that failed meanwhile */
+    S_SHUTTING = 0x0400,  /* shutdown asked for */
+    S_SHUT = 0x0800,      /* write side shut down (or failed to) */
+    S_DCONNECT = 0x1000,  /* the connect callback is due */
+    S_DSHUT = 0x2000,     /* the shutdown callback is due */
+    S_IN_TASK = 0x4000,   /* inside the task, which delivers everything before it returns */
+    S_POOL = 0x8000,      /* reads take buffers from rto_.pool (else into rto_.buf) */
+    S_RFILLED = 0x10000,  /* the last receive filled its buffer: data may be left (a guess) */
+    S_CTIMEOUT = 0x20000, /* a timeout cancelled the connect: it ends with -ETIMEDOUT */
 };
 
 static int mux__stream_valid(const mux_stream_t *s)
@@ -121,6 +122,11 @@ static void mux__write_advance(mux_write_t *req, size_t n)
         req->off_ = 0;
         req->idx_++;
     }
+}
+
+static int mux__stream_connecting(const mux_stream_t *s)
+{
+    return mux__op_in_flight(&s->wop_) && s->wop_.kind_ == MUX__OP_CONNECT;
 }
 
 static int mux__wop_is_send(const mux_stream_t *s)
@@ -210,6 +216,8 @@ static void mux__stream_wop_finished(mux_stream_t *s)
     int res = s->wres_;
     switch (s->wop_.kind_) {
     case MUX__OP_CONNECT:
+        if (res == -ECANCELED && (s->flags_ & S_CTIMEOUT))
+            res = -ETIMEDOUT;
         s->status_ = res;
         s->flags_ |= S_DCONNECT | (res == 0 ? S_CONNECTED : 0);
         s->last_read_ = s->last_write_ = mux__now(s->loop_);
@@ -342,6 +350,10 @@ static void mux__stream_received(mux_stream_t *s)
  * be armed). From a loop callback only: the read callback runs from here. */
 static void mux__stream_fail(mux_stream_t *s, int err)
 {
+    if (err == -ETIMEDOUT && mux__stream_connecting(s)) {
+        s->flags_ |= S_CTIMEOUT; /* its completion, -ECANCELED, becomes -ETIMEDOUT */
+        mux__op_cancel(s->loop_, &s->wop_);
+    }
     mux__writes_fail(s, err);
     mux__stream_send_next(s); /* a shutdown that waited for the writes goes */
     if (s->flags_ & S_READING) {
@@ -413,6 +425,7 @@ static void mux__stream_run(struct mux__task *t)
 
 /* ---- timeouts ---------------------------------------------------------------------- */
 
+/* A connect counts as writing: the idle and write timeouts cover it. */
 static uint64_t mux__stream_next_deadline(mux_stream_t *s, uint64_t now, int *expired)
 {
     uint64_t next = UINT64_MAX,
@@ -423,7 +436,7 @@ static uint64_t mux__stream_next_deadline(mux_stream_t *s, uint64_t now, int *ex
     } c[3] = {
         {s->to_.idle_ns, last, 1},
         {s->to_.read_ns, s->last_read_, (s->flags_ & S_READING) != 0},
-        {s->to_.write_ns, s->last_write_, s->wq_head_ != NULL},
+        {s->to_.write_ns, s->last_write_, s->wq_head_ != NULL || mux__stream_connecting(s)},
     };
     *expired = 0;
     for (int i = 0; i < 3; i++) {

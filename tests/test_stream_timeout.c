@@ -291,3 +291,91 @@ TEST(stream_native_write_timeout_with_send_in_flight_then_close) {
     free(t->big);
     free(t);
 }
+
+/* ---- a connect that never completes ---- */
+
+/* Fills the accept queue of a listening socket that never accepts, until a connect to it
+ * hangs (the kernel drops the SYN of a full queue and retries it only after a second).
+ * Returns the listening socket; its address is in *a; the hanging sockets are in held[]. */
+static int full_backlog_listener(struct sockaddr_storage *a, socklen_t *alen, int *held,
+                                 int *nheld, int max)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_GE(l, 0);
+    *alen = addr_v4(a, 0);
+    CHECK_EQ(bind(l, (struct sockaddr *)a, *alen), 0);
+    CHECK_EQ(listen(l, 0), 0);
+    socklen_t len = sizeof *a;
+    CHECK_EQ(getsockname(l, (struct sockaddr *)a, &len), 0);
+    for (*nheld = 0; *nheld < max;) {
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        CHECK_GE(c, 0);
+        int r = connect(c, (struct sockaddr *)a, *alen);
+        CHECK(r == 0 || errno == EINPROGRESS);
+        held[(*nheld)++] = c;
+        struct pollfd p = {.fd = c, .events = POLLOUT};
+        if (r != 0 && poll(&p, 1, 200) == 0)
+            return l; /* still connecting after 200 ms: the queue is full */
+    }
+    SKIP("the listener's accept queue never filled (SYNs were not dropped)");
+}
+
+struct ctmo {
+    mux_stream_t s;
+    int calls, status;
+    uint64_t t0, t;
+    volatile int done, closed;
+};
+
+static void ctmo_connect_cb(mux_stream_t *s, int status)
+{
+    struct ctmo *c = s->data;
+    c->calls++;
+    c->status = status;
+    c->t = mono_ns();
+    c->done = 1;
+}
+
+static void ctmo_closed_cb(mux_stream_t *s)
+{
+    ((struct ctmo *)s->data)->closed = 1;
+}
+
+/* A connect to a peer whose accept queue is full never completes by itself: with a write
+ * timeout, or an idle timeout, it ends with -ETIMEDOUT on time (a connect counts as
+ * writing). */
+TEST(stream_connect_that_never_completes_ends_with_etimedout_by_write_or_idle_timeout) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct sockaddr_storage a;
+    socklen_t alen;
+    int held[64], nheld;
+    int l = full_backlog_listener(&a, &alen, held, &nheld, 64);
+    static const mux_stream_timeouts_t by[2] = {{.write_ns = 150 * MS}, {.idle_ns = 150 * MS}};
+    struct ctmo c[2];
+    memset(c, 0, sizeof c);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_now_update(&loop), 0); /* timeouts count from the loop's time: the fill took a while */
+    for (int i = 0; i < 2; i++) {
+        c[i].s.data = &c[i];
+        c[i].t0 = t0;
+        CHECK_EQ(mux_stream_connect(&loop, &c[i].s, (struct sockaddr *)&a, alen, ctmo_connect_cb),
+                 0);
+        CHECK_EQ(mux_stream_set_timeouts(&c[i].s, &by[i]), 0);
+    }
+    run_for(&loop, &c[0].done, 3000, "the first connect ended");
+    run_for(&loop, &c[1].done, 3000, "the second connect ended");
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(c[i].calls, 1);
+        CHECK_EQ(c[i].status, -ETIMEDOUT);
+        CHECK_GE(c[i].t - c[i].t0, 150 * MS); /* never early */
+        CHECK_LT(c[i].t - c[i].t0, 900 * MS); /* and long before the SYN's retry */
+        CHECK_EQ(mux_stream_close(&c[i].s, ctmo_closed_cb), 0);
+    }
+    run_for(&loop, &c[0].closed, 2000, "the first stream closed");
+    run_for(&loop, &c[1].closed, 2000, "the second stream closed");
+    loop_finish(&loop);
+    for (int i = 0; i < nheld; i++)
+        close(held[i]);
+    close(l);
+}
