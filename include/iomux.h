@@ -204,9 +204,11 @@ struct mux_io {
 
 /* Initialises `w` to watch `fd` (>= 0) for `events` (MUX_READ and/or MUX_WRITE, optionally
  * MUX_EDGE; no direction at all is -EINVAL). Returns 0 or -EINVAL. The caller keeps
- * ownership of `w` and of `fd`; closing the fd does not stop the watcher. When the kernel
- * refuses to watch the fd (it was closed: EBADF), the watcher is stopped and called with
- * MUX_ERROR. Fds that cannot be polled (regular files: epoll's EPERM) are reported ready on
+ * ownership of `w` and of `fd`; closing the fd does not stop the watcher: stop it first.
+ * When the kernel refuses to watch the fd (it was closed: EBADF), the watcher is stopped and
+ * called with MUX_ERROR; poll and select find that out on the next iteration, epoll and
+ * io_uring only when the loop next tells the kernel about the fd (docs/io.md has the
+ * details). Fds that cannot be polled (regular files: epoll's EPERM) are reported ready on
  * every iteration, as poll and select do. */
 int mux_io_init(mux_io_t *w, mux_io_cb cb, int fd, unsigned events);
 /* Changes the fd and events of an inactive watcher (as after a close and re-open of the

@@ -990,3 +990,77 @@ TEST(io_watcher_on_a_huge_unopened_fd_costs_little_memory_even_after_fork) {
     CHECK_EQ(mux_io_is_active(&w), 0);
     loop_close(&loop);
 }
+
+/* ---- an fd closed behind the loop's back ---- */
+
+struct behind {
+    int calls;
+    unsigned revents;
+};
+
+static void behind_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct behind *b = w->data;
+    (void)loop;
+    b->calls++;
+    b->revents |= revents;
+}
+
+/* 1 when the peer of a socketpair end sees it closed (end of stream), 0 when not yet. */
+static int peer_sees_close(int peer)
+{
+    char c;
+    ssize_t n = recv(peer, &c, 1, MSG_DONTWAIT);
+    CHECK(n == 0 || (n < 0 && errno == EAGAIN));
+    return n == 0;
+}
+
+/* What each backend does when a watched fd is closed without stopping its watcher first (a
+ * program bug: docs/io.md has the same table). poll and select: the watcher is stopped and
+ * called with MUX_ERROR on the next iteration. epoll: the kernel drops a closed file from
+ * the set without a word, so nothing is reported until the loop next tells the kernel about
+ * that fd (a change of interest): then MUX_ERROR. io_uring: the armed poll request holds the
+ * file open, so the peer does not even see the close, and nothing is reported, until the
+ * watcher is stopped. */
+TEST(io_fd_closed_behind_the_loops_back_what_each_backend_reports) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct behind b = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, behind_cb, sv[0], MUX_READ), 0);
+    w.data = &b;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1); /* registered with the kernel */
+    CHECK_EQ(close(sv[0]), 0);
+    for (int i = 0; i < 3; i++)
+        mux_run(&loop, MUX_RUN_NOWAIT);
+    if (loop_is(&loop, "poll") || loop_is(&loop, "select")) {
+        CHECK_EQ(b.calls, 1);
+        CHECK_EQ(b.revents, MUX_ERROR | MUX_READ);
+        CHECK_EQ(mux_io_is_active(&w), 0);
+        CHECK(peer_sees_close(sv[1]));
+    } else if (loop_is(&loop, "epoll")) {
+        CHECK_EQ(b.calls, 0);
+        CHECK_EQ(mux_io_is_active(&w), 1);
+        CHECK(peer_sees_close(sv[1]));
+        CHECK_EQ(mux_io_modify(&loop, &w, MUX_READ | MUX_WRITE), 0); /* tells the kernel */
+        mux_run(&loop, MUX_RUN_NOWAIT);
+        CHECK_EQ(b.calls, 1);
+        CHECK_EQ(b.revents & MUX_ERROR, MUX_ERROR);
+        CHECK_EQ(mux_io_is_active(&w), 0);
+    } else {
+        CHECK(loop_is(&loop, "uring"));
+        CHECK_EQ(b.calls, 0);
+        CHECK_EQ(mux_io_is_active(&w), 1);
+        CHECK(!peer_sees_close(sv[1])); /* the poll request still holds the file */
+        CHECK_EQ(mux_io_stop(&loop, &w), 0);
+        mux_run(&loop, MUX_RUN_NOWAIT); /* the removal rides on this iteration's enter */
+        CHECK(peer_sees_close(sv[1]));
+        CHECK_EQ(b.calls, 0);
+    }
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[1]);
+}
