@@ -4,6 +4,9 @@
 set -euo pipefail
 server=$1
 "$server" --help | grep -q -- '--port' || { echo "no --help"; exit 1; }
+# A misspelt backend: the error names the variable and lists this build's backends.
+if err=$(IOMUX_BACKEND=EPOLL "$server" --port 0 2>&1); then echo "EPOLL was accepted"; exit 1; fi
+grep -q "IOMUX_BACKEND=EPOLL; this build has: .*poll" <<<"$err" || { echo "unhelpful: $err"; exit 1; }
 out=$(mktemp)
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$out"' EXIT
 "$server" --port 0 >"$out" &

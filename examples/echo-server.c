@@ -6,9 +6,11 @@
  * server. The buffers come from one pool (--pool N buffers, shared by every connection;
  * on io_uring the kernel picks them as data arrives, so an idle connection holds none).
  * When the pool runs dry, a connection waits for the next buffer that comes back. With
- * --pool 0 every connection has a buffer of its own instead. SIGINT or SIGTERM closes
- * everything and ends the program with status 0. The backend comes from IOMUX_BACKEND, as
- * in every iomux program.
+ * --pool 0 every connection has a buffer of its own instead. A connection with no traffic
+ * for --timeout seconds (10 by default), or whose echo cannot be written for that long (its
+ * client does not read), is closed: a client that stops reading holds one buffer at most,
+ * and only that long. SIGINT or SIGTERM closes everything and ends the program with status
+ * 0. The backend comes from IOMUX_BACKEND, as in every iomux program.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -45,6 +47,7 @@ struct server {
     size_t bufsize;
     uint32_t nbufs; /* pool size; 0: a buffer per connection */
     mux_bufpool_t pool;
+    mux_stream_timeouts_t timeouts;
     unsigned long accepted;
 };
 
@@ -163,6 +166,7 @@ static void on_accept(mux_listener_t *l, mux_os_sock_t fd, int status)
     srv->conns = c;
     srv->accepted++;
     mux_stream_nodelay(&c->stream, 1);
+    mux_stream_set_timeouts(&c->stream, &srv->timeouts); /* -ETIMEDOUT closes it below */
     if (start_reading(srv, c) < 0)
         conn_close(srv, c);
 }
@@ -184,12 +188,14 @@ static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
 static void usage(FILE *to)
 {
     fprintf(to, "usage: echo-server [--port N] [--bind ADDR] [--buffer BYTES] [--pool N]\n"
-                "                   [--reuseport]\n"
+                "                   [--timeout SECONDS] [--reuseport]\n"
                 "  --port N        TCP port to listen on (default 55555; 0 picks a free one)\n"
                 "  --bind ADDR     IPv4 or IPv6 address to bind (default 127.0.0.1)\n"
                 "  --buffer BYTES  read buffer size (default 16384)\n"
                 "  --pool N        buffers shared by all connections (default 4096, at most\n"
                 "                  1048576); 0: a buffer of its own per connection\n"
+                "  --timeout S     close a connection idle for S seconds, or whose echo cannot\n"
+                "                  be written for S seconds (default 10; 0: never)\n"
                 "  --reuseport     set SO_REUSEPORT, to run one server per CPU on one port\n"
                 "Prints 'listening on ADDR:PORT' once ready. The backend comes from the\n"
                 "IOMUX_BACKEND environment variable (epoll, poll, select, uring), else the\n"
@@ -204,15 +210,17 @@ int main(int argc, char **argv)
         {"buffer", required_argument, NULL, 's'},
         {"reuseport", no_argument, NULL, 'r'},
         {"pool", required_argument, NULL, 'n'},
+        {"timeout", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     static struct server srv = {.bufsize = 16384, .nbufs = 4096};
+    double timeout_s = 10;
     const char *bind_addr = "127.0.0.1";
     long port = 55555;
     mux_listen_options_t lopts = {0};
     int opt;
-    while ((opt = getopt_long(argc, argv, "p:b:s:n:rh", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "p:b:s:n:t:rh", opts, NULL)) != -1) {
         char *end;
         switch (opt) {
         case 'p':
@@ -241,6 +249,13 @@ int main(int argc, char **argv)
             srv.nbufs = (uint32_t)n;
             break;
         }
+        case 't':
+            timeout_s = strtod(optarg, &end);
+            if (*end || !*optarg || !(timeout_s >= 0 && timeout_s <= 86400)) {
+                fprintf(stderr, "echo-server: bad timeout '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'r':
             lopts.flags |= MUX_LISTEN_REUSEPORT;
             break;
@@ -284,9 +299,17 @@ int main(int argc, char **argv)
         }
     }
 
+    srv.timeouts.idle_ns = srv.timeouts.write_ns = (uint64_t)(timeout_s * 1e9);
     int rc = mux_loop_init(&srv.loop, NULL);
     if (rc < 0) {
+        const char *env = getenv("IOMUX_BACKEND");
         fprintf(stderr, "echo-server: loop: %s\n", mux_strerror(rc));
+        if (env && *env) { /* the usual cause: a misspelt or unavailable backend */
+            fprintf(stderr, "echo-server: IOMUX_BACKEND=%s; this build has:", env);
+            for (size_t i = 0; mux_backend_name(i); i++)
+                fprintf(stderr, " %s", mux_backend_name(i));
+            fprintf(stderr, "\n");
+        }
         return 1;
     }
     srv.loop.data = &srv;
