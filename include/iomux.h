@@ -434,8 +434,11 @@ int mux_async_pending(const mux_async_t *w);
  * write is called back exactly once: 0 when all its bytes were written, a negative errno
  * when it failed, -ECANCELED when the stream was closed first. Callbacks never run from
  * inside the call that caused them; they run from the loop, after the current callback.
- * Streams, listeners and in-flight requests allocate nothing: every struct is the
- * caller's. SIGPIPE is never raised.
+ * Every struct is the caller's, and reads, writes and accepts allocate nothing. The loop's
+ * own tables grow when a stream or listener opens (-ENOMEM then), and on io_uring a pool's
+ * first use on a loop allocates that pool's ring of provided buffers, kept until the loop
+ * closes. The `data` field of every struct is the caller's: the library keeps it (open,
+ * connect, listen, bufpool_init) and never reads it. SIGPIPE is never raised.
  * ------------------------------------------------------------------------------------ */
 
 /* A buffer: base and length. Laid out as the system's scatter/gather element (struct iovec
@@ -512,23 +515,28 @@ struct mux__op {
 
 /* `nread` > 0: that many bytes are in `buf`. 0: the peer shut down its side (end of
  * stream). < 0: a negative errno (-ECONNRESET, -ETIMEDOUT from a timeout, -ENOBUFS when the
- * pool is empty). After 0 or an error, reading has stopped. With a pool, `buf` is the
- * caller's until it is given back with mux_bufpool_put. */
+ * pool is empty). After 0 or an error, reading has stopped and `buf` is NULL. With a pool,
+ * `buf` is the caller's until it is given back with mux_bufpool_put. */
 typedef void (*mux_read_cb)(mux_stream_t *s, ssize_t nread, char *buf);
 /* `status`: 0, or a negative errno; -ECANCELED when the stream was closed first. */
 typedef void (*mux_write_cb)(mux_write_t *req, int status);
 /* `status`: 0 when connected, else a negative errno (-ECONNREFUSED, -ENETUNREACH, ...,
  * -ECANCELED when closed first). After a failure, close the stream. */
 typedef void (*mux_connect_cb)(mux_stream_t *s, int status);
-/* `status`: 0 when every queued write finished and the write side is shut down. */
+/* `status`: the result of shutting down the write side, which happens once every write
+ * queued before it has ended (each write's own callback says how): 0, a negative errno, or
+ * -ECANCELED when the stream was closed first. */
 typedef void (*mux_shutdown_cb)(mux_stream_t *s, int status);
 /* From here on the stream's memory is the caller's again. */
 typedef void (*mux_close_cb)(mux_stream_t *s);
 /* A new connection: `sock` (non-blocking, close-on-exec) is the caller's, to hand to
  * mux_stream_open or to close, and `status` is 0. Or `sock` is MUX_OS_SOCK_INVALID and
- * `status` a negative errno: -EMFILE/-ENFILE say the listener paused for lack of
- * descriptors (it resumes by itself as soon as a stream of this loop closes, else within
- * 100 ms, and serves its backlog then). */
+ * `status` a negative errno, and the listener has paused: -EMFILE/-ENFILE (out of
+ * descriptors), -ENOBUFS/-ENOMEM, or another error of accept (errors that concern one
+ * connection, such as -ECONNABORTED, are skipped silently). It resumes by itself as soon as
+ * a stream of this loop closes, else within 100 ms, and serves its backlog then; should the
+ * 100 ms timer not start, the callback is called again with its error (-ENOMEM) and only a
+ * stream's close resumes it. */
 typedef void (*mux_accept_cb)(mux_listener_t *l, mux_os_sock_t sock, int status);
 typedef void (*mux_listener_close_cb)(mux_listener_t *l);
 
@@ -545,8 +553,9 @@ struct mux_bufpool {
     void (*kput_)(mux_bufpool_t *pool); /* tells that backend a buffer came back */
 };
 
-/* Makes `pool` hand out `count` buffers of `size` bytes carved from `mem` (count * size
- * bytes), using `free_slots` (count entries) for its bookkeeping; all three are the
+/* Makes `pool` hand out `count` (1 .. UINT32_MAX - 2) buffers of `size` bytes carved from
+ * `mem` (count * size bytes), using `free_slots` (count entries) for its bookkeeping;
+ * `pool->data` is kept. All three are the
  * caller's and must outlive the pool's use: where the kernel picks the buffers (io_uring),
  * until the loop that reads from it is closed (the pool's free buffers are that kernel's
  * then, and a pool serves that one loop: mux_read_start_pool elsewhere returns -EINVAL, a
@@ -622,9 +631,11 @@ struct mux_stream {
  * close. Returns 0, -EINVAL (also for a socket the backend cannot watch: select's
  * FD_SETSIZE), -EBADF, -ENOMEM. */
 int mux_stream_open(mux_loop_t *loop, mux_stream_t *s, mux_os_sock_t sock);
-/* Starts connecting `s` to a TCP or Unix address; `cb` is called once. Returns 0 (the
- * result comes to `cb`; close the stream in any case when done with it), or -EINVAL,
- * -EAFNOSUPPORT, -EMFILE, -ENOMEM without calling `cb` (the stream is then not open). */
+/* Starts connecting `s` to a TCP or Unix address; `cb` is called once. `addr` is read
+ * during this call only. `s->data` is kept. Returns 0 (the result comes to `cb`; close the
+ * stream in any case when done with it), or without calling `cb` (the stream is then not
+ * open): -EINVAL, -EAFNOSUPPORT, -EMFILE (also for a socket select cannot watch), -ENOMEM, or
+ * another error of socket() (-ENFILE, -EACCES, ...). */
 int mux_stream_connect(mux_loop_t *loop, mux_stream_t *s, const struct sockaddr *addr,
                        socklen_t addrlen, mux_connect_cb cb);
 /* Starts continuous reads into the caller's buffer `buf` of `len` bytes: every callback
@@ -633,7 +644,8 @@ int mux_stream_connect(mux_loop_t *loop, mux_stream_t *s, const struct sockaddr 
 int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_cb cb);
 /* As mux_read_start, but every read takes a fresh buffer from `pool` (on io_uring the kernel
  * picks it as the bytes arrive). Also -EINVAL when the pool serves another loop's kernel,
- * -EBUSY when bytes received before a stop wait in a buffer of another pool. */
+ * -EBUSY while a receive from another pool, stopped, is still in flight or has bytes kept
+ * for the next start (restart with that pool). */
 int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_read_cb cb);
 /* Stops reading; no read callback runs after it returns, and a caller buffer is the
  * caller's again. Returns 0 or -EINVAL. */
@@ -658,15 +670,17 @@ int mux_stream_close(mux_stream_t *s, mux_close_cb cb);
 /* Sets TCP_NODELAY (on != 0) or clears it. Returns 0, -EINVAL, -ENOTSUP for a Unix
  * socket, or setsockopt's error. */
 int mux_stream_nodelay(mux_stream_t *s, int on);
-/* Enables TCP keep-alive with `idle_s` seconds before the first probe, or disables it
- * (on == 0). Returns 0, -EINVAL, -ENOTSUP for a Unix socket, or setsockopt's error. */
+/* Enables TCP keep-alive with `idle_s` seconds (1 .. INT32_MAX) before the first probe, or
+ * disables it (on == 0). Returns 0, -EINVAL, -ENOTSUP for a Unix socket, or setsockopt's
+ * error. */
 int mux_stream_keepalive(mux_stream_t *s, int on, unsigned idle_s);
 /* Sets the stream's timeouts (NULL: none). Returns 0, -EINVAL, -ENOMEM. */
 int mux_stream_set_timeouts(mux_stream_t *s, const mux_stream_timeouts_t *to);
 /* Writes the stream's socket to `*sock`. Returns 0, or -EINVAL for NULL or a stream that is
  * not open. */
 int mux_stream_socket(const mux_stream_t *s, mux_os_sock_t *sock);
-/* Returns the loop of an open stream, or NULL. */
+/* Returns the loop of a stream that is open or closing, or NULL from its close callback on
+ * (and for a stream never opened). */
 mux_loop_t *mux_stream_loop(const mux_stream_t *s);
 
 /* Listeners. */
@@ -678,7 +692,8 @@ enum {
 typedef struct mux_listen_options {
     int backlog;    /* 0: SOMAXCONN */
     unsigned flags; /* MUX_LISTEN_*; unknown bits are -EINVAL */
-    unsigned batch; /* connections accepted per readiness; 0: 64 */
+    unsigned batch; /* connections handed to the callback per loop iteration at most; 0: 64
+                       (where the kernel accepts, io_uring: also at most 16) */
 } mux_listen_options_t;
 
 #define MUX__ACCEPT_SLOTS 16
@@ -704,14 +719,17 @@ struct mux_listener {
 
 /* Binds a listening socket to `addr` (TCP; SO_REUSEADDR is always set) or to a Unix path
  * (AF_UNIX; an existing socket file at the path is not removed) and starts accepting:
- * `cb` runs once per accepted connection. Returns 0, -EINVAL (also for a socket the backend
- * cannot watch), -ENOMEM, or the socket call's error (-EADDRINUSE, -EACCES, ...). */
+ * `cb` runs once per accepted connection. `opts` may be NULL (the defaults); `l->data` is
+ * kept. Returns 0, -EINVAL (bad arguments, unknown flags, a negative backlog, a socket the
+ * backend cannot watch), -EAFNOSUPPORT (not IPv4, IPv6 or Unix), -ENOMEM, or the socket
+ * calls' error (-EADDRINUSE, -EACCES, ...). */
 int mux_listen(mux_loop_t *loop, mux_listener_t *l, const struct sockaddr *addr, socklen_t addrlen,
                const mux_listen_options_t *opts, mux_accept_cb cb);
 /* Writes the bound address (to learn the port after binding port 0). Returns 0, -EINVAL,
  * or getsockname's error. */
 int mux_listener_address(const mux_listener_t *l, struct sockaddr *addr, socklen_t *len);
-/* Returns the loop of an open listener, or NULL. */
+/* Returns the loop of a listener that is open or closing, or NULL from its close callback
+ * on. */
 mux_loop_t *mux_listener_loop(const mux_listener_t *l);
 /* Stops accepting and closes the socket; `cb` (may be NULL) runs from the loop once the
  * listener's memory is the caller's again. Returns 0, -EINVAL, -EALREADY. */
