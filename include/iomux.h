@@ -137,6 +137,32 @@ int mux_loop_active(const mux_loop_t *loop);
 /* Returns the name of the loop's backend ("epoll", ...), or NULL for a closed loop. */
 const char *mux_loop_backend(const mux_loop_t *loop);
 
+/* What a handle is, as mux_loop_walk tells it: the type `handle` points to. */
+enum {
+    MUX_HANDLE_IO = 1,   /* mux_io_t */
+    MUX_HANDLE_TIMER,    /* mux_timer_t */
+    MUX_HANDLE_PERIODIC, /* mux_periodic_t */
+    MUX_HANDLE_SIGNAL,   /* mux_signal_t */
+    MUX_HANDLE_CHILD,    /* mux_child_t */
+    MUX_HANDLE_IDLE,     /* mux_idle_t */
+    MUX_HANDLE_PREPARE,  /* mux_prepare_t */
+    MUX_HANDLE_CHECK,    /* mux_check_t */
+    MUX_HANDLE_FORK,     /* mux_fork_t */
+    MUX_HANDLE_ASYNC,    /* mux_async_t */
+    MUX_HANDLE_STREAM,   /* mux_stream_t */
+    MUX_HANDLE_LISTENER, /* mux_listener_t */
+};
+typedef void (*mux_walk_cb)(mux_loop_t *loop, int kind, void *handle, void *arg);
+/* Calls `cb` once for every active watcher and every stream and listener that is open and
+ * not closing, in no particular order: to close everything at shutdown, for instance, so
+ * that mux_run(MUX_RUN_DEFAULT) returns and the loop can be closed. The parts a stream or
+ * listener is made of are not handles of their own and are not reported. `cb` may stop the
+ * watcher, or close the stream or listener, it is given, and start or stop others; a handle
+ * that is no longer active (or is closing) when its turn comes is skipped. It must not free
+ * the memory of a handle it has not been given yet. Returns the number of calls made, or
+ * -EINVAL (NULL arguments, a closed loop), -ENOMEM. */
+int mux_loop_walk(mux_loop_t *loop, mux_walk_cb cb, void *arg);
+
 /* Re-creates the loop's kernel state (backend instance, wake-up descriptor) in a child
  * after fork(); fork watchers run on the child's next iteration. The loop also notices a
  * fork made through fork() by itself, so calling this is only needed after a raw clone.
@@ -623,6 +649,7 @@ struct mux_stream {
     mux_timer_t timer_;
     struct mux__task task_;
     struct mux__op rop_, wop_; /* the receive; the send, connect or shutdown */
+    struct mux__link link_;    /* the loop's open streams, for mux_loop_walk */
 };
 
 /* Adopts `sock`, a connected stream socket (it is made non-blocking), as stream `s` of
@@ -714,7 +741,8 @@ struct mux_listener {
     struct mux__op aop_;
     mux_os_sock_t afd_[MUX__ACCEPT_SLOTS]; /* accepted, not yet handed to the callback */
     unsigned nafd_;
-    unsigned agen_; /* the process (fork generation) those were accepted in */
+    unsigned agen_;         /* the process (fork generation) those were accepted in */
+    struct mux__link link_; /* the loop's open listeners, for mux_loop_walk */
 };
 
 /* Binds a listening socket to `addr` (TCP; SO_REUSEADDR is always set) or to a Unix path

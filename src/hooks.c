@@ -7,7 +7,7 @@
 
 static void mux__list_init(struct mux__hooklist *l, ptrdiff_t hdr_off)
 {
-    l->anchor.next = l->anchor.prev = &l->anchor;
+    mux__link_init(&l->anchor);
     l->count = 0;
     l->hdr_off = hdr_off;
 }
@@ -21,30 +21,22 @@ void mux__hooks_init(struct mux__loop *loop)
     mux__list_init(&loop->asyncs, offsetof(mux_async_t, h_) - offsetof(mux_async_t, link_));
 }
 
-static struct mux__whdr *mux__link_hdr(const struct mux__hooklist *l, struct mux__link *k)
-{
-    return (struct mux__whdr *)((char *)k + l->hdr_off);
-}
-
 void mux__hooks_queue(struct mux__loop *loop, struct mux__hooklist *l)
 {
     for (struct mux__link *k = l->anchor.next; k != &l->anchor; k = k->next)
-        mux__queue(loop, mux__link_hdr(l, k), 0);
+        mux__queue(loop, mux__hook_hdr(l, k), 0);
 }
 
 /* Shared start and stop of every list-kept watcher, async included. */
 int mux__hook_start(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k)
 {
-    struct mux__whdr *h = mux__link_hdr(l, k);
+    struct mux__whdr *h = mux__hook_hdr(l, k);
     if (h->flags & MUX__W_ACTIVE)
         return -EBUSY;
     int err = mux__reserve(loop);
     if (err != 0)
         return err;
-    k->prev = l->anchor.prev; /* append: called in start order */
-    k->next = &l->anchor;
-    l->anchor.prev->next = k;
-    l->anchor.prev = k;
+    mux__link_insert(&l->anchor, k); /* append: called in start order */
     l->count++;
     mux__activate(loop, h);
     return 0;
@@ -52,13 +44,11 @@ int mux__hook_start(struct mux__loop *loop, struct mux__hooklist *l, struct mux_
 
 void mux__hook_stop(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k)
 {
-    struct mux__whdr *h = mux__link_hdr(l, k);
+    struct mux__whdr *h = mux__hook_hdr(l, k);
     mux__unqueue(loop, h);
     if (!(h->flags & MUX__W_ACTIVE))
         return;
-    k->prev->next = k->next;
-    k->next->prev = k->prev;
-    k->next = k->prev = NULL;
+    mux__link_remove(k);
     l->count--;
     mux__deactivate(loop, h);
 }

@@ -22,17 +22,17 @@
 
 /* Watcher types, stored in mux__whdr.type by init. 0 means "never initialised". */
 enum {
-    MUX__T_IO = 1,
-    MUX__T_TIMER,
-    MUX__T_PERIODIC,
-    MUX__T_SIGNAL,
-    MUX__T_CHILD,
-    MUX__T_IDLE,
-    MUX__T_PREPARE,
-    MUX__T_CHECK,
-    MUX__T_FORK,
-    MUX__T_ASYNC,
-    MUX__T_TASK, /* struct mux__task: a stream's or listener's deliveries */
+    MUX__T_IO = MUX_HANDLE_IO, /* a watcher's type is the kind mux_loop_walk reports */
+    MUX__T_TIMER = MUX_HANDLE_TIMER,
+    MUX__T_PERIODIC = MUX_HANDLE_PERIODIC,
+    MUX__T_SIGNAL = MUX_HANDLE_SIGNAL,
+    MUX__T_CHILD = MUX_HANDLE_CHILD,
+    MUX__T_IDLE = MUX_HANDLE_IDLE,
+    MUX__T_PREPARE = MUX_HANDLE_PREPARE,
+    MUX__T_CHECK = MUX_HANDLE_CHECK,
+    MUX__T_FORK = MUX_HANDLE_FORK,
+    MUX__T_ASYNC = MUX_HANDLE_ASYNC,
+    MUX__T_TASK = 32, /* struct mux__task: a stream's or listener's deliveries, not a handle */
 };
 
 /* mux__whdr.flags */
@@ -127,6 +127,7 @@ struct mux__loop {
     mux_signal_t *sig_head[65]; /* watchers per signal */
     uint32_t sig_refs[65];      /* watchers per signal, child watchers counting for SIGCHLD */
     mux_listener_t *paused;     /* listeners waiting for a free descriptor */
+    struct mux__link streams, listeners; /* open ones (closing included), for the walk */
     mux_child_t *children;
     uint32_t nchildren;
     unsigned chld_seen;
@@ -291,8 +292,36 @@ void mux__sig_loop_close(struct mux__loop *loop);
 void mux__sig_atfork_child(void);
 void mux__children_reap(struct mux__loop *loop);
 
-/* listener.c */
+/* listener.c, stream.c */
 void mux__listeners_resume(struct mux__loop *loop);
+int mux__listener_walkable(const mux_listener_t *l); /* open and not closing */
+int mux__stream_walkable(const mux_stream_t *s);
+
+/* A circular doubly linked list through struct mux__link (hooks.c's lists, and the loop's
+ * streams and listeners). */
+static inline void mux__link_init(struct mux__link *anchor)
+{
+    anchor->next = anchor->prev = anchor;
+}
+static inline void mux__link_insert(struct mux__link *anchor, struct mux__link *k)
+{
+    k->next = anchor;
+    k->prev = anchor->prev;
+    anchor->prev->next = k;
+    anchor->prev = k;
+}
+static inline void mux__link_remove(struct mux__link *k)
+{
+    k->prev->next = k->next;
+    k->next->prev = k->prev;
+    k->next = k->prev = NULL;
+}
+
+/* The header of the watcher whose link_ is `k` in hook list `l`. */
+static inline struct mux__whdr *mux__hook_hdr(const struct mux__hooklist *l, struct mux__link *k)
+{
+    return (struct mux__whdr *)((char *)k + l->hdr_off);
+}
 
 /* hooks.c, async.c */
 void mux__hooks_init(struct mux__loop *loop);

@@ -37,6 +37,11 @@ static int mux__listener_valid(const mux_listener_t *l)
     return l && l->loop_ && (l->flags_ & L_OPEN) && !(l->flags_ & L_CLOSING);
 }
 
+int mux__listener_walkable(const mux_listener_t *l)
+{
+    return mux__listener_valid(l);
+}
+
 static void mux__listener_kick(mux_listener_t *l)
 {
     if (!(l->flags_ & L_IN_TASK))
@@ -167,6 +172,7 @@ static void mux__listener_run(struct mux__task *t)
                 struct mux__loop *loop = l->loop_;
                 mux_listener_close_cb cb = l->close_cb_;
                 mux__unqueue(loop, &l->task_.h_);
+                mux__link_remove(&l->link_);
                 l->flags_ = 0;
                 l->loop_ = NULL;
                 loop->active--;
@@ -217,6 +223,7 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     mux__task_init(&l->task_, mux__listener_run);
     l->aop_.done_ = mux__listener_aop_done;
     l->aop_.sock_ = fd;
+    mux__link_insert(&loop->listeners, &l->link_);
     loop->active++; /* the listener itself, until its close callback */
     mux__listener_arm(l);
     return 0;

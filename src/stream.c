@@ -62,6 +62,11 @@ static int mux__stream_valid(const mux_stream_t *s)
     return s && s->loop_ && (s->flags_ & S_OPEN) && !(s->flags_ & S_CLOSING);
 }
 
+int mux__stream_walkable(const mux_stream_t *s)
+{
+    return mux__stream_valid(s);
+}
+
 /* Something became due: the task delivers it (now, if it is running). */
 static void mux__stream_kick(mux_stream_t *s)
 {
@@ -370,6 +375,7 @@ static void mux__stream_finish(mux_stream_t *s)
     if (s->rgot_)
         mux_bufpool_put(s->rop_.a_.pool, s->rgot_); /* kept since a stop, never delivered */
     mux__unqueue(loop, &s->task_.h_);
+    mux__link_remove(&s->link_);
     s->flags_ = 0;
     s->loop_ = NULL;
     loop->active--;
@@ -517,6 +523,7 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
     s->wop_.done_ = mux__stream_wop_done;
     s->wop_.sock_ = sock;
     s->last_read_ = s->last_write_ = mux__now(loop);
+    mux__link_insert(&loop->streams, &s->link_);
     loop->active++; /* the stream itself, until its close callback */
     return 0;
 }

@@ -1,5 +1,7 @@
 /* The loop: run modes, stopping, closing, re-entrancy, and one loop per thread. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -520,4 +522,173 @@ THREAD_TEST(loop_created_on_one_thread_runs_on_another) {
     loop_close(&h.loop);
     close(h.p[0]);
     close(h.p[1]);
+}
+
+/* ---- mux_loop_walk ---- */
+
+struct walked {
+    int calls[MUX_HANDLE_LISTENER + 1];
+    int closed_streams, closed_listeners;
+};
+
+static void walk_io_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop, (void)w, (void)revents;
+}
+static void walk_timer_cb(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop, (void)t;
+}
+static void walk_periodic_cb(mux_loop_t *loop, mux_periodic_t *p)
+{
+    (void)loop, (void)p;
+}
+static void walk_signal_cb(mux_loop_t *loop, mux_signal_t *w, int signum)
+{
+    (void)loop, (void)w, (void)signum;
+}
+static void walk_child_cb(mux_loop_t *loop, mux_child_t *w, int pid, int status)
+{
+    (void)loop, (void)w, (void)pid, (void)status;
+}
+static void walk_idle_cb(mux_loop_t *loop, mux_idle_t *w)
+{
+    (void)loop, (void)w;
+}
+static void walk_prepare_cb(mux_loop_t *loop, mux_prepare_t *w)
+{
+    (void)loop, (void)w;
+}
+static void walk_check_cb(mux_loop_t *loop, mux_check_t *w)
+{
+    (void)loop, (void)w;
+}
+static void walk_fork_cb(mux_loop_t *loop, mux_fork_t *w)
+{
+    (void)loop, (void)w;
+}
+static void walk_async_cb(mux_loop_t *loop, mux_async_t *w)
+{
+    (void)loop, (void)w;
+}
+static void walk_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    (void)s, (void)nread, (void)buf;
+}
+static void walk_accept_cb(mux_listener_t *l, mux_os_sock_t sock, int status)
+{
+    (void)l, (void)status;
+    close(sock);
+}
+static void walk_stream_closed(mux_stream_t *s)
+{
+    ((struct walked *)s->data)->closed_streams++;
+}
+static void walk_listener_closed(mux_listener_t *l)
+{
+    ((struct walked *)l->data)->closed_listeners++;
+}
+
+/* The shutdown walk: stop or close whatever it is given. */
+static void walk_close_all(mux_loop_t *loop, int kind, void *h, void *arg)
+{
+    struct walked *wk = arg;
+    CHECK_GE(kind, MUX_HANDLE_IO);
+    CHECK_LE(kind, MUX_HANDLE_LISTENER);
+    wk->calls[kind]++;
+    switch (kind) {
+    case MUX_HANDLE_IO: CHECK_EQ(mux_io_stop(loop, h), 0); break;
+    case MUX_HANDLE_TIMER: CHECK_EQ(mux_timer_stop(loop, h), 0); break;
+    case MUX_HANDLE_PERIODIC: CHECK_EQ(mux_periodic_stop(loop, h), 0); break;
+    case MUX_HANDLE_SIGNAL: CHECK_EQ(mux_signal_stop(loop, h), 0); break;
+    case MUX_HANDLE_CHILD: CHECK_EQ(mux_child_stop(loop, h), 0); break;
+    case MUX_HANDLE_IDLE: CHECK_EQ(mux_idle_stop(loop, h), 0); break;
+    case MUX_HANDLE_PREPARE: CHECK_EQ(mux_prepare_stop(loop, h), 0); break;
+    case MUX_HANDLE_CHECK: CHECK_EQ(mux_check_stop(loop, h), 0); break;
+    case MUX_HANDLE_FORK: CHECK_EQ(mux_fork_stop(loop, h), 0); break;
+    case MUX_HANDLE_ASYNC: CHECK_EQ(mux_async_stop(loop, h), 0); break;
+    case MUX_HANDLE_STREAM: CHECK_EQ(mux_stream_close(h, walk_stream_closed), 0); break;
+    default: CHECK_EQ(mux_listener_close(h, walk_listener_closed), 0); break;
+    }
+}
+
+/* One watcher of every kind, two open streams (reading, with timeouts: their own watchers
+ * are active but are not handles), one stream already closing and a listener: the walk
+ * reports each handle once, the closing stream not at all, and closing everything it
+ * reports leaves the loop with nothing to do. */
+TEST(loop_walk_reports_every_handle_once_and_closing_them_all_ends_run) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct walked wk;
+    memset(&wk, 0, sizeof wk);
+    int p[2];
+    make_pipe(p);
+    mux_io_t io;
+    mux_timer_t t;
+    mux_periodic_t per;
+    mux_signal_t sig;
+    mux_child_t child;
+    mux_idle_t idle;
+    mux_prepare_t prep;
+    mux_check_t chk;
+    mux_fork_t fk;
+    mux_async_t as;
+    CHECK_EQ(mux_io_init(&io, walk_io_cb, p[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_start(&loop, &io), 0);
+    CHECK_EQ(mux_timer_init(&t, walk_timer_cb), 0);
+    CHECK_EQ(mux_timer_start(&loop, &t, 3600 * 1000 * MS, 0), 0);
+    CHECK_EQ(mux_periodic_init(&per, walk_periodic_cb), 0);
+    CHECK_EQ(mux_periodic_start(&loop, &per, 0, 3600ull * 1000 * MS), 0);
+    CHECK_EQ(mux_signal_init(&sig, walk_signal_cb, SIGUSR2), 0);
+    CHECK_EQ(mux_signal_start(&loop, &sig), 0);
+    CHECK_EQ(mux_child_init(&child, walk_child_cb, 0), 0);
+    CHECK_EQ(mux_child_start(&loop, &child), 0);
+    CHECK_EQ(mux_idle_init(&idle, walk_idle_cb), 0);
+    CHECK_EQ(mux_idle_start(&loop, &idle), 0);
+    CHECK_EQ(mux_prepare_init(&prep, walk_prepare_cb), 0);
+    CHECK_EQ(mux_prepare_start(&loop, &prep), 0);
+    CHECK_EQ(mux_check_init(&chk, walk_check_cb), 0);
+    CHECK_EQ(mux_check_start(&loop, &chk), 0);
+    CHECK_EQ(mux_fork_init(&fk, walk_fork_cb), 0);
+    CHECK_EQ(mux_fork_start(&loop, &fk), 0);
+    CHECK_EQ(mux_async_init(&as, walk_async_cb), 0);
+    CHECK_EQ(mux_async_start(&loop, &as), 0);
+
+    int sv[2], sv2[2];
+    make_socketpair(sv);
+    make_socketpair(sv2);
+    mux_stream_t s[3];
+    char buf[2][64];
+    mux_stream_timeouts_t to = {.idle_ns = 3600 * 1000 * MS};
+    for (int i = 0; i < 2; i++) {
+        s[i].data = &wk;
+        CHECK_EQ(mux_stream_open(&loop, &s[i], sv[i]), 0);
+        CHECK_EQ(mux_read_start(&s[i], buf[i], sizeof buf[i], walk_read_cb), 0);
+        CHECK_EQ(mux_stream_set_timeouts(&s[i], &to), 0);
+    }
+    s[2].data = &wk;
+    CHECK_EQ(mux_stream_open(&loop, &s[2], sv2[0]), 0);
+    mux_listener_t l;
+    l.data = &wk;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK_EQ(mux_listen(&loop, &l, (struct sockaddr *)&a, sizeof a, NULL, walk_accept_cb), 0);
+    CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0); /* the streams' receives are armed */
+    CHECK_EQ(mux_stream_close(&s[2], walk_stream_closed), 0); /* closing: not a handle */
+
+    CHECK_EQ(mux_loop_walk(&loop, walk_close_all, &wk), 13);
+    for (int k = MUX_HANDLE_IO; k <= MUX_HANDLE_ASYNC; k++)
+        CHECK_EQ(wk.calls[k], 1);
+    CHECK_EQ(wk.calls[MUX_HANDLE_STREAM], 2);
+    CHECK_EQ(wk.calls[MUX_HANDLE_LISTENER], 1);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* nothing left: the close callbacks ran */
+    CHECK_EQ(wk.closed_streams, 3);
+    CHECK_EQ(wk.closed_listeners, 1);
+    CHECK_EQ(mux_loop_walk(&loop, walk_close_all, &wk), 0);
+    CHECK_EQ(mux_loop_walk(&loop, NULL, &wk), -EINVAL);
+    CHECK_EQ(mux_loop_walk(NULL, walk_close_all, &wk), -EINVAL);
+    loop_close(&loop);
+    CHECK_EQ(mux_loop_walk(&loop, walk_close_all, &wk), -EINVAL); /* a closed loop */
+    close(p[0]);
+    close(p[1]);
+    close(sv2[1]);
 }

@@ -1,0 +1,123 @@
+/* mux_loop_walk: every active watcher, stream and listener of a loop, for a program that
+ * wants to close them all at shutdown.
+ *
+ * The handles are gathered first, from the structures the loop already keeps (the fd table's
+ * watcher lists, the two heaps, the signal and child lists, the hook lists, and the lists of
+ * open streams and listeners), and the callback runs afterwards for each one that is still
+ * active: it may stop or close what it is given, and that changes those structures under a
+ * walk that read them directly. The parts of streams and listeners (MUX__W_NOREF watchers)
+ * and the loop's own (MUX__W_INTERNAL) are not handles of the caller's and are left out.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Every watcher type starts with `data` and then its header, so one offset turns a header
+ * into the watcher the caller knows. */
+#define MUX__WHDR_OFF offsetof(mux_io_t, h_)
+_Static_assert(
+    offsetof(mux_timer_t, h_) == MUX__WHDR_OFF && offsetof(mux_periodic_t, h_) == MUX__WHDR_OFF &&
+        offsetof(mux_signal_t, h_) == MUX__WHDR_OFF && offsetof(mux_child_t, h_) == MUX__WHDR_OFF &&
+        offsetof(mux_idle_t, h_) == MUX__WHDR_OFF && offsetof(mux_prepare_t, h_) == MUX__WHDR_OFF &&
+        offsetof(mux_check_t, h_) == MUX__WHDR_OFF && offsetof(mux_fork_t, h_) == MUX__WHDR_OFF &&
+        offsetof(mux_async_t, h_) == MUX__WHDR_OFF,
+    "every watcher's header follows its data pointer");
+
+struct mux__walk {
+    struct mux__walked {
+        int kind;
+        void *handle;
+    } * v;
+    size_t n, cap;
+    int err;
+};
+
+static void mux__walk_add(struct mux__walk *w, int kind, void *handle)
+{
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 64;
+        struct mux__walked *v = realloc(w->v, cap * sizeof *v);
+        if (!v) {
+            w->err = -ENOMEM;
+            return;
+        }
+        w->v = v;
+        w->cap = cap;
+    }
+    w->v[w->n++] = (struct mux__walked){kind, handle};
+}
+
+/* A watcher of the caller's (not a part of a stream or listener, not the loop's own). */
+static void mux__walk_watcher(struct mux__walk *w, struct mux__whdr *h)
+{
+    if ((h->flags & MUX__W_ACTIVE) && !(h->flags & (MUX__W_NOREF | MUX__W_INTERNAL)))
+        mux__walk_add(w, h->type, (char *)h - MUX__WHDR_OFF);
+}
+
+static void mux__walk_gather(struct mux__loop *loop, struct mux__walk *w)
+{
+    for (uint32_t i = 0; i < loop->nleaves; i++)
+        if (loop->fdl[i])
+            for (uint32_t k = 0; k < MUX__FD_LEAF; k++)
+                for (mux_io_t *io = loop->fdl[i][k].head; io; io = io->next_)
+                    mux__walk_watcher(w, &io->h_);
+    for (uint32_t i = 0; i < loop->timers.n; i++)
+        mux__walk_watcher(w, &mux__container_of(loop->timers.v[i].link, mux_timer_t, hl_)->h_);
+    for (uint32_t i = 0; i < loop->periodics.n; i++)
+        mux__walk_watcher(w,
+                          &mux__container_of(loop->periodics.v[i].link, mux_periodic_t, hl_)->h_);
+    for (int signum = 1; signum < (int)(sizeof loop->sig_head / sizeof loop->sig_head[0]); signum++)
+        for (mux_signal_t *s = loop->sig_head[signum]; s; s = s->next_)
+            mux__walk_watcher(w, &s->h_);
+    for (mux_child_t *c = loop->children; c; c = c->next_)
+        mux__walk_watcher(w, &c->h_);
+    struct mux__hooklist *hooks[] = {&loop->idles, &loop->prepares, &loop->checks, &loop->forks,
+                                     &loop->asyncs};
+    for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
+        for (struct mux__link *k = hooks[i]->anchor.next; k != &hooks[i]->anchor; k = k->next)
+            mux__walk_watcher(w, mux__hook_hdr(hooks[i], k));
+    for (struct mux__link *k = loop->streams.next; k != &loop->streams; k = k->next) {
+        mux_stream_t *s = mux__container_of(k, mux_stream_t, link_);
+        if (mux__stream_walkable(s))
+            mux__walk_add(w, MUX_HANDLE_STREAM, s);
+    }
+    for (struct mux__link *k = loop->listeners.next; k != &loop->listeners; k = k->next) {
+        mux_listener_t *l = mux__container_of(k, mux_listener_t, link_);
+        if (mux__listener_walkable(l))
+            mux__walk_add(w, MUX_HANDLE_LISTENER, l);
+    }
+}
+
+/* Whether a gathered handle is still one to report: a callback before may have stopped or
+ * closed it. */
+static int mux__walk_still(const struct mux__walked *h)
+{
+    switch (h->kind) {
+    case MUX_HANDLE_STREAM:
+        return mux__stream_walkable(h->handle);
+    case MUX_HANDLE_LISTENER:
+        return mux__listener_walkable(h->handle);
+    default: {
+        const struct mux__whdr *hdr = (const struct mux__whdr *)((char *)h->handle + MUX__WHDR_OFF);
+        return (hdr->flags & MUX__W_ACTIVE) != 0;
+    }
+    }
+}
+
+MUX_EXPORT int mux_loop_walk(mux_loop_t *pub, mux_walk_cb cb, void *arg)
+{
+    struct mux__loop *loop = mux__L(pub);
+    if (!loop || !cb)
+        return -EINVAL;
+    struct mux__walk w = {0};
+    mux__walk_gather(loop, &w);
+    int calls = 0;
+    if (w.err == 0)
+        for (size_t i = 0; i < w.n; i++)
+            if (mux__walk_still(&w.v[i])) {
+                cb(pub, w.v[i].kind, w.v[i].handle, arg);
+                calls++;
+            }
+    free(w.v);
+    return w.err ? w.err : calls;
+}
