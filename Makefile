@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper around CMake so that the README's commands stay short.
 #   make            release build of the library and examples in build/release; installs
 #                   only what the library needs (scripts/install-deps lib)

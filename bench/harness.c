@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The harness's shared parts: driver registry, the per-event work, the transport. */
 #include "harness.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The benchmark harness: what every driver implements and what every study calls.
  *
  * A driver adapts one event library (or one hand-written system-call loop) to the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The command line every bench-* executable shares. bench/run drives it; see README.md.
  *
  *   bench-X --list                      the drivers built in, whether they can run here,

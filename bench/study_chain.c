@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Study 2, after libevent's test/bench.c as Lehmann ran it (2008/2011): n slots, a read
  * watcher on each; an iteration re-arms every watcher, writes one token to each of
  * `active` evenly spaced slots, and dispatches until `writes` more tokens have been passed

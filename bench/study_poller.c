@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Study 1, after Kegel's Poller_bench (2000): n slots, a read watcher on each; one round
  * writes one token to `active` evenly spaced slots and runs one non-blocking dispatch
  * whose callbacks read them (more dispatches only if a capped batch left some behind).

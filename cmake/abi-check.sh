@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CTest core.abi_matches_last_release: does this tree's shared library keep the ABI of the last
 # release, or say by its SONAME that it does not?
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the build into a scratch DESTDIR and builds a program against it twice: with
 # pkg-config and with CMake's find_package. Usage: install-test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `make install` and `make uninstall`.
 #   install-tree.sh install BUILD_DIR PREFIX    cmake --install BUILD_DIR --prefix PREFIX
 #   install-tree.sh uninstall BUILD_DIR         removes what the last installs put there

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs echo-server on a free loopback port with the backend in IOMUX_BACKEND, echoes a few
 # messages through it with bash's /dev/tcp, then stops it with SIGTERM and expects exit 0.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Clients that stop reading cannot keep others from being served, and idle ones are closed.
 
 Runs echo-server (the backend in IOMUX_BACKEND) with a pool of 4 buffers and --timeout 1.

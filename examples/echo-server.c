@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* echo-server: sends back every byte it receives, on as many connections as arrive.
  *
  * The shape of Asio's echo server, which the echo study measures: read a buffer, write the

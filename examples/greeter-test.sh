@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs greeter on a free loopback port with the backend in IOMUX_BACKEND. Three clients in
 # turn read the greeting and then end of stream, and hang up; the server must close their
 # streams (its descriptors come back to where they were). A fourth client stays connected

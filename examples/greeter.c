@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* greeter: sends each connection one line, then waits for the peer to hang up.
  *
  *     ./greeter 7000      listens on 127.0.0.1:7000 (no port, or 0: a free one, printed)

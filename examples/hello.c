@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hello: echo what arrives on stdin, and stop after a quiet spell.
  *
  *     printf 'hi\n' | ./hello 100     reads "hi", sees end of input, waits 100 ms, exits 0

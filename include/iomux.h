@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iomux: a portable event-notification library.
  *
  * One loop per thread. Watchers are allocated by the caller, usually embedded in the

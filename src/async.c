@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Async watchers: the one entry point other threads and signal handlers may use.
  *
  * A send sets the watcher's flag, then the loop's flag, and writes to the loop's wake-up

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The backend contract: every kernel mechanism fits these few entries.
  *
  * A backend is one file exporting one `const struct mux__backend`. It has up to two halves,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Buffer pools: equal buffers carved from caller memory, handed out to reads.
  *
  * The free list is threaded through the caller's `free_slots` array, most recently used

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Buffer pools, inside the library: bufpool.c is the only file that reads or writes the
  * fields of mux_bufpool_t; everything else goes through these calls.
  *

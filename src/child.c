@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Child watchers: the loop reaps the children it watches when SIGCHLD arrives.
  *
  * SIGCHLD only says "some child changed state", and several exits can merge into one

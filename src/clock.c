@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Clocks, and the fork generation that lets every loop notice a fork by itself. */
 #include <pthread.h>
 #include <time.h>

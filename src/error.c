@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Version and the one table of error codes and their names. */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A 4-ary min-heap of (deadline, link) nodes, used for timers and periodics.
  *
  * Nodes are 16 bytes, so the four children of a node share one 64-byte cache line once the

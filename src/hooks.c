@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* idle, prepare, check and fork watchers: plain lists the loop walks at fixed points of
  * an iteration. Walking only queues the watchers; their callbacks run afterwards from
  * the pending queue, so starting or stopping any of them from a callback is safe. */

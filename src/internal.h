@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private to the library: the loop's state and the helpers the watcher files share. */
 #ifndef IOMUX_INTERNAL_H
 #define IOMUX_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io watchers and the fd table: per-fd watcher lists and the batch of interest changes.
  *
  * Starting or stopping a watcher only marks its fd as changed. Just before the wait,

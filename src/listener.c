@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Listeners: bind, listen, and accept over the backend's accept operation.
  *
  * Where the backend can keep an accept armed (MUX__CAP_ACCEPT_MULTI: io_uring), the listener

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The loop core: life cycle, run phases, the pending queue, the wake-up descriptor, and
  * fork handling.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The operation layer: starts an operation natively on the loop's backend or emulated
  * (backend/ready_ops.c), by the capability bits, and cancels it the same way. The stream
  * layer uses only these; the contract they rest on is at the top of backend.h. */

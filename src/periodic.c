@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Periodic watchers: deadlines on the wall clock (CLOCK_REALTIME), in their own heap.
  *
  * The wall clock can jump (settimeofday, a VM resumed, NTP stepping). A periodic keeps its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The platform seam: the only interfaces through which the generic files reach what differs
  * between operating systems. platform/posix.c implements them for Linux, the BSDs and macOS;
  * which system calls it uses is decided by the MUX_HAVE_* macros that CMake finds (a build

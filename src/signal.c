@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Signal watchers, and the process-wide registry behind them.
  *
  * A signal is process-wide but watchers live in loops, possibly several loops in several

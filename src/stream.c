@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Streams: connected TCP and Unix sockets, completion-style, as one state machine over the
  * backend's operations (backend.h). Whether the kernel runs an operation (io_uring) or the
  * library emulates it with non-blocking system calls (epoll, poll, select) is the operation

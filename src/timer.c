@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Timers: relative deadlines on the loop's monotonic clock, in a 4-ary heap (heap.h).
  *
  * mux_timer_again is the idle-timeout primitive: it moves an active timer's deadline in a

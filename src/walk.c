@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mux_loop_walk: every active watcher, stream and listener of a loop, for a program that
  * wants to close them all at shutdown.
  *

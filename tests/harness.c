@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runner and the helpers declared in harness.h. */
 #include <errno.h>
 #include <fcntl.h>

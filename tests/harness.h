@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A very small test harness: one executable holds every case; `iomux-tests <case>` runs one
  * case in its own process and exits 0 (pass), 1 (fail) or 77 (skip).
  *

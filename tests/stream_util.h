@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the stream, buffer pool and listener cases (test_stream*.c,
  * test_bufpool.c, test_listener.c): loopback addresses, a byte pattern to check content by
  * stream offset, runs of the loop that cannot block forever, and a small echo server built

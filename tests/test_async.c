@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* async: wake-ups from other threads and from signal handlers, coalesced, never lost. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Misuse of every public function returns exactly what the header documents and never
  * crashes: NULL pointers, negative fds, unknown bits, double starts, stops of watchers that
  * were never started (0) or never initialised (-EINVAL), and a zeroed loop. */

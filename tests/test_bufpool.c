@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Buffer pools: a pool that runs dry (-ENOBUFS) and reading that resumes after a put,
  * mux_bufpool_put refusing what is not a buffer it handed out, one pool used by streams of
  * two loops, many pool reads started in one iteration, and three streams on a pool of two

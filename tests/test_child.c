@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Child watchers: exit status, death by signal, any-pid watchers, children that exited
  * before the watcher started, and children nobody watches (left alone). */
 #include <errno.h>

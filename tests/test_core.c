@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Backend-independent cases: the public ABI, version, error names, the timer heap, the
  * backend registry and how a loop picks its backend. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* idle, prepare, check and fork watchers. */
 #include <errno.h>
 #include <fcntl.h>

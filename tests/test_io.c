@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io watchers: readiness, several watchers per fd, changes from inside callbacks,
  * edge-triggered use, fds closed and re-used behind the loop's back, many fds. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Listeners: port 0 and the bound address, a thousand concurrent connections, running out
  * of descriptors (EMFILE) and recovering, SO_REUSEPORT, close callbacks, the loop that will
  * not close while a listener is open, a flooded backlog next to streams' writes, and a fork

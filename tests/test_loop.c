@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The loop: run modes, stopping, closing, re-entrancy, and one loop per thread. */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Periodic watchers: absolute wall-clock times, intervals, and clock jumps (simulated with
  * the library's test-only wall-clock offset). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Signal watchers: delivery through the loop, several watchers and loops, coalescing, and
  * the process's previous disposition restored after the last stop. */
 #include <errno.h>

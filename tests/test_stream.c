@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Streams: their life cycle. Connects over TCP, IPv6 and Unix sockets (refused ones and
  * missing paths included), adopted fds, bulk echo with content checks, half-close, peer
  * resets, closing with writes in flight, socket options, and a fork with open streams.

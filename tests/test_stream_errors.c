@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bad input to every public function of the stream layer: NULL pointers, negative or
  * closed fds, unknown flags, streams that are closing, closed, shut down or not connected.
  * Each call returns its documented error, calls no callback, and leaves nothing active. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading from streams: the budget of reads per iteration, mux_read_stop and mux_read_start
  * inside the read callback and from another stream's callback, a receive that completed
  * before the stop (kept for the next start, given back when the stream closes), and

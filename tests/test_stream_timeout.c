@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stream timeouts: idle, read and write timeouts that fail the read and the queued writes
  * with -ETIMEDOUT, on time and also when nobody closes the stream; a write timeout with a
  * send in flight (on io_uring, in the kernel); and a shutdown queued behind writes that

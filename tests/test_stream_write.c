@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writing to streams: queues of writes (a thousand at once, many buffers with empty ones
  * among them, more than 2 GiB in one buffer), a slow reader's back-pressure, and when the
  * write and close callbacks run: never inside the call, not lost behind a mux_read_stop,

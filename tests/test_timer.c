@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Timers: delays, repeats, ordering, never early, scale, idle timeouts with again. */
 #include <errno.h>
 #include <stdio.h>

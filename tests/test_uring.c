@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring backend's own cases: the run-time fallback when the kernel refuses
  * io_uring, and a ring far smaller than the number of watched fds. They name the backend
  * themselves, so they are backend-independent cases (core.<name>), skipped in a build

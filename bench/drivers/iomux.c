@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iomux on each of its backends: one driver per backend name, the backend forced through
  * the loop options (the environment is ignored) and checked with mux_loop_backend().
  * Re-arming is mux_io_stop + mux_io_start; the idle timeout is mux_timer_again. */

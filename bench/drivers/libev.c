@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libev through its native API, on its epoll backend (forced, then checked). Re-arming is
  * ev_io_stop + ev_io_start; the idle timeout is an ev_timer restarted with ev_timer_again,
  * the idiom libev's documentation recommends for exactly this case. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libevent 2.1 through its event2 API, on its epoll backend (others avoided, then
  * checked). Re-arming is event_del + event_add. The idle timeout is libevent's own idiom:
  * a persistent read event added with a timeout, which libevent restarts by itself every

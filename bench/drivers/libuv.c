@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libuv through uv_poll_t (its readiness handle for an fd it does not own), on epoll, the
  * only backend it has on Linux. Re-arming is uv_poll_stop + uv_poll_start; the idle
  * timeout is a uv_timer_t with a repeat, restarted with uv_timer_again at each read. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The floor: level-triggered epoll written by hand. Stopping a watcher only marks it;
  * the kernel registration is dropped lazily if an event arrives for a stopped slot, so
  * that stop-then-start (the chain study's re-arm) costs no system call, as it costs none

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* poll(2) written by hand: one pollfd per slot, indexed by slot; a stopped slot has fd -1,
  * which poll skips. The scan stops once it has seen as many ready entries as poll said. */
 #include "../harness.h"

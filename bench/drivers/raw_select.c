@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* select(2) written by hand: a master fd_set copied before each call, then a scan of the
  * slots that stops once it has seen as many ready fds as select said. Only fds below
  * FD_SETSIZE fit (max_fd), so the harness skips the sizes whose fds go past it. */

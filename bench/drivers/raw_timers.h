@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The idle timers of the hand-written drivers: a plain binary min-heap of slot numbers
  * keyed by deadline, with each slot's heap position kept so that restarting a timer is
  * one sift. It is what a careful programmer writes by hand, and so the floor that the

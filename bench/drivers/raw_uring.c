@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io_uring written by hand with liburing, used as a readiness mechanism: a one-shot
  * POLL_ADD per watched fd, re-armed after each callback. One-shot polls check readiness
  * when armed, which gives level-triggered behaviour (a token left unread is reported

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The load client of the echo study (bench/README.md), after Asio's CK Echo Test client:
  * S sessions on one thread and one epoll instance, each writing a block and waiting for
  * its full echo before it writes the next, for a warm-up and then a timed window.

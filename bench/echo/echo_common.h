@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What every echo server of the echo study shares, so that each server file holds only
  * its library's idiom: the command line (the same as examples/echo-server.c), the
  * listening socket for the libraries that take an fd, and the "listening on" line.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // The echo server on Boost.Asio (header-only, one io_context run by one thread, its epoll
 // reactor): each session loops async_read_some into its buffer, then async_write of what
 // was read, the shape of Asio's own performance-test server that the CK Echo Test ran.

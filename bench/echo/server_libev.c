@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The echo server on libev 4 (native API, epoll backend). Each connection has a read and
  * a write watcher: a read is written back at once, and only a short write swaps the read
  * watcher for the write watcher until the rest is out, as libev's documentation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The echo server on libevent 2.1 with plain events (event2 API, epoll backend), not
  * bufferevents, whose extra copies cost them half the throughput. A persistent read event
  * per connection; a read is written back at once, and only a short write swaps the read

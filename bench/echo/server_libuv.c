@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The echo server on libuv (uv_tcp_t streams; epoll is its only Linux backend). Reads go
  * into the connection's own buffer, which alloc_cb hands out; a read is written back with
  * uv_try_write, and only when that is short does the connection stop reading and queue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The floor of the echo study: level-triggered epoll written by hand. A readable
  * connection is read once into its buffer and the bytes are written back at once; only a
  * short write makes the connection wait for EPOLLOUT (and not for EPOLLIN until the rest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program outside the tree that uses an installed iomux. */
 #include <iomux.h>
 #include <stdio.h>

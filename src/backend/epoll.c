@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* epoll: Linux's O(active) readiness interface.
  *
  * What is odd about it, and what this file does about it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* poll: the portable O(total fds) interface.
  *
  * What is odd about it, and what this file does about it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The stream layer's operations, emulated with non-blocking system calls over the readiness
  * half of the backend: shared by epoll, poll, select (and any later readiness backend), and
  * used by io_uring for the kinds it does not run natively.

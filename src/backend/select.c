@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* select: the oldest and most portable readiness interface.
  *
  * What is odd about it, and what this file does about it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uring: Linux io_uring, used as a readiness interface through poll requests (one-shot
  * for level-triggered watchers, multishot for edge-triggered ones), and as a completion
  * interface for the stream layer's operations (uring_ops.c, which has their essay).

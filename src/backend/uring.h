@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring backend's own state, shared by its two files: uring.c (the ring, the poll
  * requests of the readiness half, the wait) and uring_ops.c (the native operations and the
  * pools' provided-buffer rings). Nothing outside src/backend/uring*.c includes this. */

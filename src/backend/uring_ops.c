@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io_uring's native operations for the stream layer (backend.h's operation half): sends,
  * receives into pool buffers the kernel picks from a provided-buffer ring, and multishot
  * accepts. Receives into a caller buffer, connects and shutdowns are left to the emulation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The platform seam on POSIX systems: Linux, the BSDs, macOS.
  *
  * What differs between them, and what this file does about it:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Compiles tests/windows/header_check.c with the mingw-w64 cross compiler, or skips (77)
 # saying why. Usage: check-header.sh SOURCE_DIR
 src=${1:?source dir}

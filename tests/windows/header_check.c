@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compiled for Windows (mingw-w64) by `core.public_header_compiles_for_windows`: the public
  * header builds there, a mux_buf_t array is a WSABUF array, and an OVERLAPPED fits in an
  * operation's private space. Nothing runs: every check is made by the compiler. */
