@@ -3,7 +3,7 @@
  *
  * mux_timer_again is the idle-timeout primitive: it moves an active timer's deadline in a
  * single heap fix-up instead of a removal and an insertion, the difference Lehmann
- * measured as libev's 2-3x advantage over libevent with timeouts (STUDIES.md #2).
+ * measured as libev's 2-3x advantage over libevent with timeouts (docs/studies.md, study 2).
  */
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * What is odd about it, and what this file does about it:
  * - The kernel keeps no state: the whole set is passed on every call and scanned twice
  *   (by the kernel, then by us), which is why its cost grows with the number of watched
- *   fds rather than the number of active ones (Kegel's Poller_bench, STUDIES.md #1).
+ *   fds rather than the number of active ones (Kegel's Poller_bench, docs/studies.md, study 1).
  *   The array is kept dense: an fd's slot index lives in the fd table (bgen = index + 1)
  *   and removal moves the last slot into the hole.
  * - A closed fd is reported with POLLNVAL instead of failing the call; its watchers are
