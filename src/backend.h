@@ -8,9 +8,12 @@
  * owns the fd table (struct mux__fd) and the batch of changed fds. Just before it waits, it
  * calls `change` once for every fd whose wanted events changed in this iteration (or that a
  * watcher was newly pointed at), and then `wait`. From inside `wait` the backend reports
- * readiness with mux__fd_event(), which queues the watchers and returns the events still
- * wanted on that fd, so that a backend can drop interest the loop no longer has. A backend
- * that finds an fd invalid calls mux__fd_kill().
+ * readiness with mux__fd_event(), which runs or queues the watchers and returns the events
+ * wanted on that fd, so that a backend can drop interest the loop no longer has. Watchers'
+ * callbacks may therefore run inside `wait`: a backend reports from a loop that a callback
+ * cannot disturb (callbacks never wait, apply changes, or reap completions; they may start
+ * and stop watchers and submit operations, which only queue work for the next wait). A
+ * backend that finds an fd invalid calls mux__fd_kill().
  *
  * The wake-up. `wake` makes the loop's current or next wait return. It is the one entry any
  * thread or a signal handler may call: async sends and signals come through it. Backends
@@ -140,13 +143,9 @@ struct mux__backend {
 /* NULL-terminated, in order of preference; generated from CMakeLists.txt. */
 extern const struct mux__backend *const mux__backends[];
 
-/* Queues the watchers of `fd` for `revents`; returns the events the loop still wants on
- * `fd` (0 when nothing watches it). Safe for any fd value. Inline: it runs per event. */
-static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned revents)
+/* Queues every watcher of the entry `e` that wants some of `revents`. */
+static inline void mux__fd_queue(struct mux__loop *loop, struct mux__fd *e, unsigned revents)
 {
-    struct mux__fd *e = mux__fd_find(loop, fd);
-    if (mux__unlikely(!e))
-        return 0;
     for (mux_io_t *w = e->head; w; w = w->next_) {
         unsigned r = revents & w->events_ & MUX__IO_EVENTS;
         if (!r)
@@ -156,8 +155,52 @@ static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned re
         else
             mux__queue(loop, &w->h_, r);
     }
-    return e->want;
 }
+
+/* Reports `revents` to the watchers of the fd whose entry is `e`. Inline: it runs per event.
+ *
+ * The common case, one watcher on the fd, is called at once, from inside the backend's
+ * wait, as libuv does: no round trip through the pending queue. That is safe because the
+ * callback runs where a queued one would (after the wait's system call, before the timers
+ * are gathered), the backend reads nothing of `e` or of the watcher after it, and a
+ * watcher that a callback stops before its event comes up in the batch is no longer on its
+ * fd's list, as if it had been taken out of the queue. One case must not be called at once:
+ * a watcher a callback has just pointed at this fd number (MUX__FD_FORCE: the event may be
+ * the old file's), whose event is dropped (the forced change reports the new file's
+ * readiness on the next wait). An fd with several watchers has them queued, in start order.
+ * A callback may fork: in the child, a backend stops touching its kernel objects (shared with
+ * the parent) as soon as mux__forked_since() says so, and leaves the rest of its batch. */
+static inline void mux__fd_report(struct mux__loop *loop, struct mux__fd *e, unsigned revents)
+{
+    mux_io_t *w = e->head;
+    if (mux__likely(w && !w->next_ && !(w->h_.flags & MUX__W_INTERNAL) && !w->h_.pending &&
+                    !(e->changed & MUX__FD_FORCE))) {
+        unsigned r = revents & w->events_ & MUX__IO_EVENTS;
+        if (r) {
+            if (!loop->dispatched) { /* the first callback: the wait is over */
+                loop->dispatched = 1;
+                loop->now_stale = 1;
+            }
+            w->cb_(loop->pub, w, r);
+        }
+        return;
+    }
+    if (!(e->changed & MUX__FD_FORCE))
+        mux__fd_queue(loop, e, revents);
+}
+
+/* The same by fd number, for any fd value; returns the events the loop wanted on `fd` as
+ * last applied (0 when nothing watches it). */
+static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned revents)
+{
+    struct mux__fd *e = mux__fd_find(loop, fd);
+    if (mux__unlikely(!e))
+        return 0;
+    unsigned want = e->want;
+    mux__fd_report(loop, e, revents);
+    return want;
+}
+
 /* Stops every watcher of `fd` and queues it with MUX_ERROR: the fd is not valid. */
 void mux__fd_kill(struct mux__loop *loop, int fd);
 

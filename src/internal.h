@@ -55,6 +55,7 @@ struct mux__fd {
     uint8_t changed; /* MUX__FD_* */
     uint8_t pad_;
     int32_t next_change; /* link in the loop's change list */
+    uint32_t bslot;      /* backend's: io_uring: where its last poll request was queued */
 };
 
 enum {
@@ -82,6 +83,7 @@ struct mux__loop {
 
     uint64_t now;         /* cached monotonic ns; read it through mux__now() */
     uint8_t now_stale;    /* the clock was not read this iteration yet */
+    uint8_t dispatched;   /* a watcher was called from inside this iteration's wait */
     uint32_t active;      /* active watchers and open streams and listeners */
     uint32_t noref;       /* active watchers that are parts of streams and listeners */
     uint8_t running;      /* inside mux_run */
@@ -163,6 +165,13 @@ int64_t mux__wall_ns(void);
 extern int64_t mux__test_wall_offset; /* tests only: a simulated wall-clock jump */
 extern unsigned mux__fork_gen;        /* bumped in every child by pthread_atfork */
 
+/* A fork happened since the loop last knew (in the child: the kernel objects it holds
+ * are the parent's, and must not be touched until the loop renews them). */
+static inline int mux__forked_since(const struct mux__loop *loop)
+{
+    return mux__unlikely(loop->fork_gen != mux__fork_gen);
+}
+
 /* The loop's time, read from the clock at most once per iteration and only when something
  * asks: an iteration that needs no time (no timer due, no timeout) costs no clock read. */
 static inline uint64_t mux__now(struct mux__loop *loop)
@@ -215,17 +224,24 @@ static inline void mux__unqueue(struct mux__loop *loop, struct mux__whdr *h)
     }
 }
 
-/* Puts `fd` on the batch of changes applied before the next wait (once per iteration). */
-static inline void mux__fd_touch(struct mux__loop *loop, int fd, int force)
+/* Puts `fd`, whose entry is `e`, on the batch of changes applied before the next wait (once
+ * per iteration). */
+static inline void mux__fd_mark(struct mux__loop *loop, struct mux__fd *e, int fd)
 {
-    struct mux__fd *e = mux__fd_at(loop, fd);
-    if (force)
-        e->changed |= MUX__FD_FORCE;
     if (!(e->changed & MUX__FD_CHANGED)) {
         e->changed |= MUX__FD_CHANGED;
         e->next_change = loop->changes;
         loop->changes = fd;
     }
+}
+
+/* The same by fd number; `force`: the kernel must be told even if the events are unchanged. */
+static inline void mux__fd_touch(struct mux__loop *loop, int fd, int force)
+{
+    struct mux__fd *e = mux__fd_at(loop, fd);
+    if (force)
+        e->changed |= MUX__FD_FORCE;
+    mux__fd_mark(loop, e, fd);
 }
 
 /* Queues `h` with `revents`, or adds them to its queued entry. Capacity is kept at least

@@ -105,15 +105,6 @@ void mux__fd_apply(struct mux__loop *loop)
     }
 }
 
-static void mux__io_unlink(struct mux__loop *loop, mux_io_t *w)
-{
-    mux_io_t **pp = &mux__fd_at(loop, w->fd_)->head;
-    while (*pp != w)
-        pp = &(*pp)->next_;
-    *pp = w->next_;
-    w->next_ = NULL;
-}
-
 void mux__fd_kill(struct mux__loop *loop, int fd)
 {
     struct mux__fd *e = mux__fd_find(loop, fd);
@@ -130,35 +121,67 @@ void mux__fd_kill(struct mux__loop *loop, int fd)
     mux__fd_touch(loop, fd, 0);
 }
 
-int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w)
+/* Start and stop run for every re-arm of a watcher (libevent's and the chain study's
+ * pattern): each looks its fd's entry up once, and the public functions have the bodies
+ * inlined rather than calling them. */
+/* The rare part of a start: a new range of the fd table, or more room in the pending queue. */
+static __attribute__((noinline)) int mux__io_start_grow(struct mux__loop *loop, int fd)
 {
-    if (w->fd_ >= loop->backend->fd_limit)
+    int err = mux__fd_reserve(loop, fd);
+    return err != 0 ? err : mux__reserve(loop);
+}
+
+static inline __attribute__((always_inline)) int mux__io_start_body(struct mux__loop *loop,
+                                                                    mux_io_t *w)
+{
+    int fd = w->fd_;
+    if (fd >= loop->backend->fd_limit)
         return -EINVAL;
-    int err = mux__fd_reserve(loop, w->fd_);
-    if (err == 0)
-        err = mux__reserve(loop);
-    if (err != 0)
-        return err;
-    mux_io_t **pp =
-        &mux__fd_at(loop, w->fd_)->head; /* append: watchers of an fd run in start order */
+    struct mux__fd *e = mux__fd_find(loop, fd);
+    if (mux__unlikely(!e || loop->active + loop->noref + 1 + MUX__INTERNAL_MAX > loop->pend_cap)) {
+        int err = mux__io_start_grow(loop, fd);
+        if (err != 0)
+            return err;
+        e = mux__fd_at(loop, fd);
+    }
+    mux_io_t **pp = &e->head; /* append: watchers of an fd run in start order */
     while (*pp)
         pp = &(*pp)->next_;
     *pp = w;
     w->next_ = NULL;
     mux__activate(loop, &w->h_);
-    mux__fd_touch(loop, w->fd_, (w->h_.flags & MUX__W_NEWFD) != 0);
-    w->h_.flags &= (uint8_t)~MUX__W_NEWFD;
+    if (w->h_.flags & MUX__W_NEWFD) {
+        e->changed |= MUX__FD_FORCE;
+        w->h_.flags &= (uint8_t)~MUX__W_NEWFD;
+    }
+    mux__fd_mark(loop, e, fd);
     return 0;
 }
 
-void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w)
+static inline __attribute__((always_inline)) void mux__io_stop_body(struct mux__loop *loop,
+                                                                    mux_io_t *w)
 {
     mux__unqueue(loop, &w->h_);
     if (!(w->h_.flags & MUX__W_ACTIVE))
         return;
-    mux__io_unlink(loop, w);
+    struct mux__fd *e = mux__fd_at(loop, w->fd_);
+    mux_io_t **pp = &e->head;
+    while (*pp != w)
+        pp = &(*pp)->next_;
+    *pp = w->next_;
+    w->next_ = NULL;
     mux__deactivate(loop, &w->h_);
-    mux__fd_touch(loop, w->fd_, 0);
+    mux__fd_mark(loop, e, w->fd_);
+}
+
+int mux__io_start_internal(struct mux__loop *loop, mux_io_t *w)
+{
+    return mux__io_start_body(loop, w);
+}
+
+void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w)
+{
+    mux__io_stop_body(loop, w);
 }
 
 MUX_EXPORT int mux_io_init(mux_io_t *w, mux_io_cb cb, int fd, unsigned events)
@@ -211,7 +234,7 @@ MUX_EXPORT int mux_io_start(mux_loop_t *pub, mux_io_t *w)
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
         return -EBUSY;
-    return mux__io_start_internal(loop, w);
+    return mux__io_start_body(loop, w);
 }
 
 MUX_EXPORT int mux_io_stop(mux_loop_t *pub, mux_io_t *w)
@@ -219,7 +242,7 @@ MUX_EXPORT int mux_io_stop(mux_loop_t *pub, mux_io_t *w)
     struct mux__loop *loop = mux__L(pub);
     if (!loop || !mux__io_valid(w) || (w->h_.flags & MUX__W_INTERNAL))
         return -EINVAL;
-    mux__io_stop_internal(loop, w);
+    mux__io_stop_body(loop, w);
     return 0;
 }
 

@@ -490,7 +490,7 @@ static void mux__gather(struct mux__loop *loop)
         mux__timers_expire(loop); /* reads the clock */
     if (loop->periodics.n)
         mux__periodics_expire(loop);
-    if (loop->idles.count && loop->npend == 0)
+    if (loop->idles.count && loop->npend == 0 && !loop->dispatched)
         mux__hooks_queue(loop, &loop->idles);
     if (loop->checks.count)
         mux__hooks_queue(loop, &loop->checks);
@@ -523,6 +523,7 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         if (loop->changes >= 0)
             mux__fd_apply(loop);
         loop->iter++;
+        loop->dispatched = 0;
         err = loop->backend->wait(loop, mux__wait_timeout(loop, mode));
         if (err == -EINTR) {
             /* A signal handler ran: it may have sent an async or recorded a signal and
@@ -532,7 +533,8 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         }
         if (err != 0)
             break;
-        loop->now_stale = 1;
+        if (!loop->dispatched) /* else the first callback did (backend.h) */
+            loop->now_stale = 1;
         mux__gather(loop);
         mux__invoke_pending(loop);
         if (loop->error) {

@@ -3,11 +3,16 @@
  * edge-triggered use, fds closed and re-used behind the loop's back, many fds. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -483,6 +488,87 @@ TEST(io_fd_closed_between_iterations_and_reused) {
     loop_close(&loop);
     close(b[0]);
     close(b[1]);
+}
+
+/* Inside one batch of events: the first callback stops the other ready watcher, closes its
+ * fd and starts a new watcher on a new, idle socket that got the same number. The old
+ * file's event, still in the batch, must reach neither watcher; the new one fires once its
+ * own socket is written. (Watchers are called from inside the backend's wait; this is the
+ * case that must not be.) */
+struct swap {
+    int a[2], b[2], c[2];
+    mux_io_t wa, wb, wc;
+    int calls_ab, calls_c, swapped;
+    unsigned revents_c;
+};
+
+static void swap_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct swap *x = w->data;
+    if (w == &x->wc) {
+        x->calls_c++;
+        x->revents_c = revents;
+        CHECK_EQ(drain(x->c[0]), 1); /* only ever called for its own byte */
+        return;
+    }
+    CHECK_EQ(revents, MUX_READ);
+    CHECK_EQ(drain(mux_io_fd(w)), 1);
+    x->calls_ab++;
+    if (x->swapped++)
+        return;
+    mux_io_t *other = w == &x->wa ? &x->wb : &x->wa;
+    int *pair = w == &x->wa ? x->b : x->a;
+    int num = pair[0];
+    CHECK_EQ(mux_io_stop(loop, other), 0);
+    close(pair[0]);
+    close(pair[1]);
+    pair[0] = pair[1] = -1;
+    make_socketpair(x->c);
+    CHECK_EQ(x->c[0], num); /* lowest free number: the one just closed */
+    CHECK_EQ(mux_io_init(&x->wc, swap_cb, x->c[0], MUX_READ), 0);
+    x->wc.data = x;
+    CHECK_EQ(mux_io_start(loop, &x->wc), 0);
+}
+
+TEST(io_fd_closed_and_reused_inside_a_callback_old_event_not_delivered) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct swap x;
+    memset(&x, 0, sizeof x);
+    make_socketpair(x.a);
+    make_socketpair(x.b);
+    CHECK_EQ(mux_io_init(&x.wa, swap_cb, x.a[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_init(&x.wb, swap_cb, x.b[0], MUX_READ), 0);
+    x.wa.data = x.wb.data = &x;
+    CHECK_EQ(mux_io_start(&loop, &x.wa), 0);
+    CHECK_EQ(mux_io_start(&loop, &x.wb), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2); /* the kernel has both now */
+    write_byte(x.a[1]);
+    write_byte(x.b[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2); /* the survivor and the new watcher */
+    CHECK_EQ(x.swapped, 1);
+    CHECK_EQ(x.calls_ab, 1);
+    CHECK_EQ(x.calls_c, 0);
+    for (int i = 0; i < 3; i++) /* nothing for the new socket until it is written */
+        CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    CHECK_EQ(x.calls_ab, 1);
+    CHECK_EQ(x.calls_c, 0);
+    write_byte(x.c[1]);
+    for (int i = 0; i < 20 && x.calls_c == 0; i++)
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(x.calls_c, 1);
+    CHECK_EQ(x.revents_c, MUX_READ);
+    mux_io_t *left = mux_io_is_active(&x.wa) == 1 ? &x.wa : &x.wb;
+    CHECK_EQ(mux_io_stop(&loop, left), 0);
+    CHECK_EQ(mux_io_stop(&loop, &x.wc), 0);
+    loop_close(&loop);
+    for (int i = 0; i < 2; i++) {
+        if (x.a[i] >= 0)
+            close(x.a[i]);
+        if (x.b[i] >= 0)
+            close(x.b[i]);
+        close(x.c[i]);
+    }
 }
 
 /* A watcher left on an fd that is closed and not re-used: the loop must neither spin nor
@@ -1064,4 +1150,125 @@ TEST(io_fd_closed_behind_the_loops_back_what_each_backend_reports) {
     CHECK_EQ(mux_io_stop(&loop, &w), 0);
     loop_close(&loop);
     close(sv[1]);
+}
+
+/* From here on, every epoll_ctl of this process fails with EACCES (a seccomp filter). */
+static void forbid_epoll_ctl(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_epoll_ctl, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+    CHECK_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    CHECK_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+static void restart_and_count(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    CHECK_EQ(revents, MUX_READ); /* never MUX_ERROR: no epoll_ctl was refused */
+    CHECK_EQ(drain(mux_io_fd(w)), 1);
+    (*(int *)w->data)++;
+    CHECK_EQ(mux_io_stop(loop, w), 0); /* the re-arm of libevent-style code */
+    CHECK_EQ(mux_io_start(loop, w), 0);
+}
+
+/* Restarting a watcher (a stop and a start of the same fd in one iteration, inside its
+ * callback or between iterations) tells the kernel nothing: on epoll, no epoll_ctl at all,
+ * which a seccomp filter that refuses every epoll_ctl proves (a refused one would stop the
+ * watcher with MUX_ERROR). */
+CORE_TEST(io_restart_makes_no_epoll_ctl) {
+    if (mux_backend_probe("epoll") != 0)
+        SKIP("the epoll backend is not in this build (a portable-POSIX build)");
+    mux_loop_t loop;
+    mux_loop_options_t opts = {.backend = "epoll", .flags = MUX_LOOP_IGNORE_ENV};
+    CHECK_EQ(mux_loop_init(&loop, &opts), 0);
+    enum { N = 8 };
+    int sv[N][2], calls[N] = {0}, expect[N] = {0};
+    mux_io_t w[N];
+    for (int i = 0; i < N; i++) {
+        make_socketpair(sv[i]);
+        CHECK_EQ(mux_io_init(&w[i], restart_and_count, sv[i][0], MUX_READ), 0);
+        w[i].data = &calls[i];
+        CHECK_EQ(mux_io_start(&loop, &w[i]), 0);
+    }
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), N); /* every fd registered */
+    forbid_epoll_ctl();
+    for (int round = 0; round < 100; round++) {
+        for (int i = 0; i < N; i++) { /* between iterations, twice for good measure */
+            CHECK_EQ(mux_io_stop(&loop, &w[i]), 0);
+            CHECK_EQ(mux_io_start(&loop, &w[i]), 0);
+            CHECK_EQ(mux_io_stop(&loop, &w[i]), 0);
+            CHECK_EQ(mux_io_start(&loop, &w[i]), 0);
+        }
+        write_byte(sv[round % N][1]);
+        write_byte(sv[(round + 3) % N][1]);
+        expect[round % N]++;
+        expect[(round + 3) % N]++;
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), N);
+    }
+    int total = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(calls[i], expect[i]);
+        CHECK_EQ(mux_io_is_active(&w[i]), 1);
+        total += calls[i];
+    }
+    CHECK_EQ(total, 200);
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(mux_io_stop(&loop, &w[i]), 0);
+        close(sv[i][0]);
+        close(sv[i][1]);
+    }
+    CHECK_EQ(mux_loop_close(&loop), 0);
+}
+
+/* Every callback of one iteration sees the same cached time, however long the ones before
+ * it took (io callbacks run from inside the wait: the first one marks the time stale once). */
+struct nows {
+    uint64_t seen[2];
+    int n;
+};
+
+static void note_now(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct nows *x = w->data;
+    (void)revents;
+    CHECK_EQ(drain(mux_io_fd(w)), 1);
+    x->seen[x->n++] = mux_now(loop);
+    uint64_t t0 = mono_ns();
+    while (mono_ns() - t0 < 3 * MS) /* a slow callback */
+        ;
+}
+
+TEST(io_callbacks_of_one_iteration_see_the_same_now) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int a[2], b[2];
+    make_socketpair(a);
+    make_socketpair(b);
+    struct nows x = {{0, 0}, 0};
+    mux_io_t wa, wb;
+    CHECK_EQ(mux_io_init(&wa, note_now, a[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_init(&wb, note_now, b[0], MUX_READ), 0);
+    wa.data = wb.data = &x;
+    CHECK_EQ(mux_io_start(&loop, &wa), 0);
+    CHECK_EQ(mux_io_start(&loop, &wb), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    uint64_t before = mono_ns();
+    write_byte(a[1]);
+    write_byte(b[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(x.n, 2);
+    CHECK_EQ(x.seen[0], x.seen[1]);
+    CHECK_GE(x.seen[0], before); /* read after the wait, not before it */
+    CHECK_EQ(mux_now(&loop), x.seen[0]);
+    CHECK_EQ(mux_io_stop(&loop, &wa), 0);
+    CHECK_EQ(mux_io_stop(&loop, &wb), 0);
+    loop_close(&loop);
+    close(a[0]);
+    close(a[1]);
+    close(b[0]);
+    close(b[1]);
 }

@@ -210,22 +210,29 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
     int n = mux__epoll_syswait(st, timeout_ns);
     if (n < 0)
         return -errno;
+    /* Few values live across the callbacks that mux__fd_report may call: the narrowing is
+     * decided before, and the fd read again after. */
+    const struct epoll_event *evs = st->ev;
     for (int i = 0; i < n; i++) {
-        uint64_t data = st->ev[i].data.u64;
-        int fd = (int)(uint32_t)data;
-        uint32_t ev = st->ev[i].events;
-        const struct mux__fd *e = mux__fd_find(loop, fd);
+        uint64_t data = evs[i].data.u64;
+        uint32_t got_ev = evs[i].events;
+        struct mux__fd *e = mux__fd_find(loop, (int)(uint32_t)data);
         if (!e || (uint32_t)(data >> 32) != e->bgen) {
             st->rebuild = 1; /* an old file still registered under a reused number */
             continue;
         }
-        unsigned got = (ev & EPOLLIN ? MUX_READ : 0) | (ev & EPOLLOUT ? MUX_WRITE : 0);
-        unsigned err = ev & (EPOLLERR | EPOLLHUP) ? MUX__IO_EVENTS : 0;
-        unsigned want = mux__fd_event(loop, fd, got | err);
+        unsigned got = (got_ev & EPOLLIN ? MUX_READ : 0) | (got_ev & EPOLLOUT ? MUX_WRITE : 0);
+        unsigned err = got_ev & (EPOLLERR | EPOLLHUP) ? MUX__IO_EVENTS : 0;
+        unsigned want = e->want;
         /* Unwanted readiness, or an error or hang-up on an fd nobody watches (those are
          * reported whatever the mask): a lazily kept registration to narrow. */
-        if (mux__unlikely((got & ~want & MUX__IO_EVENTS) || (err && !(want & MUX__IO_EVENTS))))
-            mux__epoll_narrow(loop, fd, want);
+        int narrow = (got & ~want & MUX__IO_EVENTS) || (err && !(want & MUX__IO_EVENTS));
+        mux__fd_report(loop, e, got | err);
+        if (mux__unlikely(narrow)) {
+            if (mux__forked_since(loop))
+                return 0; /* a callback forked: in the child, the set is the parent's */
+            mux__epoll_narrow(loop, (int)(uint32_t)evs[i].data.u64, want);
+        }
     }
     for (int i = 0; i < st->neperm; i++)
         mux__fd_event(loop, st->eperm[i], mux__fd_at(loop, st->eperm[i])->want & MUX__IO_EVENTS);

@@ -122,6 +122,12 @@
 #ifndef IORING_SETUP_COOP_TASKRUN
 #define IORING_SETUP_COOP_TASKRUN (1U << 8)
 #endif
+#ifndef IORING_SETUP_TASKRUN_FLAG
+#define IORING_SETUP_TASKRUN_FLAG (1U << 9)
+#endif
+#ifndef IORING_SQ_TASKRUN
+#define IORING_SQ_TASKRUN (1U << 2)
+#endif
 #ifndef IORING_FEAT_CQE_SKIP
 #define IORING_FEAT_CQE_SKIP (1U << 11)
 #endif
@@ -182,10 +188,11 @@ static int mux__uring_setup(struct mux__uring *st)
     int refused = mux__uring_test_refusal(); /* on open, and in a fork's child */
     if (refused != 0)
         return refused;
-    static const unsigned tries[] = {IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
-                                         IORING_SETUP_R_DISABLED | IORING_SETUP_SUBMIT_ALL,
-                                     IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL,
-                                     IORING_SETUP_SUBMIT_ALL, 0};
+    static const unsigned tries[] = {
+        IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_R_DISABLED |
+            IORING_SETUP_SUBMIT_ALL | IORING_SETUP_TASKRUN_FLAG,
+        IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
+        IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL, IORING_SETUP_SUBMIT_ALL, 0};
     const char *tw = getenv("IOMUX_URING_TASKRUN");
     size_t first = tw && strcmp(tw, "coop") == 0 ? 1 : 0;
     unsigned entries = MUX__URING_DEFAULT_ENTRIES, cq = entries * MUX__URING_CQ_FACTOR;
@@ -216,6 +223,7 @@ static int mux__uring_setup(struct mux__uring *st)
         }
         st->skip = p.features & IORING_FEAT_CQE_SKIP ? IOSQE_CQE_SKIP_SUCCESS : 0;
         st->disabled = st->deferred = (tries[i] & IORING_SETUP_DEFER_TASKRUN) != 0;
+        st->taskrun_flag = (tries[i] & IORING_SETUP_TASKRUN_FLAG) != 0;
         st->ring_ok = 1;
         return 0;
     }
@@ -329,6 +337,8 @@ static unsigned mux__uring_revents(int res)
     return res & (POLLERR | POLLHUP) ? got | MUX__IO_EVENTS : got;
 }
 
+static int mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd, unsigned want);
+
 /* One CQE. Never submits: what it needs from the kernel goes through the core's change
  * list (mux__fd_touch with force re-arms) or the re-arm list. */
 static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
@@ -368,12 +378,25 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
     }
     if (ended) {
         /* A one-shot request, or a multishot one the kernel ended (a full CQ ring, a
-         * file that cannot be waited on): armed again just before the next wait, after
-         * the watchers have run, if they still want events. */
+         * file that cannot be waited on): armed again by the next enter, after the watchers
+         * have run, if they still want events. Queued now when nothing is submitted before
+         * then (after this wait's enter); if the watchers change their mind meanwhile, the
+         * next batch of changes updates or removes the request behind it. Otherwise the fd
+         * waits on the re-arm list. */
         e->kmask &= MUX__K_REARM;
-        mux__uring_rearm_add(loop, fd);
+        struct mux__uring *st = loop->bdata;
+        if (mux__likely(st->post_enter && !(e->kmask & MUX__K_REARM) &&
+                        (e->want & MUX__IO_EVENTS) && io_uring_sq_space_left(&st->ring)))
+            mux__uring_prep_add(st, e, fd, e->want);
+        else
+            mux__uring_rearm_add(loop, fd);
     }
-    mux__fd_event(loop, fd, mux__uring_revents(res));
+    /* Watchers are called from here only after the wait's enter: the reaps that make room
+     * in the SQ ring before it run inside the batch of changes, where they only queue. */
+    if (mux__likely(((struct mux__uring *)loop->bdata)->post_enter))
+        mux__fd_report(loop, e, mux__uring_revents(res));
+    else if (!(e->changed & MUX__FD_FORCE))
+        mux__fd_queue(loop, e, mux__uring_revents(res));
 }
 
 /* Handles every CQE in the ring; returns how many there were. An operation's CQE that its
@@ -387,10 +410,13 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
     unsigned head, n = 0;
     io_uring_for_each_cqe(&st->ring, head, cqe)
     {
-        if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP))
+        if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
             mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags);
-        else if (mux__uring_ops_cqe(loop, cqe) != 0)
+            if (mux__forked_since(loop))
+                return n + 1; /* a callback forked: in the child, the ring is the parent's */
+        } else if (mux__uring_ops_cqe(loop, cqe) != 0) {
             break; /* no memory to keep a refused one: it stays in the ring */
+        }
         n++;
     }
     io_uring_cq_advance(&st->ring, n);
@@ -418,16 +444,14 @@ static int mux__uring_reserve(struct mux__loop *loop, unsigned need)
     return 0;
 }
 
-/* A cleared SQE, or NULL when the SQ ring is full (reserve first). */
+/* An SQE with every other field zero, or NULL when the SQ ring is full (reserve first). One
+ * compound-literal store rather than a memset call: it runs once per event. */
 static struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int fd, uint64_t ud)
 {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&st->ring);
     if (mux__unlikely(!sqe))
         return NULL;
-    memset(sqe, 0, sizeof *sqe);
-    sqe->opcode = (uint8_t)op;
-    sqe->fd = fd;
-    sqe->user_data = ud;
+    *sqe = (struct io_uring_sqe){.opcode = (uint8_t)op, .fd = fd, .user_data = ud};
     return sqe;
 }
 
@@ -465,6 +489,7 @@ static int mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd,
     if (!sqe)
         return -EAGAIN;
     e->bgen++;
+    e->bslot = st->ring.sq.sqe_tail - 1;
     sqe->poll32_events = mux__uring_mask(want);
     sqe->len = want & MUX_EDGE ? IORING_POLL_ADD_MULTI : 0;
     e->kmask = (uint8_t)((e->kmask & MUX__K_REARM) | want);
@@ -485,15 +510,46 @@ static int mux__uring_prep_remove(struct mux__uring *st, struct mux__fd *e, int 
     return 0;
 }
 
+/* The request of `e` when it is a poll add still in the SQ ring, not yet seen by the kernel
+ * (queued by a CQE's re-arm in this iteration, typically), or NULL. */
+static struct io_uring_sqe *mux__uring_queued_add(struct mux__uring *st, struct mux__fd *e, int fd)
+{
+    const struct io_uring_sq *sq = &st->ring.sq;
+    if (!(e->kmask & MUX__K_EVENTS) || e->bslot - sq->sqe_head >= sq->sqe_tail - sq->sqe_head)
+        return NULL;
+    struct io_uring_sqe *sqe = &sq->sqes[e->bslot & sq->ring_mask];
+    return sqe->opcode == IORING_OP_POLL_ADD && sqe->user_data == mux__ud(MUX__UD_POLL, fd, e->bgen)
+               ? sqe
+               : NULL;
+}
+
 static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int force)
 {
     struct mux__uring *st = loop->bdata;
+    struct mux__fd *e = mux__fd_at(loop, fd);
+    /* A request the kernel has not seen yet is rewritten in place: a watcher that stops, or
+     * changes its events, after its event was reported costs no SQE (the poll add is
+     * resolved by fd number when submitted, so a forced change needs nothing more). */
+    struct io_uring_sqe *q = mux__uring_queued_add(st, e, fd);
+    if (q) {
+        if (!want) {
+            *q = (struct io_uring_sqe){.opcode = IORING_OP_NOP,
+                                       .flags = (uint8_t)st->skip,
+                                       .user_data = (uint64_t)MUX__UD_REMOVE << 62};
+            e->bgen++;
+            e->kmask &= MUX__K_REARM;
+            return 0;
+        }
+        q->poll32_events = mux__uring_mask(want);
+        q->len = want & MUX_EDGE ? IORING_POLL_ADD_MULTI : 0;
+        e->kmask = (uint8_t)((e->kmask & ~MUX__K_EVENTS) | want);
+        return 0;
+    }
     int err = mux__uring_enable(st);
     if (err == 0)
         err = mux__uring_reserve(loop, 2);
     if (err != 0)
         return err;
-    struct mux__fd *e = mux__fd_at(loop, fd);
     unsigned have = e->kmask & MUX__K_EVENTS;
     /* A request cannot change its kind: edge <-> level replaces it. */
     if (have && (force || !want || ((have ^ want) & MUX_EDGE))) {
@@ -519,6 +575,8 @@ static int mux__uring_flush_ops(struct mux__loop *loop)
     struct mux__uring *st = loop->bdata;
     unsigned ended = 0;
     struct mux__op *op;
+    if (mux__likely(st->queue.qnext == &st->queue && !st->pools_pending))
+        return 0;
     mux__uring_ops_register(st);
     while ((op = mux__uring_ops_head(st, &ended)) != NULL) {
         if (io_uring_sq_space_left(&st->ring) == 0) {
@@ -561,7 +619,9 @@ static int mux__uring_rearms(struct mux__loop *loop)
             break; /* the rest stay on the list */
         }
     }
-    if (i > 0) {
+    if (i == st->nrearm) {
+        st->nrearm = 0;
+    } else if (i > 0) {
         memmove(st->rearm, st->rearm + i, (st->nrearm - i) * sizeof *st->rearm);
         st->nrearm -= i;
     }
@@ -569,19 +629,48 @@ static int mux__uring_rearms(struct mux__loop *loop)
     return err;
 }
 
-/* Submits everything queued and waits: one io_uring_enter in the common case. */
+/* Makes the SQEs queued since the last enter visible to the kernel (liburing's own flush,
+ * which it does not export; the fields are its public ring state). Returns how many the
+ * kernel has not consumed. */
+static unsigned mux__uring_flush_sq(struct mux__uring *st)
+{
+    struct io_uring_sq *sq = &st->ring.sq;
+    unsigned tail = sq->sqe_tail;
+    if (sq->sqe_head != tail) {
+        sq->sqe_head = tail;
+        io_uring_smp_store_release(sq->ktail, tail);
+    }
+    return tail - IO_URING_READ_ONCE(*sq->khead);
+}
+
+/* Submits everything queued and waits, in one io_uring_enter; none at all for a poll with
+ * nothing to submit and no kernel work pending. */
 static int mux__uring_enter(struct mux__uring *st, int64_t timeout_ns)
 {
-    struct io_uring_cqe *cqe;
-    if (timeout_ns < 0)
-        return io_uring_submit_and_wait(&st->ring, 1);
-#ifdef IORING_SETUP_DEFER_TASKRUN /* liburing 2.3 or newer has the next call */
-    if (timeout_ns == 0)
-        return io_uring_submit_and_get_events(&st->ring);
-#endif
-    struct __kernel_timespec ts = {.tv_sec = timeout_ns / 1000000000,
-                                   .tv_nsec = timeout_ns % 1000000000};
-    return io_uring_submit_and_wait_timeout(&st->ring, &cqe, 1, &ts, NULL);
+    unsigned submit = mux__uring_flush_sq(st), flags = 0, min = 0;
+    struct __kernel_timespec ts;
+    struct io_uring_getevents_arg arg;
+    void *argp = NULL;
+    size_t argsz = 0;
+    if (timeout_ns != 0) {
+        flags = IORING_ENTER_GETEVENTS;
+        min = 1;
+        if (timeout_ns > 0) {
+            ts = (struct __kernel_timespec){.tv_sec = timeout_ns / 1000000000,
+                                            .tv_nsec = timeout_ns % 1000000000};
+            arg = (struct io_uring_getevents_arg){.ts = (uint64_t)(uintptr_t)&ts};
+            argp = &arg;
+            argsz = sizeof arg;
+            flags |= IORING_ENTER_EXT_ARG;
+        }
+    } else if (st->deferred || !st->taskrun_flag ||
+               (IO_URING_READ_ONCE(*st->ring.sq.kflags) &
+                (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
+        flags = IORING_ENTER_GETEVENTS; /* task work to run, or CQEs to flush: a poll */
+    }
+    if (submit == 0 && flags == 0)
+        return 0;
+    return io_uring_enter2((unsigned)st->ring.ring_fd, submit, min, flags, argp, argsz);
 }
 
 static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
@@ -590,39 +679,56 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     int eerr = mux__uring_enable(st);
     if (eerr != 0)
         return eerr;
-    /* Queued operations and re-arms first, then the CQEs posted since the last wait (kept
-     * ones, and, with COOP_TASKRUN, those whose task work ran on any return from the
-     * kernel; deferred task work runs only in the enter below). */
+    /* Queued operations and re-arms first; then one enter submits them and, unless CQEs are
+     * already waiting (kept ones, or with COOP_TASKRUN those whose task work ran on any
+     * return from the kernel), waits; then every CQE is taken. Nothing is submitted after
+     * that until the watchers have run, which lets the CQE of an ended poll queue its re-arm
+     * at once (mux__uring_complete): the kernel sees it with the next enter. */
     int ended = mux__uring_flush_ops(loop);
     if (ended < 0)
         return ended;
     int err = mux__uring_rearms(loop);
     if (err != 0)
         return err;
-    unsigned early = (unsigned)ended + mux__uring_ops_redeliver(loop) + mux__uring_reap(loop);
-    if (early && io_uring_sq_ready(&st->ring) == 0 && !mux__uring_cq_overflow(st))
-        return 0; /* events in hand and nothing to send: no system call at all */
-    if (early || mux__uring_cq_overflow(st))
+    if (ended || st->ndefer || io_uring_cq_ready(&st->ring) || mux__uring_cq_overflow(st))
         timeout_ns = 0;
     int r = mux__uring_enter(st, timeout_ns);
+    st->post_enter = 1;
+    unsigned got = 0;
+    if (mux__unlikely(st->ndefer))
+        got += mux__uring_ops_redeliver(loop);
+    got += mux__uring_reap(loop);
+    if (mux__forked_since(loop))
+        return 0; /* the next iteration makes the child its own ring */
     /* Deferred task work runs only in a waiting enter. A wait that ended with nothing and
      * not by its timeout was cut short by a signal, whose handler may have made work (an
      * async send writes the wake-up eventfd): run it now, or it waits for the next wait.
      * (An enter that submitted returns the count even when it timed out: the clock says.) */
-    if (mux__uring_reap(loop) == 0 && st->deferred && timeout_ns != 0 && r != -ETIME &&
+    if (got == 0 && ended == 0 && st->deferred && timeout_ns != 0 && r != -ETIME &&
         (timeout_ns < 0 || mux__mono_ns() < mux__now(loop) + (uint64_t)timeout_ns)) {
         mux__uring_get_events(st);
         mux__uring_reap(loop);
+        if (mux__forked_since(loop))
+            return 0;
     }
-    /* Without SUBMIT_ALL a failing SQE stops the batch: send the rest before going on. */
-    for (int i = 0; i < 64 && r >= 0 && io_uring_sq_ready(&st->ring); i++) {
-        r = io_uring_submit(&st->ring);
+    /* Without SUBMIT_ALL a failing SQE stops the batch: send the rest of what the enter was
+     * given (not the re-arms queued since, whose watchers have not run). */
+    for (int i = 0; i < 64 && r >= 0; i++) {
+        unsigned left = *st->ring.sq.ktail - IO_URING_READ_ONCE(*st->ring.sq.khead);
+        if (left == 0)
+            break;
+        r = io_uring_enter2((unsigned)st->ring.ring_fd, left, 0, 0, NULL, 0);
         mux__uring_reap(loop);
+        if (mux__forked_since(loop))
+            return 0;
     }
     /* CQ overflow: the kernel holds CQEs back until the ring has room. */
     for (int i = 0; mux__uring_cq_overflow(st) && i < 1 << 20; i++) {
         int g = mux__uring_get_events(st);
-        if (mux__uring_reap(loop) == 0 && g != 0 && g != -EINTR && g != -EAGAIN) {
+        unsigned n = mux__uring_reap(loop);
+        if (mux__forked_since(loop))
+            return 0;
+        if (n == 0 && g != 0 && g != -EINTR && g != -EAGAIN) {
             r = g;
             break;
         }
@@ -631,6 +737,7 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
         return 0;
     if (r == -EBADR) {
         /* The kernel lost CQEs: some request may have ended unseen. Start again. */
+        st->post_enter = 0; /* what the old ring still holds is queued, not called */
         err = mux__uring_renew(loop, 1);
         if (err != 0)
             return err;
@@ -644,6 +751,7 @@ static int mux__uring_wait(struct mux__loop *loop, int64_t timeout_ns)
 {
     struct mux__uring *st = loop->bdata;
     int err = mux__uring_wait_once(loop, timeout_ns);
+    st->post_enter = 0;
     st->ndone = st->nrearm; /* the core runs their watchers before it waits again */
     return err;
 }

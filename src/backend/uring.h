@@ -45,6 +45,8 @@ struct mux__uring {
     uint32_t nrearm, rearm_cap;
     uint32_t ndone;         /* the first ndone of them have had their watchers run */
     uint8_t deferred;       /* IORING_SETUP_DEFER_TASKRUN: task work runs in waits only */
+    uint8_t taskrun_flag;   /* IORING_SETUP_TASKRUN_FLAG: the kernel flags pending task work */
+    uint8_t post_enter;     /* between the wait's enter and its return: re-arms may be queued */
     uint8_t disabled;       /* created disabled: the first wait enables it */
     uint8_t pools_pending;  /* a pool's ring is not registered yet */
     uint16_t next_bgid;     /* the next pool's buffer group */
