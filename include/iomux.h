@@ -264,6 +264,7 @@ struct mux_timer {
     mux_timer_cb cb_;
     uint64_t repeat_;
     struct mux__hlink hl_;
+    uint64_t due_; /* the deadline; its place in the loop's heap may still be an earlier one */
 };
 
 /* Initialises `t`. Returns 0 or -EINVAL. */
@@ -275,8 +276,9 @@ int mux_timer_init(mux_timer_t *t, mux_timer_cb cb);
 int mux_timer_start(mux_loop_t *loop, mux_timer_t *t, uint64_t after_ns, uint64_t repeat_ns);
 /* Stops the timer. Returns 0 (also when inactive) or -EINVAL. */
 int mux_timer_stop(mux_loop_t *loop, mux_timer_t *t);
-/* Restarts an idle timeout in one heap operation: the timer becomes due `repeat` from now
- * (started if inactive); with a repeat of 0 it is stopped. Returns 0, -EINVAL, -ENOMEM. */
+/* Restarts an idle timeout: the timer becomes due `repeat` from now (started if inactive);
+ * with a repeat of 0 it is stopped. Moving a deadline later costs no heap operation.
+ * Returns 0, -EINVAL, -ENOMEM. */
 int mux_timer_again(mux_loop_t *loop, mux_timer_t *t);
 /* Sets the repeat used by the next expiry or mux_timer_again. Returns 0 or -EINVAL. */
 int mux_timer_set_repeat(mux_timer_t *t, uint64_t repeat_ns);

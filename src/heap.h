@@ -36,37 +36,51 @@ static inline void mux__heap_put(struct mux__heap *h, uint32_t i, struct mux__hn
     node.link->index = i;
 }
 
+/* The sifts keep the array and the count in locals: every move stores the node's index
+ * through its link, which the compiler must otherwise assume may change them. */
 static inline void mux__heap_up(struct mux__heap *h, uint32_t i)
 {
-    struct mux__hnode node = h->v[i];
+    struct mux__hnode *v = h->v, node = v[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 4;
-        if (!mux__hless(&node, &h->v[p]))
+        if (!mux__hless(&node, &v[p]))
             break;
-        mux__heap_put(h, i, h->v[p]);
+        v[i] = v[p];
+        v[i].link->index = i;
         i = p;
     }
-    mux__heap_put(h, i, node);
+    v[i] = node;
+    node.link->index = i;
 }
 
 static inline void mux__heap_down(struct mux__heap *h, uint32_t i)
 {
-    struct mux__hnode node = h->v[i];
+    struct mux__hnode *v = h->v, node = v[i];
+    uint32_t n = h->n;
     for (;;) {
-        uint32_t c = 4 * i + 1, end = c + 4, best = c;
-        if (c >= h->n)
+        uint32_t c = 4 * i + 1, best = c;
+        if (__builtin_expect(c + 3 < n, 1)) { /* all four children: the common case, unrolled */
+            if (mux__hless(&v[c + 1], &v[best]))
+                best = c + 1;
+            if (mux__hless(&v[c + 2], &v[best]))
+                best = c + 2;
+            if (mux__hless(&v[c + 3], &v[best]))
+                best = c + 3;
+        } else if (c < n) {
+            for (uint32_t k = c + 1; k < n; k++)
+                if (mux__hless(&v[k], &v[best]))
+                    best = k;
+        } else {
             break;
-        if (end > h->n)
-            end = h->n;
-        for (uint32_t k = c + 1; k < end; k++)
-            if (mux__hless(&h->v[k], &h->v[best]))
-                best = k;
-        if (!mux__hless(&h->v[best], &node))
+        }
+        if (!mux__hless(&v[best], &node))
             break;
-        mux__heap_put(h, i, h->v[best]);
+        v[i] = v[best];
+        v[i].link->index = i;
         i = best;
     }
-    mux__heap_put(h, i, node);
+    v[i] = node;
+    node.link->index = i;
 }
 
 /* Restores order after the node at i changed its key either way. */

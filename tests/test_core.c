@@ -13,7 +13,7 @@ CORE_TEST(struct_sizes_are_pinned) {
     /* The issue demands an io watcher <= 48 bytes and a timer <= 56; every size is pinned
      * so that growth is a deliberate change of this test. */
     CHECK_EQ(sizeof(mux_io_t), 40);
-    CHECK_EQ(sizeof(mux_timer_t), 48);
+    CHECK_EQ(sizeof(mux_timer_t), 56);
     CHECK_EQ(sizeof(mux_periodic_t), 56);
     CHECK_EQ(sizeof(mux_signal_t), 40);
     CHECK_EQ(sizeof(mux_child_t), 40);
@@ -27,9 +27,9 @@ CORE_TEST(struct_sizes_are_pinned) {
     /* The stream layer: a stream is a bit over six cache lines, a write request one; none of it is one
      * backend's (an operation's private space is a union of the emulation's watcher and a
      * completion backend's links). */
-    CHECK_EQ(sizeof(mux_stream_t), 400);
+    CHECK_EQ(sizeof(mux_stream_t), 408);
     CHECK_EQ(sizeof(mux_write_t), 64);
-    CHECK_EQ(sizeof(mux_listener_t), 280);
+    CHECK_EQ(sizeof(mux_listener_t), 288);
     CHECK_EQ(sizeof(mux_bufpool_t), 72);
     CHECK_EQ(sizeof(struct mux__op), 72);
     CHECK_EQ(sizeof(mux_buf_t), 16);

@@ -554,3 +554,74 @@ TEST(timer_stop_other_expired_timer_inside_callback) {
     free(s.first);
     loop_close(&loop);
 }
+
+/* mux_timer_again moves a deadline later without touching the heap; the timer keeps its
+ * earlier place until that comes to the top. What must hold anyway: one MUX_RUN_ONCE waits
+ * for the real deadline and fires the timer (the wait never ends at a deadline that moved),
+ * never early; mux_timer_remaining gives the real deadline; and timers whose deadlines
+ * became equal through mux_timer_again fire in the order they were restarted. */
+TEST(timer_again_moved_deadline_waits_for_the_real_one) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int calls = 0;
+    mux_timer_t t;
+    CHECK_EQ(mux_timer_init(&t, count_cb), 0);
+    t.data = &calls;
+    CHECK_EQ(mux_timer_start(&loop, &t, 20 * MS, 60 * MS), 0);
+    for (int i = 0; i < 3; i++) { /* pushed back three times before it is due */
+        sleep_ms(10);
+        CHECK_EQ(mux_now_update(&loop), 0);
+        CHECK_EQ(mux_timer_again(&loop, &t), 0);
+        int64_t left = mux_timer_remaining(&loop, &t);
+        CHECK_GT(left, 59 * (int64_t)MS);
+        CHECK_LE(left, 60 * (int64_t)MS);
+    }
+    uint64_t due = mux_now(&loop) + 60 * MS;
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1); /* blocks until the real deadline: fires */
+    CHECK_EQ(calls, 1);
+    CHECK_GE(mono_ns(), due);
+    CHECK_GE(mux_now(&loop), due);
+    CHECK_EQ(mux_timer_stop(&loop, &t), 0);
+    loop_close(&loop);
+}
+
+TEST(timer_again_equal_deadlines_fire_in_restart_order) {
+    enum { N = 40 };
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_timer_t t[N];
+    int idx[N];
+    for (int i = 0; i < N; i++) { /* started in array order, all due together */
+        CHECK_EQ(mux_timer_init(&t[i], order_cb), 0);
+        CHECK_EQ(mux_timer_start(&loop, &t[i], 5 * MS, 0), 0);
+    }
+    sleep_ms(2);
+    CHECK_EQ(mux_now_update(&loop), 0);
+    /* Restarted in a scrambled order, all in one go: equal deadlines again, and the
+     * restart order is what counts now. Every third one is left alone (due first). */
+    int k = 0;
+    for (int j = 0; j < N; j++) {
+        int i = (j * 17) % N;
+        if (i % 3 == 0)
+            continue;
+        idx[i] = 1000 + k++;
+        t[i].data = &idx[i];
+        CHECK_EQ(mux_timer_set_repeat(&t[i], 30 * MS), 0);
+        CHECK_EQ(mux_timer_again(&loop, &t[i]), 0);
+    }
+    int left = 0;
+    for (int i = 0; i < N; i += 3) {
+        idx[i] = left++;
+        t[i].data = &idx[i];
+    }
+    nfired = 0;
+    while (nfired < N)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    for (int r = 0; r < left; r++) /* the ones left alone, in start order */
+        CHECK_EQ(fired_order[r], r);
+    for (int r = 0; r < k; r++) /* then the restarted ones, in restart order */
+        CHECK_EQ(fired_order[left + r], 1000 + r);
+    for (int i = 0; i < N; i++) /* the restarted ones repeat */
+        CHECK_EQ(mux_timer_stop(&loop, &t[i]), 0);
+    loop_close(&loop);
+}
