@@ -297,3 +297,65 @@ CORE_TEST(uring_fork_child_refused_a_new_ring_gets_eperm_each_run_then_recovers)
     close(sv[0]);
     close(sv[1]);
 }
+
+static void count_and_drain(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop;
+    CHECK_EQ(revents, MUX_READ);
+    CHECK_EQ(drain(mux_io_fd(w)), 1);
+    (*(int *)w->data)++;
+}
+
+/* IOMUX_URING_TASKRUN: unset or "coop" (the default) and "defer" open, anything else is
+ * refused at init. With cooperative task work, 100 fds made ready before a non-blocking run
+ * are all reported by that one run (the kernel ran their completion work when the writes
+ * returned); deferred task work, which runs in bounded passes inside the enter, needs
+ * more than one since Linux 6.13. */
+CORE_TEST(uring_taskrun_modes_and_one_run_for_a_hundred_ready_fds) {
+    CHECK_EQ(unsetenv("IOMUX_TEST_URING_REFUSE"), 0);
+    skip_unless_uring_opens();
+    mux_loop_options_t named = {"uring", MUX_LOOP_IGNORE_ENV};
+    mux_loop_t loop;
+    static const char *const bad[] = {"DEFER", "cooperative", "1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ(setenv("IOMUX_URING_TASKRUN", bad[i], 1), 0);
+        CHECK_EQ(mux_loop_init(&loop, &named), -EINVAL);
+    }
+    static const char *const modes[] = {"", "coop", "defer"};
+    enum { N = 100 };
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        CHECK_EQ(setenv("IOMUX_URING_TASKRUN", modes[m], 1), 0);
+        CHECK_EQ(mux_loop_init(&loop, &named), 0);
+        int sv[N][2], calls = 0;
+        mux_io_t w[N];
+        for (int i = 0; i < N; i++) {
+            make_socketpair(sv[i]);
+            CHECK_EQ(mux_io_init(&w[i], count_and_drain, sv[i][0], MUX_READ), 0);
+            w[i].data = &calls;
+            CHECK_EQ(mux_io_start(&loop, &w[i]), 0);
+        }
+        CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), N); /* every poll armed, nothing ready */
+        CHECK_EQ(calls, 0);
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < N; i++)
+                write_byte(sv[i][1]);
+            int runs = 0, before = calls;
+            while (calls < before + N && runs < 1000) {
+                CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), N);
+                runs++;
+            }
+            CHECK_EQ(calls, before + N);
+            if (strcmp(modes[m], "defer") != 0)
+                CHECK_EQ(runs, 1);
+            else if (round == 0) /* Linux 6.13 and newer: more than one; older: one */
+                fprintf(stderr, "deferred task work: %d runs for %d ready fds\n", runs, N);
+        }
+        for (int i = 0; i < N; i++) {
+            CHECK_EQ(mux_io_stop(&loop, &w[i]), 0);
+            close(sv[i][0]);
+            close(sv[i][1]);
+        }
+        CHECK_EQ(mux_loop_close(&loop), 0);
+    }
+    CHECK_EQ(unsetenv("IOMUX_URING_TASKRUN"), 0);
+}

@@ -69,22 +69,26 @@
  * - Task work: a wake-up of a waiting poll (or of a receive or send waiting for its
  *   socket) runs its completion as task work of the thread that armed it (a re-arm that
  *   finds the file ready completes inline, without any). The ring uses
- *   IORING_SETUP_DEFER_TASKRUN: that work runs only inside an enter that waits for
- *   completions, in bounded passes (since 6.13 at most 20 items before the enter looks at
- *   its wait condition), so the completions of one iteration come in smaller batches. For
- *   streams that is what matters: with every ready receive of 1,000 sessions completing in
- *   one pass, each 16 KB buffer is sent back long after it was filled, from a cold cache,
- *   and the echo study measured 15% less throughput at 1,000 sessions (7% at 100 and
- *   10,000) than with deferred task work. It needs IORING_SETUP_SINGLE_ISSUER, which binds
- *   the ring to one thread: the ring is created disabled (IORING_SETUP_R_DISABLED) and
- *   enabled by the first wait, so the thread that first runs the loop is the one, and a
- *   later run from another thread fails with -EEXIST (a loop belongs to one thread).
- *   A signal that interrupts the wait leaves the work its handler made undone (an async
- *   send from a handler writes the wake-up eventfd), so an interrupted wait runs it
- *   before it returns. IOMUX_URING_TASKRUN=coop, or a kernel older than 6.1, gives
- *   IORING_SETUP_COOP_TASKRUN instead (no inter-processor interrupt; the work runs on the
- *   next kernel exit, an enter included). SUBMIT_ALL (one failing SQE does not hold back
- *   the rest of the batch) is asked for too; each flag only when the kernel accepts it.
+ *   IORING_SETUP_COOP_TASKRUN with IORING_SETUP_TASKRUN_FLAG: the work runs on the thread's
+ *   next return from the kernel, whatever the call (no inter-processor interrupt), and the
+ *   kernel flags in the SQ ring that some is pending, so a poll (MUX_RUN_NOWAIT, or events
+ *   already in hand) enters only when that flag is up or something is to be submitted:
+ *   one io_uring_enter per iteration at most. IOMUX_URING_TASKRUN=defer gives
+ *   IORING_SETUP_DEFER_TASKRUN instead (with SINGLE_ISSUER; any other value but "coop"
+ *   makes open fail with -EINVAL): the work then runs only inside an enter that waits, in
+ *   bounded passes (since 6.13 at most 20 items per pass, two passes per enter), so an
+ *   iteration in which 100 fds became ready takes at least two enters and two iterations
+ *   (measured: 2.00 dispatches per Poller round at 100 active, 1.00 with coop), while
+ *   the completions of one iteration come in smaller batches, which the echo study at
+ *   1,000 sessions of 16 KB has measured from level to 7-15% faster (bench/README.md). A
+ *   deferred ring is bound to one thread: it is created disabled (IORING_SETUP_R_DISABLED)
+ *   and enabled by the first wait, so the thread that first runs the loop is the one, and
+ *   a later run from another thread fails with -EEXIST. A signal that interrupts a
+ *   deferred wait leaves the work its handler made undone (an async send from a handler
+ *   writes the wake-up eventfd), so an interrupted wait runs it before it returns. A
+ *   kernel older than 5.19 (no TASKRUN_FLAG) enters for every poll; SUBMIT_ALL (one
+ *   failing SQE does not hold back the rest of the batch) is asked for too; each flag only
+ *   when the kernel accepts it.
  * - The loop's wake-up eventfd is an ordinary watched fd: its multishot poll completes
  *   when another thread or a signal handler writes it, which ends a blocked enter. No
  *   system call per iteration is spent on it.
@@ -194,7 +198,12 @@ static int mux__uring_setup(struct mux__uring *st)
         IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
         IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL, IORING_SETUP_SUBMIT_ALL, 0};
     const char *tw = getenv("IOMUX_URING_TASKRUN");
-    size_t first = tw && strcmp(tw, "coop") == 0 ? 1 : 0;
+    size_t first = 1; /* cooperative task work, unless deferred is asked for */
+    if (tw && *tw && strcmp(tw, "coop") != 0) {
+        if (strcmp(tw, "defer") != 0)
+            return -EINVAL;
+        first = 0;
+    }
     unsigned entries = MUX__URING_DEFAULT_ENTRIES, cq = entries * MUX__URING_CQ_FACTOR;
     const char *v = getenv("IOMUX_URING_ENTRIES");
     if (v && *v) {
