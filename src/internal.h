@@ -294,6 +294,10 @@ void mux__io_stop_internal(struct mux__loop *loop, mux_io_t *w);
 void mux__fd_refresh_all(struct mux__loop *loop);
 
 /* timer.c, periodic.c */
+/* Makes `t` due at `at` (absolute, the loop's clock), one-shot, started if inactive; an
+ * expiry gathered but not yet dispatched is void. The library's own timers use it (a
+ * stream's deadlines). 0 or -ENOMEM. */
+int mux__timer_set(struct mux__loop *loop, mux_timer_t *t, uint64_t at);
 void mux__timers_expire(struct mux__loop *loop);
 int64_t mux__timers_timeout(struct mux__loop *loop); /* -1: none */
 void mux__periodics_expire(struct mux__loop *loop);

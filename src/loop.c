@@ -470,7 +470,8 @@ static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
     /* Callbacks ran since the clock was read: measure from now, not from then. */
     loop->now = mux__mono_ns();
     loop->now_stale = 0;
-    return mux__min_timeout(mux__timers_timeout(loop), mux__periodics_timeout(loop));
+    int64_t t = loop->timers.n ? mux__timers_timeout(loop) : -1;
+    return loop->periodics.n ? mux__min_timeout(t, mux__periodics_timeout(loop)) : t;
 }
 
 static void mux__gather(struct mux__loop *loop)
@@ -486,8 +487,8 @@ static void mux__gather(struct mux__loop *loop)
         mux__clock_rearm(loop);
     if (loop->recheck)
         mux__children_reap(loop);
-    if (loop->timers.n)
-        mux__timers_expire(loop); /* reads the clock */
+    if (loop->timers.n && loop->timers.v[0].at <= mux__now(loop)) /* reads the clock */
+        mux__timers_expire(loop);
     if (loop->periodics.n)
         mux__periodics_expire(loop);
     if (loop->idles.count && loop->npend == 0 && !loop->dispatched)

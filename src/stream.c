@@ -268,8 +268,12 @@ static void mux__stream_stop_reading(mux_stream_t *s)
     /* A guess does not outlive a stop: a reader that stops per message, like an echo server,
      * fills its buffer and then finds the socket empty. What the kernel said does. */
     s->flags_ &= ~(unsigned)(S_READING | S_RFILLED);
-    /* A pool receive that completes anyway is kept for the next start. */
-    mux__op_cancel(s->loop_, &s->rop_);
+    /* A pool receive that completes anyway is kept for the next start. One not in flight
+     * has nothing to cancel: an emulated one keeps its watcher for the next start (a report
+     * meanwhile stops it, backend/ready_ops.c), which an echo server, stopping and starting
+     * at every message, would otherwise stop and start each time. Close stops it for good. */
+    if (mux__op_in_flight(&s->rop_))
+        mux__op_cancel(s->loop_, &s->rop_);
 }
 
 static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned flags)
@@ -464,13 +468,14 @@ static uint64_t mux__stream_next_deadline(mux_stream_t *s, uint64_t now, int *ex
  * and writing arm it again when they start. 0, or -ENOMEM (the timer heap cannot grow). */
 static int mux__stream_arm_timer(mux_stream_t *s)
 {
-    mux_loop_t *pub = s->loop_->pub;
     int expired;
     uint64_t now = mux__now(s->loop_), at = mux__stream_next_deadline(s, now, &expired);
-    mux_timer_stop(pub, &s->timer_);
-    if (!expired && at == UINT64_MAX)
+    if (!expired && at == UINT64_MAX) {
+        mux_timer_stop(s->loop_->pub, &s->timer_);
         return 0;
-    return mux_timer_start(pub, &s->timer_, expired ? 0 : at - now, 0);
+    }
+    /* Usually a deadline moved later (bytes moved): no heap operation (timer.c). */
+    return mux__timer_set(s->loop_, &s->timer_, expired ? now : at);
 }
 
 /* Arms the timer from inside an operation the caller asked for; a failure reaches the
@@ -671,6 +676,16 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
     s->wq_bytes_ += left;
     if (first) {
         mux__stream_send_next(s); /* speculative where emulated: most writes finish here */
+        /* Sent whole inside the submit: onto the done list at once, without the write
+         * slot's round trip through the task (taken in, advanced, popped, next send). */
+        if ((s->flags_ & (S_WDONE | S_WHOLD | S_CLOSING | S_SHUTTING)) == S_WDONE &&
+            s->wres_ >= 0 && (size_t)s->wres_ == left && s->wq_head_ == req) {
+            s->flags_ &= ~(unsigned)S_WDONE;
+            s->wq_head_ = s->wq_tail_ = NULL;
+            req->left_ = 0;
+            mux__write_done(s, req, 0); /* its callback: from the task already queued */
+            return 0;
+        }
         /* A write deadline may come before the one the timer sleeps for now. */
         if (s->wq_head_ && s->to_.write_ns)
             mux__stream_rearm_timer(s);

@@ -89,6 +89,31 @@ static __attribute__((noinline)) void mux__timer_resift(struct mux__heap *h, uin
     mux__heap_down(h, i);
 }
 
+/* Moves the deadline of the active timer `t` to `at`: later is only recorded (see the top),
+ * earlier moves it in the heap now. Its start sequence is renewed as by a start. */
+static inline void mux__timer_redue(struct mux__loop *loop, mux_timer_t *t, uint64_t at)
+{
+    struct mux__heap *h = &loop->timers;
+    uint32_t i = t->hl_.index;
+    t->hl_.seq = ++loop->seq;
+    t->due_ = at;
+    if (mux__unlikely(at < h->v[i].at))
+        mux__timer_move(h, t, at); /* earlier (a shorter repeat): move it now */
+    else if (4 * i + 1 < h->n)
+        mux__timer_resift(h, i); /* later: only the tie-break moved (see the top); a leaf,
+                                    three nodes in four, has nothing to compare with */
+}
+
+int mux__timer_set(struct mux__loop *loop, mux_timer_t *t, uint64_t at)
+{
+    mux__unqueue(loop, &t->h_);
+    t->repeat_ = 0;
+    if (!(t->h_.flags & MUX__W_ACTIVE))
+        return mux__timer_insert(loop, t, at);
+    mux__timer_redue(loop, t, at);
+    return 0;
+}
+
 MUX_EXPORT int mux_timer_again(mux_loop_t *pub, mux_timer_t *t)
 {
     struct mux__loop *loop = mux__L(pub);
@@ -102,15 +127,7 @@ MUX_EXPORT int mux_timer_again(mux_loop_t *pub, mux_timer_t *t)
     uint64_t at = mux__sat_add(mux__now(loop), t->repeat_);
     if (!(t->h_.flags & MUX__W_ACTIVE))
         return mux__timer_insert(loop, t, at);
-    struct mux__heap *h = &loop->timers;
-    uint32_t i = t->hl_.index;
-    t->hl_.seq = ++loop->seq;
-    t->due_ = at;
-    if (mux__unlikely(at < h->v[i].at))
-        mux__timer_move(h, t, at); /* earlier (a shorter repeat): move it now */
-    else if (4 * i + 1 < h->n)
-        mux__timer_resift(h, i); /* later: only the tie-break moved (see the top); a leaf,
-                                    three nodes in four, has nothing to compare with */
+    mux__timer_redue(loop, t, at);
     return 0;
 }
 
