@@ -124,26 +124,28 @@ void mux__fd_kill(struct mux__loop *loop, int fd)
 /* Start and stop run for every re-arm of a watcher (libevent's and the chain study's
  * pattern): each looks its fd's entry up once, and the public functions have the bodies
  * inlined rather than calling them. */
-/* The rare part of a start: a new range of the fd table, or more room in the pending queue. */
-static __attribute__((noinline)) int mux__io_start_grow(struct mux__loop *loop, int fd)
+/* The rare part of a start: an fd select cannot watch, a new range of the fd table, or more
+ * room in the pending queue. Apart, so that the common path saves no registers. */
+static __attribute__((noinline)) int mux__io_start_slow(struct mux__loop *loop, mux_io_t *w)
 {
+    int fd = w->fd_;
+    if (fd >= loop->backend->fd_limit)
+        return -EINVAL;
     int err = mux__fd_reserve(loop, fd);
-    return err != 0 ? err : mux__reserve(loop);
+    if (err == 0)
+        err = mux__reserve(loop);
+    return err != 0 ? err : mux__io_start_internal(loop, w);
 }
 
 static inline __attribute__((always_inline)) int mux__io_start_body(struct mux__loop *loop,
                                                                     mux_io_t *w)
 {
     int fd = w->fd_;
-    if (fd >= loop->backend->fd_limit)
-        return -EINVAL;
+    /* Every fd the table has a leaf for is one the backend can watch: only a start grows
+     * it, after the check of fd_limit, and select's limit ends a leaf (select.c). */
     struct mux__fd *e = mux__fd_find(loop, fd);
-    if (mux__unlikely(!e || loop->active + loop->noref + 1 + MUX__INTERNAL_MAX > loop->pend_cap)) {
-        int err = mux__io_start_grow(loop, fd);
-        if (err != 0)
-            return err;
-        e = mux__fd_at(loop, fd);
-    }
+    if (mux__unlikely(!e || loop->active + loop->noref + 1 + MUX__INTERNAL_MAX > loop->pend_cap))
+        return mux__io_start_slow(loop, w);
     mux_io_t **pp = &e->head; /* append: watchers of an fd run in start order */
     while (*pp)
         pp = &(*pp)->next_;
@@ -153,6 +155,13 @@ static inline __attribute__((always_inline)) int mux__io_start_body(struct mux__
     if (w->h_.flags & MUX__W_NEWFD) {
         e->changed |= MUX__FD_FORCE;
         w->h_.flags &= (uint8_t)~MUX__W_NEWFD;
+    } else if (e->changed == MUX__FD_CHANGED && loop->changes == fd && e->head == w &&
+               (w->events_ & (MUX__IO_EVENTS | MUX_EDGE)) == e->want) {
+        /* A restart: the stop just before put the fd on the change list, and the one
+         * watcher it has again wants what the kernel was last told. Nothing to apply. */
+        loop->changes = e->next_change;
+        e->changed = 0;
+        return 0;
     }
     mux__fd_mark(loop, e, fd);
     return 0;

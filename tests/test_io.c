@@ -295,6 +295,87 @@ TEST(io_restart_inside_own_callback) {
     close(r.sv2[1]);
 }
 
+static void guard_tick(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    (void)t;
+}
+
+/* A stop and a start in one iteration apply nothing when the watcher wants again what the
+ * kernel was told (io.c takes the fd off the change list); with other interest, or with
+ * another watcher on the fd, the kernel hears of it. A miss shows as an event that never
+ * comes (the guard timer wakes the loop; run_until fails). */
+TEST(io_restart_in_one_iteration_with_other_interest_reaches_the_kernel) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    mux_timer_t guard;
+    CHECK_EQ(mux_timer_init(&guard, guard_tick), 0);
+    CHECK_EQ(mux_timer_start(&loop, &guard, 10 * MS, 10 * MS), 0);
+    struct seen s = {0}, s2 = {0};
+    mux_io_t w, w2;
+    CHECK_EQ(mux_io_init(&w, record, sv[0], MUX_READ), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2); /* w and the guard */
+    CHECK_EQ(s.calls, 0);
+    /* The same interest: still reported. */
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    write_byte(sv[1]);
+    run_until(&loop, &s.calls, 2000);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(drain(sv[0]), 1);
+    /* Other interest in the same iteration: writable is reported, readable no longer. */
+    s.calls = 0;
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_WRITE), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    run_until(&loop, &s.calls, 2000);
+    CHECK_EQ(s.revents, MUX_WRITE);
+    /* And back, edge-triggered: one report for one byte, then none while it stays unread
+     * (where the backend has edges). */
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_READ | MUX_EDGE), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2); /* w and the guard */
+    s.calls = 0;
+    write_byte(sv[1]);
+    run_until(&loop, &s.calls, 2000);
+    CHECK_EQ(s.revents, MUX_READ);
+    sleep_ms(15);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2); /* the guard's tick, no second report */
+    if (loop_is(&loop, "poll") || loop_is(&loop, "select"))
+        CHECK_EQ(s.calls, 2); /* level-triggered: the superset MUX_EDGE allows */
+    else
+        CHECK_EQ(s.calls, 1);
+    CHECK_EQ(drain(sv[0]), 1);
+    /* A second watcher on the fd: the restart of the first is applied with both. */
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_READ), 0);
+    CHECK_EQ(mux_io_init(&w2, record, sv[0], MUX_WRITE), 0);
+    w2.data = &s2;
+    CHECK_EQ(mux_io_start(&loop, &w2), 0);
+    run_until(&loop, &s2.calls, 2000);
+    CHECK_EQ(mux_io_stop(&loop, &w2), 0);
+    s.calls = 0;
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_io_start(&loop, &w2), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    s2.calls = 0;
+    write_byte(sv[1]);
+    run_until(&loop, &s.calls, 2000);
+    run_until(&loop, &s2.calls, 2000);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(s2.revents, MUX_WRITE);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_io_stop(&loop, &w2), 0);
+    CHECK_EQ(mux_timer_stop(&loop, &guard), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 TEST(io_modify_changes_interest) {
     mux_loop_t loop;
     loop_open(&loop);

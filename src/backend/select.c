@@ -19,6 +19,10 @@
 
 #include "backend.h"
 
+/* mux_io_start checks fd_limit only when it grows the fd table (io.c): a leaf must not hold
+ * fds on both sides of the limit. */
+_Static_assert(FD_SETSIZE % MUX__FD_LEAF == 0, "FD_SETSIZE is not a whole number of leaves");
+
 struct mux__select {
     fd_set rd, wr;
     int maxfd; /* highest fd in either set, or -1 */
@@ -111,7 +115,7 @@ static int mux__select_wait(struct mux__loop *loop, int64_t timeout_ns)
 const struct mux__backend mux__backend_select = {
     .name = "select",
     .caps = MUX__CAP_WAKE_FD,
-    .fd_limit = FD_SETSIZE,
+    .fd_limit = FD_SETSIZE, /* a whole number of fd table leaves (below) */
     .open = mux__select_open,
     .close = mux__select_close,
     .fork = mux__select_fork,
