@@ -636,6 +636,8 @@ struct mux_stream {
     mux_write_t *wq_head_, *wq_tail_;     /* queued, in order */
     mux_write_t *done_head_, *done_tail_; /* finished, callbacks not yet run */
     size_t wq_bytes_;
+    /* the buffers of queued writes gathered into one send (allocated at the first need) */
+    mux_buf_t *gv_;
     union { /* never due together: a shutdown needs the connect delivered */
         mux_connect_cb connect;
         mux_shutdown_cb shutdown;

@@ -5,8 +5,10 @@
  * layer's business: this file never asks which backend runs.
  *
  * A stream has two operation slots: rop_ for the receive, wop_ for the one send, connect or
- * shutdown in flight. Writes queue up behind the send in flight and go out in order, one
- * send per write (the rest of a write after a partial send). A completion only records its
+ * shutdown in flight. Writes queue up behind the send in flight and go out in order: the
+ * next send takes the head's buffers, or, with several writes queued, the buffers of as
+ * many of them as fit MUX__GATHER_MAX (one sendmsg, or one io_uring SENDMSG, for many small
+ * writes), and its completion finishes every write it covered. A completion only records its
  * result in the stream; the stream's task delivers everything due, in this order: a
  * finished send, connect, or shutdown is taken in; the connect callback; a receive; the
  * write callbacks in queue order; the shutdown callback; and last, once no operation is in
@@ -30,6 +32,7 @@
  * and its one timer, when it fires, checks whether a deadline really passed and otherwise
  * sleeps again until the earliest one that still could.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "bufpool.h"
@@ -57,6 +60,8 @@ enum {
     S_RFILLED = 0x10000,  /* the last receive filled its buffer: data may be left (a guess) */
     S_CTIMEOUT = 0x20000, /* a timeout cancelled the connect: it ends with -ETIMEDOUT */
 };
+
+#define MUX__GATHER_MAX 64 /* buffers of queued writes gathered into one send */
 
 static int mux__stream_valid(const mux_stream_t *s)
 {
@@ -160,6 +165,28 @@ static void mux__writes_fail(mux_stream_t *s, int status)
     mux__stream_kick(s);
 }
 
+/* Fills gv_ with what is left of the queued writes from `req`, the head, on: at most
+ * MUX__GATHER_MAX buffers, empty ones left out. Returns how many, 0 when gv_ cannot be had
+ * (the head then goes alone). */
+static uint32_t mux__stream_gather(mux_stream_t *s, const mux_write_t *req)
+{
+    if (!s->gv_ && !(s->gv_ = malloc(MUX__GATHER_MAX * sizeof *s->gv_)))
+        return 0;
+    uint32_t k = 0;
+    for (; req; req = req->next_)
+        for (uint32_t i = req->idx_; i < req->nbufs_; i++) {
+            size_t off = i == req->idx_ ? req->off_ : 0;
+            if (req->bufs_[i].len == off)
+                continue;
+            if (k == MUX__GATHER_MAX)
+                return k;
+            s->gv_[k].base = req->bufs_[i].base + off;
+            s->gv_[k].len = req->bufs_[i].len - off;
+            k++;
+        }
+    return k;
+}
+
 /* Hands the head of the queue to the backend when the write slot is free; with nothing left
  * to write, a shutdown that waited for the queue goes now. Empty writes finish here. */
 static void mux__stream_send_next(mux_stream_t *s)
@@ -185,7 +212,12 @@ static void mux__stream_send_next(mux_stream_t *s)
         req->off_ = 0;
     }
     const mux_buf_t *cur = &req->bufs_[req->idx_];
-    if (req->off_ > 0 || req->idx_ + 1 == req->nbufs_) { /* one buffer, or the rest of one */
+    uint32_t n;
+    if (req->next_ && (n = mux__stream_gather(s, req)) > 1) {
+        op->kind_ = MUX__OP_SENDV;
+        op->a_.bufs.v = s->gv_;
+        op->a_.bufs.n = n;
+    } else if (req->off_ > 0 || req->idx_ + 1 == req->nbufs_) { /* one buffer, or the rest */
         op->kind_ = MUX__OP_SEND;
         op->a_.buf.base = cur->base + req->off_;
         op->a_.buf.len = cur->len - req->off_;
@@ -207,9 +239,18 @@ static void mux__stream_sent(mux_stream_t *s, int res)
     if (!stale && req && res >= 0) {
         if (s->to_.idle_ns | s->to_.write_ns)
             s->last_write_ = mux__now(s->loop_);
-        mux__write_advance(req, (size_t)res);
-        if (req->left_ == 0)
+        /* The send covered the head's bytes first, then the next write's (gathered). */
+        size_t n = (size_t)res;
+        for (;;) {
+            size_t take = n < req->left_ ? n : req->left_;
+            mux__write_advance(req, take);
+            n -= take;
+            if (req->left_ != 0)
+                break;
             mux__write_pop_done(s, req);
+            if (n == 0 || (req = s->wq_head_) == NULL)
+                break;
+        }
     } else if (!stale && req && res != -ECANCELED && res != -EINTR && res != -EAGAIN) {
         mux__writes_fail(s, res);
     }
@@ -379,6 +420,8 @@ static void mux__stream_finish(mux_stream_t *s)
     mux_close_cb cb = s->close_cb_;
     if (s->rgot_)
         mux_bufpool_put(s->rop_.a_.pool, s->rgot_); /* kept since a stop, never delivered */
+    free(s->gv_);
+    s->gv_ = NULL;
     mux__unqueue(loop, &s->task_.h_);
     mux__link_remove(&s->link_);
     s->flags_ = 0;

@@ -371,6 +371,87 @@ TEST(stream_native_thousand_queued_writes_called_back_in_order_bytes_exact) {
     free(m);
 }
 
+/* ---- small writes queued behind a send leave together ---- */
+
+#define GW_N 33 /* the first write, then 32 queued behind it */
+
+struct gw {
+    mux_stream_t w;
+    mux_write_t req[GW_N];
+    mux_buf_t iov[GW_N][2];
+    char data[GW_N * 12];
+    int order[GW_N], ncalls, closed;
+    int iteration, last, rounds; /* the test's loop run; the last that called back; how many */
+    volatile int done;
+};
+
+static void gw_write_cb(mux_write_t *req, int status)
+{
+    struct gw *g = req->data;
+    CHECK_EQ(status, 0);
+    if (g->iteration != g->last) {
+        g->last = g->iteration;
+        g->rounds++;
+    }
+    g->order[req - g->req] = ++g->ncalls;
+    if (g->ncalls == GW_N)
+        g->done = 1;
+}
+
+static void gw_closed_cb(mux_stream_t *s)
+{
+    ((struct gw *)s->data)->closed = 1;
+}
+
+/* Writes queued behind the send in flight go out in one send when it completes (stream.c,
+ * MUX__GATHER_MAX buffers): the callbacks of 32 of them come in one or two loop runs, not
+ * one run each (io_uring sends one send per wait; the readiness backends send each write
+ * at once, the socket having room). Each write has two buffers, the second of them empty in
+ * every third write; the bytes arrive in order and the callbacks run in queue order. */
+TEST(stream_small_writes_queued_behind_a_send_leave_together) {
+    pattern_init();
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct gw *g = calloc(1, sizeof *g);
+    CHECK(g != NULL);
+    pattern_fill(g->data, 0, sizeof g->data);
+    g->w.data = g;
+    CHECK_EQ(mux_stream_open(&loop, &g->w, sv[0]), 0);
+    size_t off = 0;
+    for (int i = 0; i < GW_N; i++) {
+        size_t a = i % 3 == 2 ? 12 : 5;
+        g->iov[i][0].base = g->data + off;
+        g->iov[i][0].len = a;
+        g->iov[i][1].base = g->data + off + a;
+        g->iov[i][1].len = 12 - a;
+        off += 12;
+        g->req[i].data = g;
+        CHECK_EQ(mux_write(&g->w, &g->req[i], g->iov[i], 2, gw_write_cb), 0);
+    }
+    mux_timer_t tick; /* a bound on every wait, should a completion never come */
+    CHECK_EQ(mux_timer_init(&tick, ticker_cb), 0);
+    CHECK_EQ(mux_timer_start(&loop, &tick, 5 * MS, 5 * MS), 0);
+    while (!g->done && g->iteration < 400) {
+        g->iteration++;
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    }
+    CHECK_EQ(g->done, 1);
+    CHECK_LE(g->rounds, 2);
+    for (int i = 0; i < GW_N; i++)
+        CHECK_EQ(g->order[i], i + 1);
+    char got[sizeof g->data + 1];
+    CHECK_EQ(read(sv[1], got, sizeof got), (ssize_t)sizeof g->data);
+    CHECK(memcmp(got, g->data, sizeof g->data) == 0);
+    CHECK_EQ(mux_timer_stop(&loop, &tick), 0);
+    CHECK_EQ(mux_stream_close(&g->w, gw_closed_cb), 0);
+    run_for(&loop, &g->closed, 2000, "the stream closed");
+    loop_finish(&loop);
+    close(sv[1]);
+    free(g);
+}
+
 /* ---- one write of 2.5 GiB from one buffer ---- */
 
 /* A send's length is an int in the kernel. On io_uring this failed before c2ca5a2; the
