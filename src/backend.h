@@ -38,11 +38,13 @@
  *   MUX__OPC_NOW: the completion comes from where the loop dispatches callbacks (the
  *   emulation's watcher), so the owner delivers at once, user callbacks included, and may
  *   free the operation: the completer does not touch it after done_ returns.
- * - Multishot. An accept with MUX__OPF_MULTI stays armed and completes once per connection
- *   with MUX__OPC_MORE, until a completion without it. Only backends with
- *   MUX__CAP_ACCEPT_MULTI are given one. The owner of a multishot operation may refuse a
- *   completion (done_ returns nonzero) when it has no room; the backend then offers it
- *   again, with the operation's later ones in order, from a later wait.
+ * - Multishot. An accept or a pool receive with MUX__OPF_MULTI stays armed and completes
+ *   once per connection or per buffer filled with MUX__OPC_MORE, until a completion without
+ *   it. Only backends with MUX__CAP_ACCEPT_MULTI or MUX__CAP_RECV_MULTI are given one. The
+ *   owner of a multishot operation may refuse a completion when it has no room: done_
+ *   returns 1 ("not now": the backend offers it again, with the operation's later ones in
+ *   order, from the next wait, which does not block) or 2 ("parked": offered again from
+ *   later waits too, but none returns early for it until the owner sets loop->ops_unpark).
  * - Buffers. The arguments, the buffers and the buffer arrays are read until the last
  *   completion, except a connect's address, which is read during the submitting call only.
  *   A receive into a caller buffer gives the buffer back when `cancel` returns, and its
@@ -72,9 +74,10 @@
 #include "internal.h"
 
 /* Capability bits: the operation kinds a backend runs natively (bit 1 << MUX__OP_*), and: */
-#define MUX__CAP_ACCEPT_MULTI (1u << 8) /* an accept may stay armed (MUX__OPF_MULTI) */
-#define MUX__CAP_WAKE_FD      (1u << 9) /* wake-ups come through the core's wake-up descriptor */
-#define MUX__CAP_OPS          0xffu     /* the operation-kind bits */
+#define MUX__CAP_ACCEPT_MULTI (1u << 8)  /* an accept may stay armed (MUX__OPF_MULTI) */
+#define MUX__CAP_WAKE_FD      (1u << 9)  /* wake-ups come through the core's wake-up descriptor */
+#define MUX__CAP_RECV_MULTI   (1u << 10) /* a pool receive may stay armed (MUX__OPF_MULTI) */
+#define MUX__CAP_OPS          0xffu      /* the operation-kind bits */
 
 /* mux__op.kind_ */
 enum {
@@ -90,7 +93,9 @@ enum {
 
 /* mux__op.flags_: the owner's (set before submit) */
 #define MUX__OPF_POLL_FIRST 0x01 /* the socket is likely not ready: wait before trying */
-#define MUX__OPF_MULTI      0x02 /* accept: stay armed (MUX__CAP_ACCEPT_MULTI only) */
+#define MUX__OPF_MULTI                                                                             \
+    0x02 /* stay armed: an accept (MUX__CAP_ACCEPT_MULTI), a pool receive                          \
+            (MUX__CAP_RECV_MULTI) */
 /* the operation layer's */
 #define MUX__OPF_FLIGHT 0x10 /* submitted, its last completion not yet in */
 #define MUX__OPF_NATIVE 0x20 /* the backend runs it (else the emulation) */

@@ -127,6 +127,12 @@ char *mux__bufpool_taken(mux_bufpool_t *p, uint32_t i)
     return mux__bufpool_addr(p, i);
 }
 
+void mux__bufpool_untake(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = MUX__POOL_LENT;
+    p->nfree_++;
+}
+
 void mux__bufpool_reclaim(mux_bufpool_t *p)
 {
     uint32_t head = p->count_;

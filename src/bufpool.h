@@ -40,6 +40,8 @@ char *mux__bufpool_addr(const mux_bufpool_t *p, uint32_t i);
 uint32_t mux__bufpool_lend(mux_bufpool_t *p);
 /* The kernel filled lent buffer `i`: it is the caller's now. Its address. */
 char *mux__bufpool_taken(mux_bufpool_t *p, uint32_t i);
+/* Undoes mux__bufpool_taken: its completion was refused, to come again. */
+void mux__bufpool_untake(mux_bufpool_t *p, uint32_t i);
 /* Every buffer that is not the caller's goes back on the free list (the ring was reset). */
 void mux__bufpool_reclaim(mux_bufpool_t *p);
 

@@ -91,6 +91,7 @@ struct mux__loop {
     uint8_t forked;       /* fork work to do at the top of the next iteration */
     uint8_t recheck;      /* children to reap: do not block */
     uint8_t woken;        /* the wake-up descriptor was readable */
+    uint8_t ops_unpark;   /* an operation's owner takes its parked completions again */
     uint8_t clock_set;    /* the wall clock was set (timerfd) */
     uint8_t clock_jumped; /* periodics must be rescheduled */
     unsigned caps;        /* MUX__CAP_*: the backend's, as its open narrowed them */

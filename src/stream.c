@@ -23,6 +23,13 @@
  * buffer that completes after a stop (the kernel had it in flight) is kept, buffer and all,
  * and delivered first when reading starts again.
  *
+ * Where the backend has them (io_uring from 6.0), pool reads use one multishot receive: it
+ * stays armed while reading and across read stops (an echo server stops at every message),
+ * completing once per buffer. The stream holds one completion at a time: the next one is
+ * refused until that is delivered (the backend offers it again from the next wait), or,
+ * while stopped, parked, and the receive cancelled, so a stopped reader holds a few
+ * buffers at most and the kernel's socket buffer takes the rest, as with single receives.
+ *
  * Hints keep the system calls down: a receive polls first unless the last one said data is
  * left (the kernel's NONEMPTY, kept across a read stop, or the emulation's guess that a
  * filled buffer means more, which is not), and a send after one that found the socket full
@@ -59,6 +66,8 @@ enum {
     S_POOL = 0x8000,      /* reads take buffers from rto_.pool (else into rto_.buf) */
     S_RFILLED = 0x10000,  /* the last receive filled its buffer: data may be left (a guess) */
     S_CTIMEOUT = 0x20000, /* a timeout cancelled the connect: it ends with -ETIMEDOUT */
+    S_RSINGLE = 0x40000,  /* a multishot receive ran the ring dry: the next is a single one */
+    S_RSURPLUS = 0x80000, /* stopped, a multishot receive parked a completion: end it */
 };
 
 #define MUX__GATHER_MAX 64 /* buffers of queued writes gathered into one send */
@@ -312,17 +321,47 @@ static void mux__stream_stop_reading(mux_stream_t *s)
     /* A pool receive that completes anyway is kept for the next start. One not in flight
      * has nothing to cancel: an emulated one keeps its watcher for the next start (a report
      * meanwhile stops it, backend/ready_ops.c), which an echo server, stopping and starting
-     * at every message, would otherwise stop and start each time. Close stops it for good. */
-    if (mux__op_in_flight(&s->rop_))
+     * at every message, would otherwise stop and start each time. Close stops it for good.
+     * A multishot receive stays armed; a second completion ends it (rop_done). */
+    if (mux__op_in_flight(&s->rop_) && !(s->rop_.flags_ & MUX__OPF_MULTI))
         mux__op_cancel(s->loop_, &s->rop_);
+}
+
+/* A multishot receive's next completion while the last one waits for delivery: refused
+ * (backend.h, "Multishot"), or, closing, its buffer given back. */
+static __attribute__((noinline)) int mux__stream_rop_surplus(mux_stream_t *s, struct mux__op *op,
+                                                             char *buf, unsigned flags)
+{
+    if (s->flags_ & S_CLOSING) {
+        if (buf)
+            mux_bufpool_put(op->a_.pool, buf);
+        if (!(flags & MUX__OPC_MORE))
+            mux__stream_completed(s, flags); /* the close waits for its end */
+        return 0;
+    }
+    if (s->flags_ & S_READING)
+        return 1; /* next, once the one waiting is delivered */
+    if (!(s->flags_ & S_RSURPLUS)) {
+        s->flags_ |= S_RSURPLUS; /* the task cancels it: data goes on arriving */
+        mux__stream_kick(s);
+    }
+    return 2; /* until reading starts again */
 }
 
 static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
     mux_stream_t *s = mux__container_of(op, mux_stream_t, rop_);
+    if (mux__unlikely(s->flags_ & S_RDONE))
+        return mux__stream_rop_surplus(s, op, buf, flags);
     s->flags_ = (s->flags_ & ~(unsigned)(S_RMORE | S_RFILLED)) |
                 (flags & MUX__OPC_NONEMPTY ? S_RMORE : 0) |
                 (flags & MUX__OPC_FILLED ? (unsigned)S_RFILLED : 0);
+    if (mux__unlikely(res == -ENOBUFS && (op->flags_ & MUX__OPF_MULTI))) {
+        /* The kernel's ring ran dry, which a burst can do with buffers left in the pool: a
+         * single receive says whether the pool is empty. */
+        s->flags_ |= S_RSINGLE;
+        res = -EAGAIN;
+    }
     if (res == -ECANCELED || res == -EAGAIN || res == -EINTR) {
         /* Nothing to deliver: stopped, or the ring was renewed (fork). */
         if (s->flags_ & (S_READING | S_CLOSING))
@@ -343,14 +382,19 @@ static void mux__stream_recv_next(mux_stream_t *s)
     struct mux__op *op = &s->rop_;
     if ((s->flags_ & (S_READING | S_CLOSING | S_RDONE)) != S_READING || mux__op_in_flight(op))
         return;
+    unsigned hint = s->flags_ & (S_RMORE | S_RFILLED) ? 0 : MUX__OPF_POLL_FIRST;
     if (s->flags_ & S_POOL) {
         op->kind_ = MUX__OP_RECV_POOL;
         op->a_.pool = s->rto_.pool;
+        if ((s->loop_->caps & MUX__CAP_RECV_MULTI) && !(s->flags_ & S_RSINGLE) &&
+            mux__op_native(s->loop_, op))
+            hint |= MUX__OPF_MULTI;
+        s->flags_ &= ~(unsigned)S_RSINGLE;
     } else {
         op->kind_ = MUX__OP_RECV;
         op->a_.buf = s->rto_.buf;
     }
-    mux__op_hint(op, s->flags_ & (S_RMORE | S_RFILLED) ? 0 : MUX__OPF_POLL_FIRST);
+    mux__op_hint(op, hint);
     mux__op_submit(s->loop_, op);
 }
 
@@ -466,6 +510,10 @@ static void mux__stream_run(struct mux__task *t)
                 return;
             }
             break; /* the last completions come first */
+        } else if (f & S_RSURPLUS) {
+            s->flags_ &= ~(unsigned)S_RSURPLUS;
+            if (!(f & S_READING)) /* a second buffer filled while stopped: end the receive */
+                mux__op_cancel(s->loop_, &s->rop_);
         } else if ((f & (S_READING | S_RDONE)) == S_READING && !mux__op_in_flight(&s->rop_)) {
             mux__stream_recv_next(s);
             if (!(s->flags_ & S_RDONE))
@@ -622,12 +670,20 @@ MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct
 
 /* ---- the caller's calls ------------------------------------------------------------ */
 
+/* A multishot receive may have parked completions: offered again from the next wait. */
+static void mux__stream_unpark(mux_stream_t *s)
+{
+    if (mux__op_in_flight(&s->rop_) && (s->rop_.flags_ & MUX__OPF_MULTI))
+        s->loop_->ops_unpark = 1;
+}
+
 static void mux__read_start(mux_stream_t *s, mux_read_cb cb)
 {
     s->read_cb_ = cb;
     s->flags_ |= S_READING;
     s->last_read_ = mux__now(s->loop_);
     mux__stream_kick(s); /* a kept receive first, else the next one */
+    mux__stream_unpark(s);
     if (s->to_.read_ns)
         mux__stream_rearm_timer(s);
 }
@@ -649,6 +705,8 @@ MUX_EXPORT int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_c
         return err;
     s->rto_.buf = mux_buf_init(buf, len);
     s->flags_ &= ~(unsigned)S_POOL;
+    if (mux__op_in_flight(&s->rop_) && (s->rop_.flags_ & MUX__OPF_MULTI))
+        mux__op_cancel(s->loop_, &s->rop_); /* a pool's, kept armed since a stop: end it */
     mux__read_start(s, cb);
     return 0;
 }
@@ -663,8 +721,11 @@ MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_rea
     /* A receive of another pool still in flight (stopped, not yet ended), or bytes kept in a
      * buffer of another pool: restart with that pool. */
     int other = s->rop_.kind_ == MUX__OP_RECV_POOL && s->rop_.a_.pool != pool;
-    if (other && (mux__op_in_flight(&s->rop_) || ((s->flags_ & S_RDONE) && s->rgot_)))
+    if (other && (mux__op_in_flight(&s->rop_) || ((s->flags_ & S_RDONE) && s->rgot_))) {
+        if (s->rop_.flags_ & MUX__OPF_MULTI) /* kept armed since the stop: end it now */
+            mux__op_cancel(s->loop_, &s->rop_);
         return -EBUSY;
+    }
     struct mux__loop *loop = s->loop_, *owner = mux__bufpool_owner(pool);
     if (owner && owner != loop)
         return -EINVAL; /* its buffers are in another loop's kernel ring */
@@ -777,6 +838,7 @@ MUX_EXPORT int mux_stream_close(mux_stream_t *s, mux_close_cb cb)
         s->status_ = -ECANCELED;
         s->flags_ |= S_SHUT | S_DSHUT;
     }
+    mux__stream_unpark(s); /* parked completions: their buffers go back */
     mux__op_cancel(loop, &s->rop_);
     mux__op_cancel(loop, &s->wop_);
     mux__sock_close(s->sock_);

@@ -5,6 +5,8 @@
  * buffers. Every case runs on every backend; where io_uring's native path (a pool's free
  * buffers become one loop's provided-buffer ring in the kernel) can be told apart through
  * the public API, the case asserts what each path must do. */
+#include <sys/ioctl.h>
+
 #include "stream_util.h"
 
 /* ---- running dry, and giving buffers back ---- */
@@ -725,4 +727,184 @@ static void mr_run(const char *entries)
 TEST(many_pool_reads_started_in_one_iteration_all_get_buffers) {
     mr_run(NULL);
     mr_run("4");
+}
+
+/* ---- a pool reader that stops while the peer keeps sending; a burst; close ---- */
+
+#define SR_COUNT 32
+#define SR_SIZE  64
+#define SR_TOTAL (48 * 1024)
+
+struct sr {
+    mux_stream_t s;
+    mux_bufpool_t pool;
+    char mem[SR_COUNT * SR_SIZE];
+    uint32_t slots[SR_COUNT];
+    char *src;
+    uint64_t got;
+    int calls, errors, stop_after, closed;
+    volatile int done;
+};
+
+static void sr_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct sr *r = s->data;
+    r->calls++;
+    if (nread <= 0) {
+        r->errors++; /* neither an error (-ENOBUFS) nor the end is expected */
+        r->done = 1;
+        return;
+    }
+    CHECK_LE(r->got + (uint64_t)nread, SR_TOTAL);
+    if (memcmp(buf, r->src + r->got, (size_t)nread) != 0)
+        harness_fail(__FILE__, __LINE__, "the pool reader got the bytes in order", NULL);
+    r->got += (uint64_t)nread;
+    CHECK_EQ(mux_bufpool_put(&r->pool, buf), 0);
+    if (r->stop_after && r->calls == r->stop_after)
+        CHECK_EQ(mux_read_stop(s), 0);
+    if (r->got == SR_TOTAL)
+        r->done = 1;
+}
+
+static void sr_closed_cb(mux_stream_t *s)
+{
+    ((struct sr *)s->data)->closed = 1;
+}
+
+/* Opens `loop`, a socketpair `sv`, and a stream on sv[0] with its pool. */
+static struct sr *sr_open(mux_loop_t *loop, int sv[2])
+{
+    loop_open(loop);
+    make_socketpair(sv);
+    struct sr *r = calloc(1, sizeof *r);
+    CHECK(r != NULL);
+    CHECK((r->src = malloc(SR_TOTAL)) != NULL);
+    pattern_init();
+    pattern_fill(r->src, 0, SR_TOTAL);
+    CHECK_EQ(mux_bufpool_init(&r->pool, r->mem, SR_SIZE, SR_COUNT, r->slots), 0);
+    r->s.data = r;
+    CHECK_EQ(mux_stream_open(loop, &r->s, sv[0]), 0);
+    return r;
+}
+
+/* Closes the stream: the pool is whole after its close callback. Frees `r`. */
+static void sr_close(mux_loop_t *loop, struct sr *r, int peer)
+{
+    CHECK_EQ(mux_stream_close(&r->s, sr_closed_cb), 0);
+    run_for(loop, &r->closed, 2000, "the stream closed");
+    CHECK_EQ(mux_bufpool_available(&r->pool), SR_COUNT);
+    loop_finish(loop);
+    close(peer);
+    free(r->src);
+    free(r);
+}
+
+/* Runs the loop until the read callback has run `calls` times (bounded, as run_for). */
+static void sr_wait_calls(mux_loop_t *loop, struct sr *r, int calls)
+{
+    mux_timer_t tick;
+    CHECK_EQ(mux_timer_init(&tick, ticker_cb), 0);
+    CHECK_EQ(mux_timer_start(loop, &tick, 5 * MS, 5 * MS), 0);
+    uint64_t end = mono_ns() + 2000 * MS;
+    while (r->calls < calls) {
+        CHECK_GE(mux_run(loop, MUX_RUN_ONCE), 0);
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(mux_timer_stop(loop, &tick), 0);
+}
+
+/* A reader that stops takes a few buffers' worth from the socket at most, however much the
+ * peer sends meanwhile: the kernel's socket buffer keeps the rest (on io_uring the multishot
+ * receive kept armed across the stop is ended by its second buffer, having taken at most
+ * what the kernel's ring held: a buffer per receive in flight and 8 more). Started again
+ * it gets every byte in order, and the pool is whole at the end. */
+TEST(stream_pool_reader_stopped_while_peer_sends_leaves_the_rest_in_the_socket) {
+    mux_loop_t loop;
+    int sv[2];
+    struct sr *r = sr_open(&loop, sv);
+    r->stop_after = 1;
+    CHECK_EQ(mux_read_start_pool(&r->s, &r->pool, sr_read_cb), 0);
+    write_all(sv[1], r->src, 100);
+    run_ms(&loop, 30);
+    CHECK_EQ(r->calls, 1); /* stopped in its first callback */
+    uint64_t sent = 100;
+    for (int i = 0; i < 20; i++) { /* the peer goes on: more than the pool holds */
+        write_all(sv[1], r->src + sent, 1000);
+        sent += 1000;
+        run_ms(&loop, 2);
+    }
+    run_ms(&loop, 20);
+    CHECK_EQ(r->calls, 1);
+    int inq = 0; /* what the reader left in the socket */
+    CHECK_EQ(ioctl(sv[0], FIONREAD, &inq), 0);
+    CHECK_GE(inq, (int)(sent - 100 - 10 * SR_SIZE));
+    r->stop_after = 0;
+    CHECK_EQ(mux_read_start_pool(&r->s, &r->pool, sr_read_cb), 0);
+    write_all(sv[1], r->src + sent, SR_TOTAL - sent);
+    run_for(&loop, &r->done, 5000, "every byte after the restart");
+    CHECK_EQ(r->errors, 0);
+    CHECK_EQ(r->got, SR_TOTAL);
+    CHECK_EQ(mux_bufpool_available(&r->pool), SR_COUNT);
+    sr_close(&loop, r, sv[1]);
+}
+
+/* An echo server's pattern: stop in the read callback, start again later. On io_uring the
+ * multishot receive stays armed across it (no cancel, no new receive per message); every
+ * message arrives whole, in order, on every backend. */
+TEST(stream_pool_reader_stopping_per_message_keeps_its_receive_armed) {
+    mux_loop_t loop;
+    int sv[2];
+    struct sr *r = sr_open(&loop, sv);
+    CHECK_EQ(mux_read_start_pool(&r->s, &r->pool, sr_read_cb), 0);
+    uint64_t sent = 0;
+    for (int i = 1; i <= 50; i++) {
+        r->stop_after = i;
+        write_all(sv[1], r->src + sent, 40);
+        sent += 40;
+        sr_wait_calls(&loop, r, i);
+        CHECK_EQ(r->got, sent);
+        if (native_streams(&loop))
+            CHECK((r->s.rop_.flags_ & (MUX__OPF_FLIGHT | MUX__OPF_MULTI)) ==
+                  (MUX__OPF_FLIGHT | MUX__OPF_MULTI));
+        CHECK_EQ(mux_read_start_pool(&r->s, &r->pool, sr_read_cb), 0);
+    }
+    CHECK_EQ(r->calls, 50);
+    CHECK_EQ(r->errors, 0);
+    sr_close(&loop, r, sv[1]);
+}
+
+/* A burst larger than the kernel's ring holds (io_uring keeps a few buffers more than
+ * there are receives in it): the multishot receive runs the ring dry, a single receive
+ * follows, and the reader, giving every buffer back, never sees -ENOBUFS. */
+TEST(stream_pool_burst_larger_than_the_ring_arrives_whole_without_enobufs) {
+    mux_loop_t loop;
+    int sv[2];
+    struct sr *r = sr_open(&loop, sv);
+    int sz = 1 << 20;
+    CHECK_EQ(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz), 0);
+    write_all(sv[1], r->src, SR_TOTAL);
+    CHECK_EQ(mux_read_start_pool(&r->s, &r->pool, sr_read_cb), 0);
+    run_for(&loop, &r->done, 5000, "the whole burst");
+    CHECK_EQ(r->errors, 0);
+    CHECK_EQ(r->got, SR_TOTAL);
+    CHECK_GE(r->calls, SR_TOTAL / SR_SIZE);
+    sr_close(&loop, r, sv[1]);
+}
+
+/* Closed while stopped with completions parked: every buffer comes back to the pool and the
+ * close callback runs. */
+TEST(stream_pool_reader_closed_while_stopped_gives_every_buffer_back) {
+    mux_loop_t loop;
+    int sv[2];
+    struct sr *r = sr_open(&loop, sv);
+    r->stop_after = 1;
+    CHECK_EQ(mux_read_start_pool(&r->s, &r->pool, sr_read_cb), 0);
+    write_all(sv[1], r->src, 10);
+    sr_wait_calls(&loop, r, 1);
+    for (int i = 0; i < 4; i++) { /* several buffers' worth, each its own receive */
+        write_all(sv[1], r->src + 10 + i * SR_SIZE, SR_SIZE);
+        run_ms(&loop, 3);
+    }
+    CHECK_EQ(r->calls, 1);
+    sr_close(&loop, r, sv[1]);
 }

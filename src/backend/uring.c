@@ -104,7 +104,10 @@
  * - Operations: the kernel's own send, sendmsg, receive into a provided buffer and
  *   multishot accept, with 5.19 (probed through IORING_OP_SOCKET, which came with it); on an
  *   older kernel, or with IOMUX_URING_STREAMS=poll (to compare the two paths), open narrows
- *   the loop's capabilities and every operation is emulated over this file's polls.
+ *   the loop's capabilities and every operation is emulated over this file's polls. From 6.0
+ *   (probed through IORING_OP_SEND_ZC) a stream reading into a pool keeps one multishot
+ *   receive armed, across read stops too; IOMUX_URING_STREAMS=oneshot submits a receive per
+ *   buffer instead.
  * - Tests: IOMUX_TEST_URING_REFUSE=EPERM (or ENOSYS, or a number) makes open, and the new
  *   ring of a fork's child, fail as a refusing kernel would; IOMUX_URING_ENTRIES=n (2 to
  *   4096, else open fails with -EINVAL) sizes the SQ ring to n entries and the CQ ring to 2n,
@@ -262,7 +265,11 @@ static int mux__uring_open(struct mux__loop *loop)
     const char *ns = getenv("IOMUX_URING_STREAMS");
     if (!probe || !io_uring_opcode_supported(probe, IORING_OP_SOCKET) ||
         (ns && strcmp(ns, "poll") == 0))
-        loop->caps &= ~(MUX__CAP_OPS | MUX__CAP_ACCEPT_MULTI);
+        loop->caps &= ~(MUX__CAP_OPS | MUX__CAP_ACCEPT_MULTI | MUX__CAP_RECV_MULTI);
+    /* Multishot receives came with 6.0, as did the zero-copy send opcode, which says so. */
+    if (!probe || !io_uring_opcode_supported(probe, IORING_OP_SEND_ZC) ||
+        (ns && strcmp(ns, "oneshot") == 0))
+        loop->caps &= ~(unsigned)MUX__CAP_RECV_MULTI;
     if (probe)
         io_uring_free_probe(probe);
     loop->bdata = st; /* the fd table starts zeroed: no fd has a request yet */
@@ -699,8 +706,10 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     int err = mux__uring_rearms(loop);
     if (err != 0)
         return err;
-    if (ended || st->ndefer || io_uring_cq_ready(&st->ring) || mux__uring_cq_overflow(st))
+    if (ended || (st->ndefer && (st->defer_retry || loop->ops_unpark)) ||
+        io_uring_cq_ready(&st->ring) || mux__uring_cq_overflow(st))
         timeout_ns = 0;
+    loop->ops_unpark = 0;
     int r = mux__uring_enter(st, timeout_ns);
     st->post_enter = 1;
     unsigned got = 0;
@@ -768,7 +777,8 @@ static int mux__uring_wait(struct mux__loop *loop, int64_t timeout_ns)
 const struct mux__backend mux__backend_uring = {
     .name = "uring",
     .caps = MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) | MUX__CAP(MUX__OP_SENDV) |
-            MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP_ACCEPT_MULTI | MUX__CAP_WAKE_FD,
+            MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP_ACCEPT_MULTI | MUX__CAP_RECV_MULTI |
+            MUX__CAP_WAKE_FD,
     .fd_limit = INT_MAX,
     .open = mux__uring_open,
     .close = mux__uring_close,

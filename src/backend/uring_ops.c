@@ -17,9 +17,12 @@
  * - Completions only record results and queue tasks (mux__op_complete), so no callback runs
  *   inside the reap and nothing is submitted from it.
  * - Refusals. A listener with a full batch of accepted connections refuses the next
- *   completion of its multishot accept: that CQE, and the later ones of the same
+ *   completion of its multishot accept, and a stream refuses its multishot receive's next
+ *   buffer while the last one waits for delivery: that CQE, and the later ones of the same
  *   operation, are copied out of the ring and offered again in the next iteration, in
- *   order, while everything else goes on. The ring never stalls.
+ *   order, while everything else goes on. The ring never stalls. A stopped reader parks
+ *   them instead: they are offered again at every wait, but no wait returns early for them
+ *   (it would spin) until the owner sets loop->ops_unpark.
  * - Cancel (IORING_OP_ASYNC_CANCEL by user data) is itself asynchronous: the operation's
  *   last CQE comes later (-ECANCELED, or its result if it finished first), and its owner
  *   waits for it. An operation cancelled before it was submitted ends with the next wait.
@@ -39,6 +42,11 @@
  *   pool's free list, most recently used first, and top the ring up as receives are armed
  *   and buffers come back. A receive takes at most one buffer, so the ring never runs dry
  *   while the pool has free buffers.
+ * - Multishot receives (6.0) never poll first: with IORING_RECVSEND_POLL_FIRST, one that
+ *   has emptied the socket misses an end of stream that came before (6.18 here: a socketpair
+ *   holding 8 bytes and a shutdown gives two CQEs and then none, where without the flag the
+ *   third says 0). Arming without it costs one receive that finds the socket empty, once
+ *   per multishot, not per buffer.
  * - After a fork or lost CQEs the ring is new: the buffer rings are registered again with
  *   every buffer the caller does not hold, and every operation that was in flight completes
  *   (-ECANCELED in a fork's child: its owner submits it again; -EIO after lost CQEs, as a
@@ -59,7 +67,13 @@
 
 /* mux__uop.queue: what the next wait does; mux__uop.state: where the operation is. */
 enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
-enum { MUX__OPS_QUEUED = 0x1, MUX__OPS_FLIGHT = 0x2, MUX__OPS_KEPT = 0x4, MUX__OPS_REFUSED = 0x8 };
+enum {
+    MUX__OPS_QUEUED = 0x1,
+    MUX__OPS_FLIGHT = 0x2,
+    MUX__OPS_KEPT = 0x4,    /* CQEs of it are kept (st->defer) */
+    MUX__OPS_REFUSED = 0x8, /* refused in this redelivery: its later CQEs are not offered */
+    MUX__OPS_PARKED = 0x10, /* its owner parked them (backend.h, "Multishot") */
+};
 
 struct mux__upool {
     mux_bufpool_t *pool;
@@ -266,9 +280,14 @@ static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, 
     switch (op->kind_) {
     case MUX__OP_RECV_POOL:
         sqe->opcode = IORING_OP_RECV;
-        sqe->len = (uint32_t)mux__bufpool_size(op->a_.pool);
         sqe->flags = IOSQE_BUFFER_SELECT;
         sqe->buf_group = mux__upool_of(op->a_.pool)->bgid;
+        if (op->flags_ & MUX__OPF_MULTI) {
+            /* A CQE per buffer filled, of the buffer's size; never polling first (the top). */
+            sqe->ioprio = IORING_RECV_MULTISHOT;
+            break;
+        }
+        sqe->len = (uint32_t)mux__bufpool_size(op->a_.pool);
         /* The socket is likely empty: wait for data before trying. */
         sqe->ioprio = op->flags_ & MUX__OPF_POLL_FIRST ? IORING_RECVSEND_POLL_FIRST : 0;
         break;
@@ -342,7 +361,7 @@ void mux__uring_ops_prep(struct mux__uring *st, struct io_uring_sqe *sqe, struct
     mux__op_link(st, op);
 }
 
-/* One CQE of an operation. Returns nonzero when its owner has no room for it now. */
+/* One CQE of an operation. Returns 0, or its owner's refusal (1 or 2, backend.h). */
 static int mux__uring_op_cqe(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
 {
     struct mux__op *op = mux__cqe_op(ud);
@@ -351,21 +370,27 @@ static int mux__uring_op_cqe(struct mux__loop *loop, uint64_t ud, int res, unsig
         (more ? MUX__OPC_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPC_NONEMPTY : 0);
     char *buf = NULL;
     uint32_t bid = 0;
-    if (flags & IORING_CQE_F_BUFFER) {
+    struct mux__upool *up = NULL;
+    if (flags & IORING_CQE_F_BUFFER) { /* the owner's from done_ on, until mux_bufpool_put */
         bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        buf = mux__bufpool_addr(op->a_.pool, bid);
+        up = mux__upool_of(op->a_.pool);
+        buf = mux__bufpool_taken(op->a_.pool, bid);
+        up->inring--;
     }
     if (!more)
         mux__op_unlink(op);
-    if (mux__unlikely(mux__op_complete(op, res, buf, opf) != 0)) {
+    int refused = mux__op_complete(op, res, buf, opf);
+    if (mux__unlikely(refused != 0)) {
+        if (buf) { /* its buffer comes again with it */
+            mux__bufpool_untake(op->a_.pool, bid);
+            up->inring++;
+        }
         if (!more)
             mux__op_link(loop->bdata, op); /* still in flight: this completion comes again */
-        return 1;
+        return refused;
     }
-    if (buf) { /* the caller's now, until mux_bufpool_put */
-        mux__bufpool_taken(op->a_.pool, bid);
-        mux__upool_of(op->a_.pool)->inring--;
-    }
+    if (buf && more) /* a multishot receive takes the next from the ring as well */
+        mux__upool_topup(up);
     return 0;
 }
 
@@ -386,14 +411,19 @@ static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cq
 
 int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
 {
+    struct mux__uring *st = loop->bdata;
     struct mux__uop *u = mux__U(mux__cqe_op(cqe->user_data));
+    int refused = 1;
     /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
     if (!(u->state & MUX__OPS_KEPT) &&
-        mux__uring_op_cqe(loop, cqe->user_data, cqe->res, cqe->flags) == 0)
+        (refused = mux__uring_op_cqe(loop, cqe->user_data, cqe->res, cqe->flags)) == 0)
         return 0;
-    int err = mux__uring_defer(loop->bdata, cqe);
-    if (err == 0)
-        u->state |= MUX__OPS_KEPT;
+    int err = mux__uring_defer(st, cqe);
+    if (err == 0) {
+        u->state |= MUX__OPS_KEPT | (refused == 2 ? MUX__OPS_PARKED : 0);
+        if (!(u->state & MUX__OPS_PARKED))
+            st->defer_retry = 1;
+    }
     return err;
 }
 
@@ -405,19 +435,24 @@ unsigned mux__uring_ops_redeliver(struct mux__loop *loop)
         return 0;
     for (i = 0; i < n; i++)
         mux__U(mux__cqe_op(st->defer[i].ud))->state &=
-            (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
+            (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED | MUX__OPS_PARKED);
     for (i = 0; i < n; i++) {
         struct mux__cqe d = st->defer[i];
         struct mux__uop *u = mux__U(mux__cqe_op(d.ud));
-        if ((u->state & MUX__OPS_REFUSED) || mux__uring_op_cqe(loop, d.ud, d.res, d.flags) != 0) {
-            u->state |= MUX__OPS_REFUSED;
+        int refused = 1;
+        if ((u->state & MUX__OPS_REFUSED) ||
+            (refused = mux__uring_op_cqe(loop, d.ud, d.res, d.flags)) != 0) {
+            u->state |= MUX__OPS_REFUSED | (refused == 2 ? MUX__OPS_PARKED : 0);
             st->defer[k++] = d;
         }
     }
     st->ndefer = k;
+    st->defer_retry = 0;
     for (i = 0; i < k; i++) {
         struct mux__uop *u = mux__U(mux__cqe_op(st->defer[i].ud));
         u->state = (uint8_t)((u->state & ~MUX__OPS_REFUSED) | MUX__OPS_KEPT);
+        if (!(u->state & MUX__OPS_PARKED))
+            st->defer_retry = 1;
     }
     return n - k;
 }
@@ -457,12 +492,13 @@ void mux__uring_ops_drop_ring(struct mux__loop *loop, int lost)
     for (uint32_t i = 0; i < st->ndefer; i++) {
         struct mux__cqe d = st->defer[i];
         struct mux__op *op = mux__cqe_op(d.ud);
-        mux__U(op)->state &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED);
+        mux__U(op)->state &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED | MUX__OPS_PARKED);
         int taken = lost && mux__uring_op_cqe(loop, d.ud, d.res, d.flags) == 0;
         if (!taken && op->kind_ == MUX__OP_ACCEPT && d.res >= 0)
             close(d.res); /* the parent's, or refused again: nobody here will take it */
     }
     st->ndefer = 0;
+    st->defer_retry = 0;
 }
 
 void mux__uring_ops_new_ring(struct mux__loop *loop, int lost)
