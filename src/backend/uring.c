@@ -234,6 +234,7 @@ static int mux__uring_setup(struct mux__uring *st)
             return -ENOSYS;
         }
         st->skip = p.features & IORING_FEAT_CQE_SKIP ? IOSQE_CQE_SKIP_SUCCESS : 0;
+        st->sq_head = 0; /* a new ring's */
         st->disabled = st->deferred = (tries[i] & IORING_SETUP_DEFER_TASKRUN) != 0;
         st->taskrun_flag = (tries[i] & IORING_SETUP_TASKRUN_FLAG) != 0;
         st->ring_ok = 1;
@@ -347,23 +348,50 @@ static void mux__uring_rearm_add(struct mux__loop *loop, int fd)
     mux__fd_at(loop, fd)->kmask |= MUX__K_REARM;
 }
 
+/* Poll bits to MUX_* and back, by shifts: they run once per event. */
+_Static_assert(POLLIN == 1 && POLLOUT == 4 && POLLRDHUP == 0x2000 && MUX_READ == 1 &&
+                   MUX_WRITE == 2,
+               "the shifts below");
+
 static unsigned mux__uring_revents(int res)
 {
-    unsigned got = (res & (POLLIN | POLLRDHUP) ? MUX_READ : 0) | (res & POLLOUT ? MUX_WRITE : 0);
-    return res & (POLLERR | POLLHUP) ? got | MUX__IO_EVENTS : got;
+    unsigned r = (unsigned)res;
+    unsigned got = ((r | r >> 13) & MUX_READ) | (r >> 1 & MUX_WRITE); /* POLLIN|RDHUP, POLLOUT */
+    return r & (POLLERR | POLLHUP) ? MUX__IO_EVENTS : got;
 }
 
-static int mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd, unsigned want);
+/* An SQE slot for the CQE of an ended poll to re-arm it in, or NULL when the SQ ring is
+ * full. liburing's io_uring_get_sqe without its reads of the setup flags, and with the
+ * ring's head as last read: the kernel only moves it on, so a stale one errs on the full
+ * side, and it is read again only then. */
+static inline struct io_uring_sqe *mux__uring_sqe(struct mux__uring *st)
+{
+    struct io_uring_sq *sq = &st->ring.sq;
+    unsigned tail = sq->sqe_tail;
+    if (mux__unlikely(tail - st->sq_head >= sq->ring_entries)) {
+        st->sq_head = IO_URING_READ_ONCE(*sq->khead);
+        if (tail - st->sq_head >= sq->ring_entries)
+            return NULL;
+    }
+    sq->sqe_tail = tail + 1;
+    return &sq->sqes[tail & sq->ring_mask];
+}
+
+static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux__uring *st,
+                                                                      struct io_uring_sqe *sqe,
+                                                                      struct mux__fd *e, int fd,
+                                                                      unsigned want);
 
 /* One CQE. Never submits: what it needs from the kernel goes through the core's change
  * list (mux__fd_touch with force re-arms) or the re-arm list. */
-static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
+static inline __attribute__((always_inline)) void
+mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags, int post)
 {
     unsigned kind = (unsigned)(ud >> 62);
     int fd = (int)(uint32_t)ud;
-    struct mux__fd *e = kind == MUX__UD_REMOVE ? NULL : mux__fd_find(loop, fd);
-    if (!e)
+    if (kind == MUX__UD_REMOVE)
         return;
+    struct mux__fd *e = mux__fd_at(loop, fd); /* armed, so in the table, which never shrinks */
     if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->bgen & MUX__GEN_MASK) ||
         !(e->kmask & MUX__IO_EVENTS))
         return; /* a removed or replaced request */
@@ -401,15 +429,16 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
          * waits on the re-arm list. */
         e->kmask &= MUX__K_REARM;
         struct mux__uring *st = loop->bdata;
-        if (mux__likely(st->post_enter && !(e->kmask & MUX__K_REARM) &&
-                        (e->want & MUX__IO_EVENTS) && io_uring_sq_space_left(&st->ring)))
-            mux__uring_prep_add(st, e, fd, e->want);
+        struct io_uring_sqe *sqe;
+        if (mux__likely(post && !(e->kmask & MUX__K_REARM) && (e->want & MUX__IO_EVENTS) &&
+                        (sqe = mux__uring_sqe(st)) != NULL))
+            mux__uring_fill_add(st, sqe, e, fd, e->want);
         else
             mux__uring_rearm_add(loop, fd);
     }
     /* Watchers are called from here only after the wait's enter: the reaps that make room
      * in the SQ ring before it run inside the batch of changes, where they only queue. */
-    if (mux__likely(((struct mux__uring *)loop->bdata)->post_enter))
+    if (mux__likely(post))
         mux__fd_report(loop, e, mux__uring_revents(res));
     else if (!(e->changed & MUX__FD_FORCE))
         mux__fd_queue(loop, e, mux__uring_revents(res));
@@ -422,12 +451,15 @@ static void mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, un
 static unsigned mux__uring_reap(struct mux__loop *loop)
 {
     struct mux__uring *st = loop->bdata;
-    struct io_uring_cqe *cqe;
-    unsigned head, n = 0;
-    io_uring_for_each_cqe(&st->ring, head, cqe)
-    {
+    struct io_uring_cq *cq = &st->ring.cq;
+    /* The tail once: CQEs posted meanwhile (the kernel runs task work when a callback makes
+     * a system call) are the next reap's, which the next wait makes at once. */
+    unsigned head = *cq->khead, tail = io_uring_smp_load_acquire(cq->ktail), n = 0;
+    int post = st->post_enter; /* watchers may be called: after the wait's enter */
+    for (; head != tail; head++) {
+        const struct io_uring_cqe *cqe = &cq->cqes[head & cq->ring_mask]; /* no CQE32 */
         if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
-            mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags);
+            mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags, post);
             if (mux__forked_since(loop))
                 return n + 1; /* a callback forked: in the child, the ring is the parent's */
         } else if (mux__uring_ops_cqe(loop, cqe) != 0) {
@@ -473,7 +505,7 @@ static struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int f
 
 static uint32_t mux__uring_mask(unsigned want)
 {
-    uint32_t m = (want & MUX_READ ? POLLIN : 0) | (want & MUX_WRITE ? POLLOUT : 0);
+    uint32_t m = (want & MUX_READ) | (want & MUX_WRITE) << 1; /* POLLIN, POLLOUT */
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     m = m << 16 | m >> 16; /* poll32_events is stored half-word swapped */
 #endif
@@ -497,18 +529,29 @@ static int mux__uring_prep_update(struct mux__uring *st, int fd, uint32_t gen, u
     return 0;
 }
 
-/* A new request for `want`: one-shot for level-triggered watchers, multishot for edge. */
+/* A new request for `want` in `sqe`, the SQ ring's last: one-shot for level-triggered
+ * watchers, multishot for edge. */
+static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux__uring *st,
+                                                                      struct io_uring_sqe *sqe,
+                                                                      struct mux__fd *e, int fd,
+                                                                      unsigned want)
+{
+    e->bgen++;
+    *sqe = (struct io_uring_sqe){.opcode = IORING_OP_POLL_ADD,
+                                 .fd = fd,
+                                 .poll32_events = mux__uring_mask(want),
+                                 .len = want & MUX_EDGE ? IORING_POLL_ADD_MULTI : 0,
+                                 .user_data = mux__ud(MUX__UD_POLL, fd, e->bgen)};
+    e->bslot = st->ring.sq.sqe_tail - 1;
+    e->kmask = (uint8_t)((e->kmask & MUX__K_REARM) | want);
+}
+
 static int mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd, unsigned want)
 {
-    struct io_uring_sqe *sqe =
-        mux__uring_prep(st, IORING_OP_POLL_ADD, fd, mux__ud(MUX__UD_POLL, fd, e->bgen + 1));
+    struct io_uring_sqe *sqe = mux__uring_sqe(st);
     if (!sqe)
         return -EAGAIN;
-    e->bgen++;
-    e->bslot = st->ring.sq.sqe_tail - 1;
-    sqe->poll32_events = mux__uring_mask(want);
-    sqe->len = want & MUX_EDGE ? IORING_POLL_ADD_MULTI : 0;
-    e->kmask = (uint8_t)((e->kmask & MUX__K_REARM) | want);
+    mux__uring_fill_add(st, sqe, e, fd, want);
     return 0;
 }
 

@@ -55,6 +55,7 @@ struct mux__uring {
     struct mux__cqe *defer; /* operation CQEs taken out of the ring, not yet taken */
     uint32_t ndefer, defer_cap;
     uint8_t defer_retry; /* a kept CQE is not parked: the next wait does not block */
+    unsigned sq_head;    /* the SQ ring's head as last read: the kernel only moves it on */
     struct msghdr *msgs; /* one per SQE slot: a sendmsg's header, read when submitted */
     unsigned nmsgs;
     struct mux__upool *pools; /* pools with a provided-buffer ring */
