@@ -32,8 +32,9 @@
  * - Completion. The backend calls mux__op_complete(op, res, buf, flags): `res` is the byte
  *   count, the accepted socket, 0, or a negative errno; `buf` is the pool buffer a receive
  *   filled (the owner's until mux_bufpool_put); `flags` are MUX__OPC_*. The owner's done_
- *   only records the result and queues its own delivery (a task): it never calls user code
- *   and never submits, so a completion may come from inside `wait`, and from inside the
+ *   only records the result and queues its own delivery (a task), or cancels the multishot
+ *   operation whose completion it refuses: it never calls user code and never submits (a
+ *   cancel only queues), so a completion may come from inside `wait`, and from inside the
  *   submitting call itself (an emulated operation that could be done at once). Except with
  *   MUX__OPC_NOW: the completion comes from where the loop dispatches callbacks (the
  *   emulation's watcher), so the owner delivers at once, user callbacks included, and may

@@ -67,7 +67,7 @@ enum {
     S_RFILLED = 0x10000,  /* the last receive filled its buffer: data may be left (a guess) */
     S_CTIMEOUT = 0x20000, /* a timeout cancelled the connect: it ends with -ETIMEDOUT */
     S_RSINGLE = 0x40000,  /* a multishot receive ran the ring dry: the next is a single one */
-    S_RSURPLUS = 0x80000, /* stopped, a multishot receive parked a completion: end it */
+    S_RSURPLUS = 0x80000, /* stopped, a multishot receive parked a completion: ended */
 };
 
 #define MUX__GATHER_MAX 64 /* buffers of queued writes gathered into one send */
@@ -340,10 +340,10 @@ static __attribute__((noinline)) int mux__stream_rop_surplus(mux_stream_t *s, st
         return 0;
     }
     if (s->flags_ & S_READING)
-        return 1; /* next, once the one waiting is delivered */
-    if (!(s->flags_ & S_RSURPLUS)) {
-        s->flags_ |= S_RSURPLUS; /* the task cancels it: data goes on arriving */
-        mux__stream_kick(s);
+        return 1;                    /* next, once the one waiting is delivered */
+    if (!(s->flags_ & S_RSURPLUS)) { /* data goes on arriving: end it (once) */
+        s->flags_ |= S_RSURPLUS;
+        mux__op_cancel(s->loop_, op);
     }
     return 2; /* until reading starts again */
 }
@@ -389,7 +389,7 @@ static void mux__stream_recv_next(mux_stream_t *s)
         if ((s->loop_->caps & MUX__CAP_RECV_MULTI) && !(s->flags_ & S_RSINGLE) &&
             mux__op_native(s->loop_, op))
             hint |= MUX__OPF_MULTI;
-        s->flags_ &= ~(unsigned)S_RSINGLE;
+        s->flags_ &= ~(unsigned)(S_RSINGLE | S_RSURPLUS);
     } else {
         op->kind_ = MUX__OP_RECV;
         op->a_.buf = s->rto_.buf;
@@ -510,10 +510,6 @@ static void mux__stream_run(struct mux__task *t)
                 return;
             }
             break; /* the last completions come first */
-        } else if (f & S_RSURPLUS) {
-            s->flags_ &= ~(unsigned)S_RSURPLUS;
-            if (!(f & S_READING)) /* a second buffer filled while stopped: end the receive */
-                mux__op_cancel(s->loop_, &s->rop_);
         } else if ((f & (S_READING | S_RDONE)) == S_READING && !mux__op_in_flight(&s->rop_)) {
             mux__stream_recv_next(s);
             if (!(s->flags_ & S_RDONE))
@@ -673,11 +669,11 @@ MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct
 /* A multishot receive may have parked completions: offered again from the next wait. */
 static void mux__stream_unpark(mux_stream_t *s)
 {
-    if (mux__op_in_flight(&s->rop_) && (s->rop_.flags_ & MUX__OPF_MULTI))
+    if ((s->rop_.flags_ & (MUX__OPF_FLIGHT | MUX__OPF_MULTI)) == (MUX__OPF_FLIGHT | MUX__OPF_MULTI))
         s->loop_->ops_unpark = 1;
 }
 
-static void mux__read_start(mux_stream_t *s, mux_read_cb cb)
+static inline __attribute__((always_inline)) void mux__read_start(mux_stream_t *s, mux_read_cb cb)
 {
     s->read_cb_ = cb;
     s->flags_ |= S_READING;
