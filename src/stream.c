@@ -30,6 +30,9 @@
  * while stopped, parked, and the receive cancelled, so a stopped reader holds a few
  * buffers at most and the kernel's socket buffer takes the rest, as with single receives.
  *
+ * A write to an empty queue, where sends are emulated, is sent from mux_write itself, as
+ * the emulation would have at once: most finish there, their callbacks from the task.
+ *
  * Hints keep the system calls down: a receive polls first unless the last one said data is
  * left (the kernel's NONEMPTY, kept across a read stop, or the emulation's guess that a
  * filled buffer means more, which is not), and a send after one that found the socket full
@@ -744,6 +747,37 @@ MUX_EXPORT int mux_read_stop(mux_stream_t *s)
     return 0;
 }
 
+/* A write to an empty queue, where the operation layer would emulate the send: sent here,
+ * as that layer would at once, without its round trip (submit, attempt, completion, the
+ * slot taken in). Returns 1 when the write is done with (its callback comes from the
+ * task); else 0, with the bytes that went taken off `req` and *left, and the socket's
+ * fullness noted: the normal path sends the rest. */
+static int mux__stream_send_direct(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs,
+                                   unsigned nbufs, size_t *left)
+{
+    if ((s->flags_ & (S_WDONE | S_WFULL | S_CLOSING)) || mux__op_in_flight(&s->wop_) ||
+        (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) || nbufs > MUX__GATHER_MAX)
+        return 0;
+    ssize_t w = *left ? mux__sock_send(s->sock_, bufs, nbufs) : 0;
+    if (w < 0) {
+        if (w == -EAGAIN)
+            s->flags_ |= S_WFULL; /* the send waits for writability */
+        return 0;                 /* an error: the normal path meets it again and reports it */
+    }
+    if (s->to_.idle_ns | s->to_.write_ns)
+        s->last_write_ = mux__now(s->loop_);
+    if ((size_t)w == *left) {
+        req->left_ = 0;
+        mux__write_done(s, req, 0);
+        mux__stream_kick(s);
+        return 1;
+    }
+    mux__write_advance(req, (size_t)w); /* short: the socket is full */
+    *left -= (size_t)w;
+    s->flags_ |= S_WFULL;
+    return 0;
+}
+
 MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
                          mux_write_cb cb)
 {
@@ -766,6 +800,8 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
     req->left_ = left;
     req->status_ = 0;
     int first = s->wq_head_ == NULL;
+    if (first && mux__stream_send_direct(s, req, bufs, nbufs, &left))
+        return 0;
     if (first) {
         s->wq_head_ = req;
         s->last_write_ = mux__now(s->loop_);
