@@ -579,6 +579,18 @@ static void mux__stream_rearm_timer(mux_stream_t *s)
     }
 }
 
+/* A deadline at `at` began (reading or writing started): the timer moves only when it
+ * sleeps past it. One that wakes first finds nothing expired and sleeps again until the
+ * earliest deadline then, this one included. */
+static void mux__stream_deadline(mux_stream_t *s, uint64_t limit, uint64_t since)
+{
+    const mux_timer_t *t = &s->timer_;
+    if ((t->h_.flags & MUX__W_ACTIVE) &&
+        s->loop_->timers.v[t->hl_.index].at <= since + limit) /* as next_deadline adds */
+        return;
+    mux__stream_rearm_timer(s);
+}
+
 static void mux__stream_timer_cb(mux_loop_t *pub, mux_timer_t *t)
 {
     mux_stream_t *s = mux__container_of(t, mux_stream_t, timer_);
@@ -684,7 +696,7 @@ static inline __attribute__((always_inline)) void mux__read_start(mux_stream_t *
     mux__stream_kick(s); /* a kept receive first, else the next one */
     mux__stream_unpark(s);
     if (s->to_.read_ns)
-        mux__stream_rearm_timer(s);
+        mux__stream_deadline(s, s->to_.read_ns, s->last_read_);
 }
 
 /* Whether `s` may start reading: 0, -EBUSY already reading, -ENOTCONN not connected. */
@@ -824,7 +836,7 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
         }
         /* A write deadline may come before the one the timer sleeps for now. */
         if (s->wq_head_ && s->to_.write_ns)
-            mux__stream_rearm_timer(s);
+            mux__stream_deadline(s, s->to_.write_ns, s->last_write_);
     }
     return 0;
 }
