@@ -537,7 +537,8 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         if (!loop->dispatched) /* else the first callback did (backend.h) */
             loop->now_stale = 1;
         mux__gather(loop);
-        mux__invoke_pending(loop);
+        if (loop->npend) /* often all were called from inside the wait (backend.h) */
+            mux__invoke_pending(loop);
         if (loop->error) {
             err = loop->error;
             loop->error = 0;
