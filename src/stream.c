@@ -724,6 +724,16 @@ MUX_EXPORT int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_c
 
 MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_read_cb cb)
 {
+    /* Again with the pool it read from last (an echo server, per message), which is still
+     * bound where it was: only the stream's state to check. */
+    if (s && pool && cb && s->loop_ && s->rto_.pool == pool && pool->mem_ &&
+        (s->flags_ & (S_OPEN | S_CONNECTED | S_POOL | S_CLOSING | S_READING)) ==
+            (S_OPEN | S_CONNECTED | S_POOL) &&
+        (pool->loop_ == s->loop_ ||
+         (!pool->loop_ && !(s->loop_->caps & MUX__CAP(MUX__OP_RECV_POOL))))) {
+        mux__read_start(s, cb);
+        return 0;
+    }
     if (!mux__stream_valid(s) || !pool || mux_bufpool_available(pool) < 0 || !cb)
         return -EINVAL;
     int err = mux__read_can_start(s); /* before the pool is bound */
