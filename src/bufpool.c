@@ -69,11 +69,6 @@ char *mux__bufpool_get(mux_bufpool_t *p)
     return mux__bufpool_addr(p, i);
 }
 
-struct mux__loop *mux__bufpool_owner(const mux_bufpool_t *p)
-{
-    return p->loop_;
-}
-
 void mux__bufpool_bind(mux_bufpool_t *p, struct mux__loop *loop, void *kring,
                        void (*kput)(mux_bufpool_t *p))
 {

@@ -18,7 +18,10 @@
  * buffers are a kernel ring's (another loop reads from this pool natively). */
 char *mux__bufpool_get(mux_bufpool_t *p);
 /* The loop whose kernel holds the pool's free buffers, or NULL. */
-struct mux__loop *mux__bufpool_owner(const mux_bufpool_t *p);
+static inline struct mux__loop *mux__bufpool_owner(const mux_bufpool_t *p)
+{
+    return p->loop_;
+}
 /* Whether `loop`'s kernel picks this pool's buffers (its receives run natively). */
 static inline int mux__bufpool_native(const mux_bufpool_t *p, const struct mux__loop *loop)
 {

@@ -724,17 +724,8 @@ MUX_EXPORT int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_c
 
 MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_read_cb cb)
 {
-    /* Again with the pool it read from last (an echo server, per message), which is still
-     * bound where it was: only the stream's state to check. */
-    if (s && pool && cb && s->loop_ && s->rto_.pool == pool && pool->mem_ &&
-        (s->flags_ & (S_OPEN | S_CONNECTED | S_POOL | S_CLOSING | S_READING)) ==
-            (S_OPEN | S_CONNECTED | S_POOL) &&
-        (pool->loop_ == s->loop_ ||
-         (!pool->loop_ && !(s->loop_->caps & MUX__CAP(MUX__OP_RECV_POOL))))) {
-        mux__read_start(s, cb);
-        return 0;
-    }
-    if (!mux__stream_valid(s) || !pool || mux_bufpool_available(pool) < 0 || !cb)
+    /* !mem_: what mux_bufpool_available refuses, inline (an echo server restarts per message). */
+    if (!mux__stream_valid(s) || !pool || !pool->mem_ || !cb)
         return -EINVAL;
     int err = mux__read_can_start(s); /* before the pool is bound */
     if (err != 0)
@@ -833,17 +824,7 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
     s->wq_tail_ = req;
     s->wq_bytes_ += left;
     if (first) {
-        mux__stream_send_next(s); /* speculative where emulated: most writes finish here */
-        /* Sent whole inside the submit: onto the done list at once, without the write
-         * slot's round trip through the task (taken in, advanced, popped, next send). */
-        if ((s->flags_ & (S_WDONE | S_WHOLD | S_CLOSING | S_SHUTTING)) == S_WDONE &&
-            s->wres_ >= 0 && (size_t)s->wres_ == left && s->wq_head_ == req) {
-            s->flags_ &= ~(unsigned)S_WDONE;
-            s->wq_head_ = s->wq_tail_ = NULL;
-            req->left_ = 0;
-            mux__write_done(s, req, 0); /* its callback: from the task already queued */
-            return 0;
-        }
+        mux__stream_send_next(s);
         /* A write deadline may come before the one the timer sleeps for now. */
         if (s->wq_head_ && s->to_.write_ns)
             mux__stream_deadline(s, s->to_.write_ns, s->last_write_);
