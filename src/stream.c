@@ -585,9 +585,8 @@ static void mux__stream_rearm_timer(mux_stream_t *s)
 static void mux__stream_deadline(mux_stream_t *s, uint64_t limit, uint64_t since)
 {
     const mux_timer_t *t = &s->timer_;
-    if ((t->h_.flags & MUX__W_ACTIVE) &&
-        s->loop_->timers.v[t->hl_.index].at <= since + limit) /* as next_deadline adds */
-        return;
+    if ((t->h_.flags & MUX__W_ACTIVE) && t->due_ <= since + limit) /* as next_deadline adds */
+        return; /* its deadline: the heap may still hold an earlier one (timer.c) */
     mux__stream_rearm_timer(s);
 }
 

@@ -114,27 +114,48 @@ static void tmo_feed_cb(mux_loop_t *loop, mux_timer_t *tm)
 {
     struct tmo *t = tm->data;
     write_byte(t->peer);
-    if (++t->feeds == 5)
+    if (++t->feeds == 10)
         CHECK_EQ(mux_timer_stop(loop, tm), 0);
+}
+
+/* The stream's timer moved later (a longer idle timeout): the heap may still hold its
+ * earlier place, and a read deadline that begins after that must be judged by the timer's
+ * real deadline (5 s here), not by the earlier place (100 ms). Once this fired at 5 s. */
+TEST(stream_read_timeout_after_a_longer_idle_timeout_fires_on_time) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct tmo t;
+    mux_stream_timeouts_t to = {.idle_ns = 100 * MS};
+    tmo_open(&loop, &t, &to);
+    mux_stream_timeouts_t longer = {.idle_ns = 5000 * MS, .read_ns = 300 * MS};
+    CHECK_EQ(mux_stream_set_timeouts(&t.s, &longer), 0);
+    t.close_on_read_error = 1;
+    CHECK_EQ(mux_read_start(&t.s, t.rbuf, sizeof t.rbuf, tmo_read_cb), 0);
+    run_for(&loop, &t.closed, 3000, "the read timeout fired");
+    CHECK_EQ(t.read_err_calls, 1);
+    CHECK_EQ(t.read_err, -ETIMEDOUT);
+    check_on_time(t.t0, t.t_read_err, 300, 400);
+    tmo_done(&loop, &t);
 }
 
 TEST(stream_read_timeout_restarts_with_every_read) {
     mux_loop_t loop;
     loop_open(&loop);
     struct tmo t;
-    mux_stream_timeouts_t to = {.read_ns = 100 * MS};
+    mux_stream_timeouts_t to = {.read_ns = 300 * MS};
     tmo_open(&loop, &t, &to);
     t.close_on_read_error = 1;
     CHECK_EQ(mux_read_start(&t.s, t.rbuf, sizeof t.rbuf, tmo_read_cb), 0);
-    /* A byte every 40 ms for 200 ms: twice the timeout in total, never 100 ms of silence. */
+    /* A byte every 40 ms for 400 ms: longer than the timeout in total, never 300 ms of
+     * silence (a stall of the machine has 260 ms of margin). */
     CHECK_EQ(mux_timer_init(&t.feeder, tmo_feed_cb), 0);
     t.feeder.data = &t;
     CHECK_EQ(mux_timer_start(&loop, &t.feeder, 40 * MS, 40 * MS), 0);
     run_for(&loop, &t.closed, 3000, "the read timeout fired after the last byte");
-    CHECK_EQ(t.reads, 5);
+    CHECK_EQ(t.reads, 10);
     CHECK_EQ(t.read_err_calls, 1);
     CHECK_EQ(t.read_err, -ETIMEDOUT);
-    check_on_time(t.last_read_now, t.t_read_err, 100, 400);
+    check_on_time(t.last_read_now, t.t_read_err, 300, 400);
     tmo_done(&loop, &t);
 }
 
