@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "internal.h" /* the loop's wake-up descriptor */
 
 static void idle_count(mux_loop_t *loop, mux_idle_t *w)
 {
@@ -403,6 +404,7 @@ enum {
     BROKEN_NO_WRITE = 2, /* a signal meanwhile wrote nothing into a socket of the child's */
     BROKEN_IO = 4,      /* once descriptors were there again, the loop worked */
     BROKEN_SIG = 8,     /* and the signal from the broken time was delivered */
+    BROKEN_REUSED = 16, /* the child's socket has the old wake-up descriptor's number */
 };
 
 /* Runs in the child: no descriptor can be created, so re-creating the loop's kernel state
@@ -413,7 +415,7 @@ enum {
 static _Noreturn void broken_child(mux_loop_t *loop, struct broken *b, int wfd)
 {
     alarm(10);
-    int code = 0;
+    int code = 0, old_wake = mux__L(loop)->wake_wfd;
     for (int fd = 0; fd < 3; fd++) /* 0-2 taken, so that no new fd fits under a limit of 3 */
         if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
             _exit(100);
@@ -431,6 +433,7 @@ static _Noreturn void broken_child(mux_loop_t *loop, struct broken *b, int wfd)
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0)
         _exit(104);
+    code |= old_wake >= 0 && (sv[0] == old_wake || sv[1] == old_wake) ? BROKEN_REUSED : 0;
     raise(SIGUSR1);
     char c;
     if (recv(sv[0], &c, 1, 0) < 0 && errno == EAGAIN && recv(sv[1], &c, 1, 0) < 0 &&
@@ -467,7 +470,8 @@ TEST(fork_child_that_cannot_recreate_the_loop_gets_the_error_and_retries) {
     int status;
     CHECK_EQ(waitpid(pid, &status, 0), pid);
     CHECK(WIFEXITED(status));
-    CHECK_EQ(WEXITSTATUS(status), BROKEN_ERROR | BROKEN_NO_WRITE | BROKEN_IO | BROKEN_SIG);
+    CHECK_EQ(WEXITSTATUS(status),
+             BROKEN_ERROR | BROKEN_NO_WRITE | BROKEN_IO | BROKEN_SIG | BROKEN_REUSED);
     /* The parent's loop was never touched by the child's attempts. */
     write_byte(p[1]);
     CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);

@@ -631,8 +631,7 @@ static void flood_run(const char *entries)
     loop_finish(&loop);
     uint64_t elapsed = mono_ns() - t0;
     fprintf(stderr, "ring %s: whole run %.1f ms\n", entries ? entries : "default",
-            (double)elapsed / 1e6);
-    CHECK_LT(elapsed, 5000 * MS);
+            (double)elapsed / 1e6); /* bounded by the deadlines above, not by wall time */
     for (int i = 0; i < FL_N; i++)
         close(cfd[i]);
     for (int i = 0; i < FL_PAIRS; i++)
@@ -710,17 +709,18 @@ TEST(fork_in_accept_callback_serves_each_connection_once) {
     while (mono_ns() < end) {
         CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
         if (fa_in_child) /* one iteration in the child is enough: report and go */
-            _exit(fa_child);
+            _exit(10 + fa_child); /* 10 and up: a failed CHECK in the child exits with 1 */
         if (child > 0 && status < 0 && waitpid(child, &status, WNOHANG) == child)
             CHECK(WIFEXITED(status));
-        if (status >= 0 && fa_parent + WEXITSTATUS(status) >= 3)
+        if (status >= 0 && fa_parent + WEXITSTATUS(status) - 10 >= 3)
             break;
         sleep_ms(1);
     }
     CHECK_GT(child, 0);
     CHECK_GE(status, 0);
-    fprintf(stderr, "parent served %d, child %d\n", fa_parent, WEXITSTATUS(status));
-    CHECK_EQ(fa_parent + WEXITSTATUS(status), 3);
+    CHECK_GE(WEXITSTATUS(status), 10); /* the child reported, no CHECK failed there */
+    fprintf(stderr, "parent served %d, child %d\n", fa_parent, WEXITSTATUS(status) - 10);
+    CHECK_EQ(fa_parent + WEXITSTATUS(status) - 10, 3);
     CHECK_EQ(mux_listener_close(&l, NULL), 0);
     CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
     loop_close(&loop);
