@@ -44,8 +44,9 @@
  *   it. Only backends with MUX__CAP_ACCEPT_MULTI or MUX__CAP_RECV_MULTI are given one. The
  *   owner of a multishot operation may refuse a completion when it has no room: done_
  *   returns 1 ("not now": the backend offers it again, with the operation's later ones in
- *   order, from the next wait, which does not block) or 2 ("parked": offered again from
- *   later waits too, but none returns early for it until the owner sets loop->ops_unpark).
+ *   order, from the next wait, which does not block) or 2 ("parked": not offered again, and
+ *   no wait returns early for it, until the owner sets loop->ops_unpark; then from the
+ *   next wait, which does not block).
  * - Buffers. The arguments, the buffers and the buffer arrays are read until the last
  *   completion, except a connect's address, which is read during the submitting call only.
  *   A receive into a caller buffer gives the buffer back when `cancel` returns, and its

@@ -680,7 +680,8 @@ MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct
 
 /* ---- the caller's calls ------------------------------------------------------------ */
 
-/* A multishot receive may have parked completions: offered again from the next wait. */
+/* A multishot receive may have parked completions: offered again from the next wait
+ * (the close gives their buffers back). */
 static void mux__stream_unpark(mux_stream_t *s)
 {
     if ((s->rop_.flags_ & (MUX__OPF_FLIGHT | MUX__OPF_MULTI)) == (MUX__OPF_FLIGHT | MUX__OPF_MULTI))

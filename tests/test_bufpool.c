@@ -6,6 +6,7 @@
  * buffers become one loop's provided-buffer ring in the kernel) can be told apart through
  * the public API, the case asserts what each path must do. */
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 
 #include "stream_util.h"
 
@@ -907,4 +908,96 @@ TEST(stream_pool_reader_closed_while_stopped_gives_every_buffer_back) {
     }
     CHECK_EQ(r->calls, 1);
     sr_close(&loop, r, sv[1]);
+}
+
+/* ---- a fork while a stopped reader holds a completion ---- */
+
+struct fk {
+    mux_stream_t s;
+    mux_bufpool_t pool;
+    char mem[16 * 64];
+    uint32_t slots[16];
+    int got, closed;
+};
+
+static void fk_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct fk *f = s->data;
+    if (nread > 0) {
+        f->got++;
+        mux_bufpool_put(&f->pool, buf);
+    }
+    mux_read_stop(s);
+}
+
+static void fk_closed_cb(mux_stream_t *s)
+{
+    ((struct fk *)s->data)->closed = 1;
+}
+
+/* The reader stopped and holds a message that came meanwhile; a fork's child makes its own
+ * kernel state, in which the receive in flight ends (-ECANCELED) while that message is still
+ * held. The child delivers the held message, then, once the parent has closed its copy of
+ * the stream (whose receive would otherwise compete for the socket), a new one, and closes.
+ * (On io_uring the end once came past a refusal and the receive stayed "in flight" for
+ * ever: the close never completed.) */
+TEST(stream_pool_reader_holding_a_message_across_fork_reads_and_closes_in_the_child) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct fk *f = calloc(1, sizeof *f);
+    CHECK(f != NULL);
+    CHECK_EQ(mux_bufpool_init(&f->pool, f->mem, 64, 16, f->slots), 0);
+    f->s.data = f;
+    CHECK_EQ(mux_stream_open(&loop, &f->s, sv[0]), 0);
+    CHECK_EQ(mux_read_start_pool(&f->s, &f->pool, fk_read_cb), 0);
+    char x[64];
+    memset(x, 'x', sizeof x);
+    write_all(sv[1], x, 64);
+    volatile int *got = &f->got;
+    run_for(&loop, got, 2000, "the first message");
+    write_all(sv[1], x, 64); /* arrives while stopped */
+    run_ms(&loop, 20);
+    CHECK_EQ(f->got, 1);
+    int go[2];
+    make_pipe(go);
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        alarm(10);
+        int code = 0;
+        uint64_t end = mono_ns() + 3000 * MS;
+        CHECK_EQ(mux_read_start_pool(&f->s, &f->pool, fk_read_cb), 0);
+        while (f->got < 2 && mono_ns() < end)
+            CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        code |= f->got == 2 ? 1 : 0;
+        char c;
+        while (read(go[0], &c, 1) != 1 && mono_ns() < end) /* the parent's copy is closed */
+            sleep_ms(1);
+        CHECK_EQ(mux_read_start_pool(&f->s, &f->pool, fk_read_cb), 0);
+        write_all(sv[1], x, 64);
+        end = mono_ns() + 3000 * MS;
+        while (f->got < 3 && mono_ns() < end)
+            CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        code |= f->got == 3 ? 2 : 0;
+        CHECK_EQ(mux_stream_close(&f->s, fk_closed_cb), 0);
+        end = mono_ns() + 3000 * MS;
+        while (!f->closed && mono_ns() < end)
+            CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        code |= f->closed ? 4 : 0;
+        _exit(10 + code); /* 10 and up: a failed CHECK here exits with 1 */
+    }
+    CHECK_EQ(mux_stream_close(&f->s, fk_closed_cb), 0);
+    run_for(&loop, &f->closed, 2000, "the parent's stream closed");
+    write_byte(go[1]);
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 10 + 7);
+    loop_finish(&loop);
+    close(go[0]);
+    close(go[1]);
+    close(sv[1]);
+    free(f);
 }

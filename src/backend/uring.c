@@ -749,14 +749,16 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     int err = mux__uring_rearms(loop);
     if (err != 0)
         return err;
-    if (ended || (st->ndefer && (st->defer_retry || loop->ops_unpark)) ||
-        io_uring_cq_ready(&st->ring) || mux__uring_cq_overflow(st))
+    /* Kept CQEs are offered again unless all are parked and no owner unparked them: a
+     * stopped reader's would be refused at every wait. */
+    int offer = st->ndefer && (st->defer_retry || loop->ops_unpark);
+    if (ended || offer || io_uring_cq_ready(&st->ring) || mux__uring_cq_overflow(st))
         timeout_ns = 0;
     loop->ops_unpark = 0;
     int r = mux__uring_enter(st, timeout_ns);
     st->post_enter = 1;
     unsigned got = 0;
-    if (mux__unlikely(st->ndefer))
+    if (mux__unlikely(offer))
         got += mux__uring_ops_redeliver(loop);
     got += mux__uring_reap(loop);
     if (mux__forked_since(loop))

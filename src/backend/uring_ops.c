@@ -21,8 +21,9 @@
  *   buffer while the last one waits for delivery: that CQE, and the later ones of the same
  *   operation, are copied out of the ring and offered again in the next iteration, in
  *   order, while everything else goes on. The ring never stalls. A stopped reader parks
- *   them instead: they are offered again at every wait, but no wait returns early for them
- *   (it would spin) until the owner sets loop->ops_unpark.
+ *   them instead: they are not offered again, and no wait returns early for them (it would
+ *   spin), until the owner sets loop->ops_unpark. A buffer a kept CQE names left the
+ *   kernel's ring when the CQE was reaped (inring counts it out then, once).
  * - Cancel (IORING_OP_ASYNC_CANCEL by user data) is itself asynchronous: the operation's
  *   last CQE comes later (-ECANCELED, or its result if it finished first), and its owner
  *   waits for it. An operation cancelled before it was submitted ends with the next wait.
@@ -50,8 +51,9 @@
  * - After a fork or lost CQEs the ring is new: the buffer rings are registered again with
  *   every buffer the caller does not hold, and every operation that was in flight completes
  *   (-ECANCELED in a fork's child: its owner submits it again; -EIO after lost CQEs, as a
- *   send may have been done unseen). CQEs kept for the owners were the old ring's; in a
- *   child, a connection accepted there is the parent's, and is closed.
+ *   send may have been done unseen), through the kept CQEs, from the next wait. CQEs kept
+ *   for the owners were the old ring's; in a child, a connection accepted there is the
+ *   parent's, and is closed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -370,28 +372,20 @@ static int mux__uring_op_cqe(struct mux__loop *loop, uint64_t ud, int res, unsig
         (more ? MUX__OPC_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPC_NONEMPTY : 0);
     char *buf = NULL;
     uint32_t bid = 0;
-    struct mux__upool *up = NULL;
     if (flags & IORING_CQE_F_BUFFER) { /* the owner's from done_ on, until mux_bufpool_put */
         bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        up = mux__upool_of(op->a_.pool);
         buf = mux__bufpool_taken(op->a_.pool, bid);
-        up->inring--;
     }
     if (!more)
         mux__op_unlink(op);
     int refused = mux__op_complete(op, res, buf, opf);
     if (mux__unlikely(refused != 0)) {
-        if (buf) { /* its buffer comes again with it */
+        if (buf) /* its buffer comes again with it */
             mux__bufpool_untake(op->a_.pool, bid);
-            up->inring++;
-        }
         if (!more)
             mux__op_link(loop->bdata, op); /* still in flight: this completion comes again */
-        return refused;
     }
-    if (buf && more) /* a multishot receive takes the next from the ring as well */
-        mux__upool_topup(up);
-    return 0;
+    return refused;
 }
 
 /* Keeps an operation's CQE for the next reap. 0, or -ENOMEM. */
@@ -412,8 +406,17 @@ static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cq
 int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
 {
     struct mux__uring *st = loop->bdata;
-    struct mux__uop *u = mux__U(mux__cqe_op(cqe->user_data));
+    struct mux__op *op = mux__cqe_op(cqe->user_data);
+    struct mux__uop *u = mux__U(op);
     int refused = 1;
+    if (cqe->flags & IORING_CQE_F_BUFFER) {
+        /* The kernel took it from the ring, whether its owner takes the CQE now or later;
+         * a multishot receive goes on taking buffers: the ring is topped up. */
+        struct mux__upool *up = mux__upool_of(op->a_.pool);
+        up->inring--;
+        if (cqe->flags & IORING_CQE_F_MORE)
+            mux__upool_topup(up);
+    }
     /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
     if (!(u->state & MUX__OPS_KEPT) &&
         (refused = mux__uring_op_cqe(loop, cqe->user_data, cqe->res, cqe->flags)) == 0)
@@ -509,10 +512,20 @@ void mux__uring_ops_new_ring(struct mux__loop *loop, int lost)
         st->pools_pending = 1;
         mux__upool_fill(up);
     }
-    struct mux__uop *u;
-    while ((u = st->ops.next) != &st->ops) {
+    /* Every operation in flight ends as a CQE of its own would end it: kept and offered from
+     * the next wait, so that an owner holding an earlier completion refuses it as it may any
+     * other (a stream's multishot receive does). Without memory to keep it, at once. */
+    struct mux__uop *u, *next;
+    for (u = st->ops.next; u != &st->ops; u = next) {
+        next = u->next;
         struct mux__op *op = mux__O(u);
-        mux__op_unlink(op);
-        mux__op_complete(op, lost ? -EIO : -ECANCELED, NULL, 0);
+        struct io_uring_cqe end = {.user_data = mux__op_ud(op), .res = lost ? -EIO : -ECANCELED};
+        if (mux__uring_defer(st, &end) == 0) {
+            u->state |= MUX__OPS_KEPT;
+            st->defer_retry = 1;
+        } else {
+            mux__op_unlink(op);
+            mux__op_complete(op, end.res, NULL, 0);
+        }
     }
 }
