@@ -582,8 +582,8 @@ struct mux_bufpool {
     void (*kput_)(mux_bufpool_t *pool); /* tells that backend a buffer came back */
 };
 
-/* Makes `pool` hand out `count` (1 .. UINT32_MAX - 2) buffers of `size` bytes carved from
- * `mem` (count * size bytes), using `free_slots` (count entries) for its bookkeeping;
+/* Makes `pool` hand out `count` (1 .. INT32_MAX) buffers of `size` bytes carved from
+ * `mem` (count * size bytes, which must fit a size_t), using `free_slots` (count entries) for its bookkeeping;
  * `pool->data` is kept. All three are the
  * caller's and must outlive the pool's use: where the kernel picks the buffers (io_uring),
  * until the loop that reads from it is closed (the pool's free buffers are that kernel's

@@ -10,6 +10,7 @@
  * ring. The pool knows nothing else of backends: it sits below them, as a data structure
  * that the stream layer and the backends' receives share.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "bufpool.h"
@@ -20,7 +21,9 @@
 MUX_EXPORT int mux_bufpool_init(mux_bufpool_t *p, void *mem, size_t size, uint32_t count,
                                 uint32_t *free_slots)
 {
-    if (!p || !mem || !size || !count || count >= MUX__POOL_LENT || !free_slots)
+    /* At most INT_MAX: mux_bufpool_available returns the count as an int. */
+    if (!p || !mem || !size || !count || count > INT32_MAX || !free_slots ||
+        size > SIZE_MAX / count)
         return -EINVAL;
     void *data = p->data;
     memset(p, 0, sizeof *p);
@@ -31,7 +34,6 @@ MUX_EXPORT int mux_bufpool_init(mux_bufpool_t *p, void *mem, size_t size, uint32
     p->free_ = free_slots;
     for (uint32_t i = 0; i < count; i++)
         free_slots[i] = i + 1; /* next free; count ends the list */
-    p->head_ = 0;
     return 0;
 }
 

@@ -910,6 +910,20 @@ TEST(stream_pool_reader_closed_while_stopped_gives_every_buffer_back) {
     sr_close(&loop, r, sv[1]);
 }
 
+/* A count past INT32_MAX (mux_bufpool_available returns an int) and a count * size past
+ * SIZE_MAX are refused before anything is written; the edges pass. */
+TEST(bufpool_init_refuses_counts_past_int_max_and_sizes_that_overflow) {
+    mux_bufpool_t pool;
+    char mem[64];
+    uint32_t slots[2];
+    CHECK_EQ(mux_bufpool_init(&pool, mem, 32, (uint32_t)INT32_MAX + 1, slots), -EINVAL);
+    CHECK_EQ(mux_bufpool_init(&pool, mem, SIZE_MAX / 2 + 1, 2, slots), -EINVAL);
+    CHECK_EQ(mux_bufpool_init(&pool, mem, 0, 2, slots), -EINVAL);
+    CHECK_EQ(mux_bufpool_init(&pool, mem, 32, 0, slots), -EINVAL);
+    CHECK_EQ(mux_bufpool_init(&pool, mem, 32, 2, slots), 0);
+    CHECK_EQ(mux_bufpool_available(&pool), 2);
+}
+
 /* ---- a fork while a stopped reader holds a completion ---- */
 
 struct fk {
