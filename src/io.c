@@ -77,6 +77,14 @@ void mux__fd_refresh_all(struct mux__loop *loop)
                     mux__fd_touch(loop, (int)(i << MUX__FD_LEAF_BITS | k), 1);
 }
 
+/* What the kernel is told for an fd: the union of its watchers' events, edge-triggered
+ * only if every one of them is. One watcher (whose events always hold a direction): its
+ * own events, as mux__fd_want computes them for a list of one. */
+static inline unsigned mux__io_want(const mux_io_t *w)
+{
+    return w->events_ & (MUX__IO_EVENTS | MUX_EDGE);
+}
+
 static unsigned mux__fd_want(const struct mux__fd *e)
 {
     unsigned want = 0, edge = MUX_EDGE;
@@ -156,7 +164,7 @@ static inline __attribute__((always_inline)) int mux__io_start_body(struct mux__
         e->changed |= MUX__FD_FORCE;
         w->h_.flags &= (uint8_t)~MUX__W_NEWFD;
     } else if (e->changed == MUX__FD_CHANGED && loop->changes == fd && e->head == w &&
-               (w->events_ & (MUX__IO_EVENTS | MUX_EDGE)) == e->want) {
+               mux__io_want(w) == e->want) {
         /* A restart: the stop just before put the fd on the change list, and the one
          * watcher it has again wants what the kernel was last told. Nothing to apply. */
         loop->changes = e->next_change;

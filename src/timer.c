@@ -104,14 +104,21 @@ static inline void mux__timer_redue(struct mux__loop *loop, mux_timer_t *t, uint
                                     three nodes in four, has nothing to compare with */
 }
 
-int mux__timer_set(struct mux__loop *loop, mux_timer_t *t, uint64_t at)
+/* Makes `t` due at `at`, started if inactive; an expiry gathered but not yet dispatched is
+ * void (the deadline moved). 0 or -ENOMEM. */
+static int mux__timer_reset(struct mux__loop *loop, mux_timer_t *t, uint64_t at)
 {
     mux__unqueue(loop, &t->h_);
-    t->repeat_ = 0;
     if (!(t->h_.flags & MUX__W_ACTIVE))
         return mux__timer_insert(loop, t, at);
     mux__timer_redue(loop, t, at);
     return 0;
+}
+
+int mux__timer_set(struct mux__loop *loop, mux_timer_t *t, uint64_t at)
+{
+    t->repeat_ = 0;
+    return mux__timer_reset(loop, t, at);
 }
 
 MUX_EXPORT int mux_timer_again(mux_loop_t *pub, mux_timer_t *t)
@@ -121,14 +128,8 @@ MUX_EXPORT int mux_timer_again(mux_loop_t *pub, mux_timer_t *t)
         return -EINVAL;
     if (!t->repeat_)
         return mux_timer_stop(pub, t);
-    /* An expiry gathered in this iteration but not yet dispatched is void: the deadline
-     * moved (the classic case: an io callback pushes its idle timeout back). */
-    mux__unqueue(loop, &t->h_);
-    uint64_t at = mux__sat_add(mux__now(loop), t->repeat_);
-    if (!(t->h_.flags & MUX__W_ACTIVE))
-        return mux__timer_insert(loop, t, at);
-    mux__timer_redue(loop, t, at);
-    return 0;
+    /* The classic case: an io callback pushes its idle timeout back. */
+    return mux__timer_reset(loop, t, mux__sat_add(mux__now(loop), t->repeat_));
 }
 
 /* Moves the timers at the top of the heap whose deadline moved later (mux_timer_again) to

@@ -613,6 +613,61 @@ static void swap_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
     CHECK_EQ(mux_io_start(loop, &x->wc), 0);
 }
 
+/* The first of several ready watchers forks in its callback. */
+static int fork_calls;
+static pid_t fork_pid = -1;
+
+static void fork_first_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)revents;
+    fork_calls++;
+    if (fork_pid < 0)
+        fork_pid = fork();
+    /* Stopped, not drained: parent and child share the sockets, and the bytes stay for
+     * the child's own wait to report. */
+    CHECK_EQ(mux_io_stop(loop, w), 0);
+}
+
+/* A callback that forks: in the child, the backend leaves the rest of its batch (its
+ * results are the parent's kernel state's, backend.h); the other watchers run from the
+ * child's own next wait. In the parent the batch goes on. */
+TEST(io_callback_that_forks_leaves_the_rest_of_the_batch_in_the_child) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[3][2];
+    mux_io_t w[3];
+    fork_calls = 0;
+    fork_pid = -1;
+    for (int i = 0; i < 3; i++) {
+        make_socketpair(sv[i]);
+        CHECK_EQ(mux_io_init(&w[i], fork_first_cb, sv[i][0], MUX_READ), 0);
+        CHECK_EQ(mux_io_start(&loop, &w[i]), 0);
+    }
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 3);
+    for (int i = 0; i < 3; i++)
+        write_byte(sv[i][1]);
+    CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    CHECK_GE(fork_pid, 0);
+    if (fork_pid == 0) {
+        alarm(10);
+        int in_batch = fork_calls; /* 1: the batch was left after the fork */
+        for (int i = 0; i < 20 && fork_calls < 3; i++)
+            if (mux_run(&loop, MUX_RUN_NOWAIT) < 0)
+                _exit(2);
+        _exit(in_batch == 1 && fork_calls == 3 ? 0 : 10 + in_batch);
+    }
+    CHECK_EQ(fork_calls, 3); /* the parent's batch went on */
+    int status;
+    CHECK_EQ(waitpid(fork_pid, &status, 0), fork_pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 0);
+    for (int i = 0; i < 3; i++) {
+        close(sv[i][0]);
+        close(sv[i][1]);
+    }
+    loop_close(&loop);
+}
+
 TEST(io_fd_closed_and_reused_inside_a_callback_old_event_not_delivered) {
     mux_loop_t loop;
     loop_open(&loop);
