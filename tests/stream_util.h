@@ -199,24 +199,31 @@ static inline void ticker_cb(mux_loop_t *loop, mux_timer_t *t)
     (void)t;
 }
 
-/* Runs MUX_RUN_ONCE until *flag is nonzero. A 5 ms ticker keeps every iteration short, so
- * a callback that never comes fails the case after `ms` naming `what`, never hangs it. */
-static inline void run_for(mux_loop_t *loop, const volatile int *flag, unsigned ms,
-                           const char *what)
+/* Runs MUX_RUN_ONCE until *count reaches `want`. A 5 ms ticker keeps every iteration short,
+ * so a callback that never comes fails the case after `ms` naming `what`, never hangs it. */
+static inline void run_until_count(mux_loop_t *loop, const volatile int *count, int want,
+                                   unsigned ms, const char *what)
 {
     mux_timer_t tick;
     CHECK_EQ(mux_timer_init(&tick, ticker_cb), 0);
     CHECK_EQ(mux_timer_start(loop, &tick, 5 * MS, 5 * MS), 0);
     uint64_t end = mono_ns() + ms * MS;
-    while (!*flag) {
+    while (*count < want) {
         CHECK_GE(mux_run(loop, MUX_RUN_ONCE), 0);
-        if (!*flag && mono_ns() > end) {
+        if (*count < want && mono_ns() > end) {
             char detail[160];
             snprintf(detail, sizeof detail, "not within %u ms", ms);
             harness_fail(__FILE__, __LINE__, what, detail);
         }
     }
     CHECK_EQ(mux_timer_stop(loop, &tick), 0);
+}
+
+/* The same until *flag (a 0/1 flag, or a count) is set. */
+static inline void run_for(mux_loop_t *loop, const volatile int *flag, unsigned ms,
+                           const char *what)
+{
+    run_until_count(loop, flag, 1, ms, what);
 }
 
 /* Runs the loop for `ms` milliseconds of wall time. */

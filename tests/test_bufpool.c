@@ -696,6 +696,9 @@ static void mr_run(const char *entries)
         CHECK_EQ(mux_stream_open(&loop, &m->s[i], sv[0]), 0);
         CHECK_EQ(mux_read_start_pool(&m->s[i], &m->pool, mr_read_cb), 0);
     }
+    mux_timer_t tick; /* a lost receive fails the bound below rather than blocking */
+    CHECK_EQ(mux_timer_init(&tick, ticker_cb), 0);
+    CHECK_EQ(mux_timer_start(&loop, &tick, 5 * MS, 5 * MS), 0);
     uint64_t end = mono_ns() + 5000 * MS;
     for (;;) {
         int all = 1;
@@ -705,6 +708,7 @@ static void mr_run(const char *entries)
             break;
         CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
     }
+    CHECK_EQ(mux_timer_stop(&loop, &tick), 0);
     CHECK_EQ(m->errors, 0);
     for (int i = 0; i < MR_N; i++) {
         char msg[9];
@@ -800,20 +804,6 @@ static void sr_close(mux_loop_t *loop, struct sr *r, int peer)
     free(r);
 }
 
-/* Runs the loop until the read callback has run `calls` times (bounded, as run_for). */
-static void sr_wait_calls(mux_loop_t *loop, struct sr *r, int calls)
-{
-    mux_timer_t tick;
-    CHECK_EQ(mux_timer_init(&tick, ticker_cb), 0);
-    CHECK_EQ(mux_timer_start(loop, &tick, 5 * MS, 5 * MS), 0);
-    uint64_t end = mono_ns() + 2000 * MS;
-    while (r->calls < calls) {
-        CHECK_GE(mux_run(loop, MUX_RUN_ONCE), 0);
-        CHECK_LT(mono_ns(), end);
-    }
-    CHECK_EQ(mux_timer_stop(loop, &tick), 0);
-}
-
 /* A reader that stops takes a few buffers' worth from the socket at most, however much the
  * peer sends meanwhile: the kernel's socket buffer keeps the rest (on io_uring the multishot
  * receive kept armed across the stop is ended by its second buffer, having taken at most
@@ -862,7 +852,7 @@ TEST(stream_pool_reader_stopping_per_message_keeps_its_receive_armed) {
         r->stop_after = i;
         write_all(sv[1], r->src + sent, 40);
         sent += 40;
-        sr_wait_calls(&loop, r, i);
+        run_until_count(&loop, (volatile int *)&r->calls, i, 2000, "the read callback");
         CHECK_EQ(r->got, sent);
         if (native_streams(&loop))
             CHECK((r->s.rop_.flags_ & (MUX__OPF_FLIGHT | MUX__OPF_MULTI)) ==
@@ -901,7 +891,7 @@ TEST(stream_pool_reader_closed_while_stopped_gives_every_buffer_back) {
     r->stop_after = 1;
     CHECK_EQ(mux_read_start_pool(&r->s, &r->pool, sr_read_cb), 0);
     write_all(sv[1], r->src, 10);
-    sr_wait_calls(&loop, r, 1);
+    run_until_count(&loop, (volatile int *)&r->calls, 1, 2000, "the read callback");
     for (int i = 0; i < 4; i++) { /* several buffers' worth, each its own receive */
         write_all(sv[1], r->src + 10 + i * SR_SIZE, SR_SIZE);
         run_ms(&loop, 3);

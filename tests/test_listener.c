@@ -28,8 +28,7 @@ TEST(stream_listener_port_zero_reports_the_bound_address) {
     run_for(&loop, accepted, 2000, "the plain connect was accepted");
     CHECK_EQ(srv.accepted, 1);
     close(fd); /* the peer sees end of stream and closes */
-    while (srv.peers_closed < 1)
-        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    run_for(&loop, (volatile int *)&srv.peers_closed, 2000, "the server's stream closed");
     server_close(&srv);
     run_for(&loop, &srv.listener_closed, 1000, "the listener closed");
     loop_finish(&loop);
@@ -386,16 +385,12 @@ TEST(stream_listener_with_batch_one_still_accepts_every_connection) {
         snprintf(msg[i], sizeof msg[i], "batch %d", i);
         client_start(&loop, &c[i], &srv.addr, srv.addrlen, msg[i]);
     }
-    uint64_t end = mono_ns() + 3000 * MS;
     for (int i = 0; i < 8; i++) {
-        while (!c[i].closed) {
-            CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
-            CHECK_LT(mono_ns(), end);
-        }
+        run_for(&loop, &c[i].closed, 3000, "every client got its echo");
         client_check_echoed(&c[i]);
     }
-    while (srv.peers_closed < 8)
-        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    run_until_count(&loop, (volatile int *)&srv.peers_closed, 8, 2000,
+                    "the server closed its eight streams");
     CHECK_EQ(srv.accepted, 8);
     server_close(&srv);
     run_for(&loop, &srv.listener_closed, 1000, "the listener closed");
