@@ -507,6 +507,17 @@ void mux__uring_ops_drop_ring(struct mux__loop *loop, int lost)
 void mux__uring_ops_new_ring(struct mux__loop *loop, int lost)
 {
     struct mux__uring *st = loop->bdata;
+    if (st->ring_ok && st->ring.sq.ring_entries > st->nmsgs) {
+        /* A larger ring (IOMUX_URING_ENTRIES changed since): a msghdr per SQE slot. */
+        struct msghdr *m = calloc(st->ring.sq.ring_entries, sizeof *m);
+        if (m) {
+            free(st->msgs);
+            st->msgs = m;
+            st->nmsgs = st->ring.sq.ring_entries;
+        } else {
+            loop->caps &= ~MUX__CAP(MUX__OP_SENDV); /* no header for every slot: emulated */
+        }
+    }
     for (struct mux__upool *up = st->pools; up; up = up->next) {
         up->registered = 0;
         st->pools_pending = 1;
