@@ -176,7 +176,10 @@ static inline void mux__fd_queue(struct mux__loop *loop, struct mux__fd *e, unsi
  * the old file's), whose event is dropped (the forced change reports the new file's
  * readiness on the next wait). An fd with several watchers has them queued, in start order.
  * A callback may fork: in the child, a backend stops touching its kernel objects (shared with
- * the parent) as soon as mux__forked_since() says so, and leaves the rest of its batch. */
+ * the parent) as soon as mux__forked_since() says so. io_uring also leaves the rest of its
+ * batch (completions of the parent's ring's operations); a readiness backend reports the
+ * rest (readiness of files the child shares, a hint its watchers act on as on any other),
+ * which costs it no check per event. */
 static inline void mux__fd_report(struct mux__loop *loop, struct mux__fd *e, unsigned revents)
 {
     mux_io_t *w = e->head;

@@ -628,10 +628,11 @@ static void fork_first_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
     CHECK_EQ(mux_io_stop(loop, w), 0);
 }
 
-/* A callback that forks: in the child, the backend leaves the rest of its batch (its
- * results are the parent's kernel state's, backend.h); the other watchers run from the
- * child's own next wait. In the parent the batch goes on. */
-TEST(io_callback_that_forks_leaves_the_rest_of_the_batch_in_the_child) {
+/* A callback that forks: in the child every watcher is called (io_uring from the child's
+ * own next wait, having left the rest of a batch of the parent's ring's completions; a
+ * readiness backend may report the rest of its batch, backend.h), and in the parent the
+ * batch goes on. */
+TEST(io_callback_that_forks_child_and_parent_both_call_every_watcher) {
     mux_loop_t loop;
     loop_open(&loop);
     int sv[3][2];
@@ -650,11 +651,11 @@ TEST(io_callback_that_forks_leaves_the_rest_of_the_batch_in_the_child) {
     CHECK_GE(fork_pid, 0);
     if (fork_pid == 0) {
         alarm(10);
-        int in_batch = fork_calls; /* 1: the batch was left after the fork */
+        int in_batch = fork_calls, left = !loop_is(&loop, "uring") || in_batch == 1;
         for (int i = 0; i < 20 && fork_calls < 3; i++)
             if (mux_run(&loop, MUX_RUN_NOWAIT) < 0)
                 _exit(2);
-        _exit(in_batch == 1 && fork_calls == 3 ? 0 : 10 + in_batch);
+        _exit(left && fork_calls == 3 ? 0 : 10 + in_batch);
     }
     CHECK_EQ(fork_calls, 3); /* the parent's batch went on */
     int status;

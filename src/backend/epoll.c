@@ -228,10 +228,11 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
          * reported whatever the mask): a lazily kept registration to narrow. */
         int narrow = (got & ~want & MUX__IO_EVENTS) || (err && !(want & MUX__IO_EVENTS));
         mux__fd_report(loop, e, got | err);
-        if (mux__forked_since(loop))
-            return 0; /* a callback forked: the batch and the set are the parent's */
-        if (mux__unlikely(narrow))
+        if (mux__unlikely(narrow)) {
+            if (mux__forked_since(loop))
+                return 0; /* a callback forked: in the child, the set is the parent's */
             mux__epoll_narrow(loop, (int)(uint32_t)evs[i].data.u64, want);
+        }
     }
     for (int i = 0; i < st->neperm; i++)
         mux__fd_event(loop, st->eperm[i], mux__fd_at(loop, st->eperm[i])->want & MUX__IO_EVENTS);

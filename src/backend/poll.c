@@ -99,7 +99,7 @@ static int mux__poll_wait(struct mux__loop *loop, int64_t timeout_ns)
     if (n < 0)
         return -errno;
     /* Watchers called from here change interest through the change list: the array stays as
-     * it is until the next wait. A callback that forks leaves the rest to the parent. */
+     * it is until the next wait. */
     for (uint32_t i = 0; i < st->n && n > 0; i++) {
         short r = st->pfd[i].revents;
         if (!r)
@@ -113,8 +113,6 @@ static int mux__poll_wait(struct mux__loop *loop, int64_t timeout_ns)
         if (r & (POLLERR | POLLHUP))
             got |= MUX__IO_EVENTS;
         mux__fd_event(loop, st->pfd[i].fd, got);
-        if (mux__forked_since(loop))
-            return 0;
     }
     return 0;
 }

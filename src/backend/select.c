@@ -107,8 +107,6 @@ static int mux__select_wait(struct mux__loop *loop, int64_t timeout_ns)
         if (got) {
             n -= (got & MUX_READ ? 1 : 0) + (got & MUX_WRITE ? 1 : 0);
             mux__fd_event(loop, fd, got);
-            if (mux__forked_since(loop))
-                return 0; /* a callback forked: the rest is the parent's */
         }
     }
     return 0;
