@@ -121,7 +121,9 @@ int mux_loop_close(mux_loop_t *loop);
 /* Runs the loop in `mode` (MUX_RUN_*). Returns what mux_loop_active would, the number of
  * watchers, streams and listeners still active (0 when it ran out of work), or a negative errno:
  * -EINVAL for bad arguments, -EBUSY when called from inside its own mux_run, a kernel error from
- * the backend's wait. In a child after fork, the loop first re-creates its kernel state; when
+ * the backend's wait, or the backend's refusal to watch the loop's own wake-up descriptor
+ * (-ENOMEM, -ENOSPC: the next mux_run tries again; until then signals, asyncs and children
+ * may wait). In a child after fork, the loop first re-creates its kernel state; when
  * the kernel refuses (-EMFILE, or -EPERM in a sandbox), every mux_run returns that error and
  * tries again, and the loop runs as soon as it succeeds. */
 int mux_run(mux_loop_t *loop, int mode);

@@ -7,6 +7,7 @@
  * pid reap one child per iteration -- each such watcher can carry one status at a time --
  * and keep the loop from blocking until waitpid finds nothing more.
  */
+#include <errno.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -29,6 +30,15 @@ static void mux__child_unlink(struct mux__loop *loop, mux_child_t *w)
         mux__sig_detach(loop, SIGCHLD);
 }
 
+/* waitpid(WNOHANG), again when a signal interrupted it. */
+static int mux__waitpid(int pid, int *status)
+{
+    int r;
+    while ((r = waitpid(pid, status, WNOHANG)) < 0 && errno == EINTR)
+        ;
+    return r;
+}
+
 void mux__children_reap(struct mux__loop *loop)
 {
     int status, any = 0, busy = 0;
@@ -40,7 +50,7 @@ void mux__children_reap(struct mux__loop *loop)
             busy |= w->h_.pending != 0;
             continue;
         }
-        if (waitpid(w->pid_, &status, WNOHANG) == w->pid_) {
+        if (mux__waitpid(w->pid_, &status) == w->pid_) {
             mux__child_unlink(loop, w);
             w->rpid_ = w->pid_;
             mux__queue(loop, &w->h_, (unsigned)status);
@@ -52,7 +62,7 @@ void mux__children_reap(struct mux__loop *loop)
         loop->recheck = 1;
         return;
     }
-    int pid = waitpid(-1, &status, WNOHANG);
+    int pid = mux__waitpid(-1, &status);
     if (pid <= 0)
         return;
     for (mux_child_t *w = loop->children; w; w = w->next_)

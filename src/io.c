@@ -95,6 +95,22 @@ static unsigned mux__fd_want(const struct mux__fd *e)
     return want ? want | edge : 0;
 }
 
+/* The backend refused a change (-EBADF, -ENOMEM, -ENOSPC, ...). A caller's watchers hear of
+ * it (MUX_ERROR) and the loop goes on. The loop's own descriptor (the wake-up, the clock
+ * note) stays watched and is applied again at the next mux_run, and this one returns the
+ * error: the wait would otherwise never hear of signals, asyncs and children. */
+static __attribute__((noinline)) void mux__fd_refused(struct mux__loop *loop, struct mux__fd *e,
+                                                      int fd, int err)
+{
+    if (e->head && (e->head->h_.flags & MUX__W_INTERNAL)) {
+        e->want = 0;
+        loop->reapply = 1;
+        loop->error = err;
+        return;
+    }
+    mux__fd_kill(loop, fd);
+}
+
 void mux__fd_apply(struct mux__loop *loop)
 {
     int fd;
@@ -108,8 +124,8 @@ void mux__fd_apply(struct mux__loop *loop)
             continue;
         e->want = (uint8_t)want;
         int err = loop->backend->change(loop, fd, want, (flags & MUX__FD_FORCE) != 0);
-        if (err != 0)
-            mux__fd_kill(loop, fd); /* e.g. EBADF: the watchers hear of it, the loop goes on */
+        if (mux__unlikely(err != 0))
+            mux__fd_refused(loop, e, fd, err);
     }
 }
 

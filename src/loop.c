@@ -19,7 +19,8 @@
 #include "internal.h"
 #include "platform.h"
 
-static pthread_once_t mux__once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t mux__global_lock = PTHREAD_MUTEX_INITIALIZER;
+static int mux__global_ready;
 
 static void mux__atfork_child(void)
 {
@@ -27,9 +28,22 @@ static void mux__atfork_child(void)
     mux__sig_atfork_child();
 }
 
-static void mux__global_init(void)
+/* Registers the fork handler, once per process. When pthread_atfork refuses (-ENOMEM), the
+ * loop's init fails and the next one tries again: a loop that could not notice a fork would
+ * share its kernel state with the child. */
+static int mux__global_init(void)
 {
-    pthread_atfork(NULL, NULL, mux__atfork_child);
+    if (__atomic_load_n(&mux__global_ready, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&mux__global_lock);
+    int err = 0;
+    if (!mux__global_ready) {
+        err = -pthread_atfork(NULL, NULL, mux__atfork_child);
+        if (err == 0)
+            __atomic_store_n(&mux__global_ready, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&mux__global_lock);
+    return err;
 }
 
 /* ---- pending queue ------------------------------------------------------------------ */
@@ -168,6 +182,17 @@ static int mux__internal_watch(struct mux__loop *loop, mux_io_t *w, int fd)
     mux_io_init(w, mux__internal_cb, fd, MUX_READ | MUX_EDGE);
     w->h_.flags |= MUX__W_INTERNAL;
     return mux__io_start_internal(loop, w);
+}
+
+/* The backend refused to watch one of the loop's own descriptors in the last mux_run
+ * (io.c): both are applied again. */
+static void mux__internal_retry(struct mux__loop *loop)
+{
+    loop->reapply = 0;
+    mux_io_t *ws[2] = {&loop->wake_io, &loop->clock_io};
+    for (int i = 0; i < 2; i++)
+        if (ws[i]->h_.flags & MUX__W_ACTIVE)
+            mux__fd_touch(loop, ws[i]->fd_, 1);
 }
 
 void mux__internal_event(struct mux__loop *loop, mux_io_t *w)
@@ -311,7 +336,9 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
 {
     if (!pub || (opts && (opts->flags & ~(unsigned)MUX_LOOP_IGNORE_ENV)))
         return -EINVAL;
-    pthread_once(&mux__once, mux__global_init);
+    int gerr = mux__global_init();
+    if (gerr != 0)
+        return gerr;
 
     struct mux__loop *loop = calloc(1, sizeof *loop);
     if (!loop)
@@ -505,6 +532,8 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
     if (loop->running)
         return -EBUSY;
     loop->running = 1;
+    if (mux__unlikely(loop->reapply))
+        mux__internal_retry(loop);
     int err = 0;
     for (int first = 1;; first = 0) {
         if (mux__unlikely(loop->fork_gen != mux__fork_gen || loop->forked)) {
@@ -521,8 +550,11 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
             mux__hooks_queue(loop, &loop->prepares);
             mux__invoke_pending(loop);
         }
-        if (loop->changes >= 0)
+        if (loop->changes >= 0) {
             mux__fd_apply(loop);
+            if (mux__unlikely(loop->error)) /* the loop's own fd refused (io.c) */
+                break;
+        }
         loop->iter++;
         loop->dispatched = 0;
         err = loop->backend->wait(loop, mux__wait_timeout(loop, mode));
@@ -539,13 +571,15 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         mux__gather(loop);
         if (loop->npend) /* often all were called from inside the wait (backend.h) */
             mux__invoke_pending(loop);
-        if (loop->error) {
-            err = loop->error;
-            loop->error = 0;
+        if (loop->error)
             break;
-        }
         if (loop->stop || mode != MUX_RUN_DEFAULT || loop->active == 0)
             break;
+    }
+    if (loop->error) {
+        if (!err)
+            err = loop->error;
+        loop->error = 0;
     }
     loop->stop = 0;
     loop->running = 0;

@@ -285,15 +285,19 @@ int mux__wakefd_signal(int wfd)
 {
     /* 8 bytes: an eventfd takes nothing else, and a pipe does not mind. */
     uint64_t one = 1;
-    if (write(wfd, &one, sizeof one) >= 0 || errno == EAGAIN)
-        return 0; /* EAGAIN: full, so a wake-up is already waiting */
-    return -errno;
+    for (;;) {
+        if (write(wfd, &one, sizeof one) >= 0 || errno == EAGAIN)
+            return 0; /* EAGAIN: full, so a wake-up is already waiting */
+        if (errno != EINTR)
+            return -errno;
+    }
 }
 
 void mux__wakefd_drain(int rfd)
 {
     uint64_t buf[8];
-    while (read(rfd, buf, sizeof buf) == (ssize_t)sizeof buf)
+    ssize_t n;
+    while ((n = read(rfd, buf, sizeof buf)) == (ssize_t)sizeof buf || (n < 0 && errno == EINTR))
         ;
 }
 

@@ -1,0 +1,1165 @@
+/* SPDX-License-Identifier: MIT */
+/* iomux-fault: runs representative cases on the fault variant of the library with each
+ * injection point failing at each call index in turn (tests/fault/README.md).
+ *
+ * For every case it first runs the case clean and counts the calls at every point; then, for
+ * each point and each call index (bounded by --max-index), it runs the case again in a child
+ * process with that call failing, and checks:
+ *
+ *   - the child exits by itself (no crash, no sanitizer report) within --timeout-ms;
+ *   - the case either ended the way it does without a failure, or it was told of the failure
+ *     (a negative errno from a call or a callback's status) and stopped; what it may not do
+ *     is wait forever for an event that will not come, or see wrong data;
+ *   - after the case closed what it opened, the loop closes (mux_loop_close returns 0);
+ *   - no descriptor is left open and (under AddressSanitizer) no memory leaked;
+ *   - with EINTR injected, nothing is reported at all: EINTR is for the library to handle.
+ *
+ * The backend is IOMUX_BACKEND's, as in the behavioural suite.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fault.h"
+#include "iomux.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define HAVE_LSAN 1
+#endif
+
+/* ---- what a run says about itself (in memory shared with the sweep) ---- */
+
+enum verdict {
+    V_NONE,     /* the child never got to say: it crashed or was killed */
+    V_COMPLETE, /* the case ended as it does without a failure */
+    V_REPORTED, /* a failure was reported to the case, which stopped */
+    V_BAD,      /* a check failed: `why` says which */
+};
+
+struct result {
+    int verdict;
+    int err; /* the first negative errno reported */
+    char why[256];
+};
+
+static struct result *res;
+
+/* Memory a case hands back after the loop closed. */
+static void *unmap_after_close;
+static size_t unmap_len;
+
+/* ---- the case's context ---- */
+
+struct cx {
+    mux_loop_t loop;
+    int open;     /* the loop was initialised */
+    int err;      /* the first error reported to the case */
+    int bad;      /* a check failed */
+    int complete; /* every event the case waits for happened, with the right data */
+    char why[256];
+};
+
+/* What `err` holds when the report was a watcher's MUX_ERROR (which carries no errno). */
+#define REPORTED_MUX_ERROR INT_MIN
+
+static int note(struct cx *c, int r)
+{
+    if (r < 0 && !c->err)
+        c->err = r;
+    return r;
+}
+
+__attribute__((format(printf, 2, 3))) static void bad(struct cx *c, const char *fmt, ...)
+{
+    if (c->bad)
+        return;
+    c->bad = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void deadline_cb(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    *(int *)t->data = 1;
+}
+
+/* Runs the loop until *v >= want. Stops early when an error was reported and `on_err` says
+ * so. A 2-second deadline (a timer of the loop; when that timer cannot start, the loop is
+ * run without blocking) makes a wait that never ends a failed check. Returns 1 when *v got
+ * there. */
+static int spin(struct cx *c, const volatile int *v, int want, int on_err, const char *what)
+{
+    if (!c->open)
+        return 0;
+    int expired = 0;
+    mux_timer_t t;
+    mux_timer_init(&t, deadline_cb);
+    t.data = &expired;
+    int timed = mux_timer_start(&c->loop, &t, 2000ull * 1000000, 0) == 0;
+    uint64_t end = mono_ms() + 2000;
+    while (*v < want && !(on_err && (c->err || c->bad))) {
+        if (expired || (!timed && mono_ms() > end)) {
+            if (!(on_err && c->err))
+                bad(c, "waited 2 s for %s (%d of %d)", what, *v, want);
+            break;
+        }
+        int r = mux_run(&c->loop, timed ? MUX_RUN_ONCE : MUX_RUN_NOWAIT);
+        if (r < 0) {
+            note(c, r);
+            if (on_err)
+                break;
+            if (!timed)
+                usleep(1000);
+        } else if (!timed) {
+            usleep(200);
+        }
+    }
+    if (timed)
+        mux_timer_stop(&c->loop, &t);
+    return *v >= want;
+}
+
+/* ---- case: loop ---- */
+
+struct loop_case {
+    int fired, idle, prepare, check;
+};
+
+static void lc_timer(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    ((struct loop_case *)t->data)->fired++;
+}
+
+static void lc_idle(mux_loop_t *loop, mux_idle_t *w)
+{
+    (void)loop;
+    ((struct loop_case *)w->data)->idle++;
+}
+
+static void lc_prepare(mux_loop_t *loop, mux_prepare_t *w)
+{
+    (void)loop;
+    ((struct loop_case *)w->data)->prepare++;
+}
+
+static void lc_check(mux_loop_t *loop, mux_check_t *w)
+{
+    (void)loop;
+    ((struct loop_case *)w->data)->check++;
+}
+
+static void case_loop(struct cx *c)
+{
+    struct loop_case s = {0};
+    mux_timer_t t;
+    mux_idle_t idle;
+    mux_prepare_t prep;
+    mux_check_t chk;
+    mux_timer_init(&t, lc_timer);
+    mux_idle_init(&idle, lc_idle);
+    mux_prepare_init(&prep, lc_prepare);
+    mux_check_init(&chk, lc_check);
+    t.data = idle.data = prep.data = chk.data = &s;
+
+    if (note(c, mux_timer_start(&c->loop, &t, 1000000, 0)) < 0)
+        return;
+    spin(c, &s.fired, 1, 1, "a 1 ms timer");
+    if (c->err || c->bad)
+        goto out;
+    if (note(c, mux_idle_start(&c->loop, &idle)) < 0 ||
+        note(c, mux_prepare_start(&c->loop, &prep)) < 0 ||
+        note(c, mux_check_start(&c->loop, &chk)) < 0)
+        goto out;
+    spin(c, &s.idle, 3, 1, "three idle calls");
+    if (!c->err && !c->bad && (s.prepare < 3 || s.check < 3))
+        bad(c, "prepare %d, check %d after 3 idle calls", s.prepare, s.check);
+    if (!c->err && !c->bad)
+        c->complete = 1;
+out:
+    mux_timer_stop(&c->loop, &t);
+    mux_idle_stop(&c->loop, &idle);
+    mux_prepare_stop(&c->loop, &prep);
+    mux_check_stop(&c->loop, &chk);
+}
+
+/* ---- case: io ---- */
+
+enum { IO_N = 3 };
+
+struct io_case {
+    struct cx *c;
+    int fired, wfired;
+    int sv[IO_N][2];
+};
+
+static void ic_read(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop;
+    struct io_case *s = w->data;
+    char b;
+    if (revents & MUX_ERROR)
+        note(s->c, REPORTED_MUX_ERROR);
+    else if ((revents & MUX_READ) && read(mux_io_fd(w), &b, 1) == 1)
+        s->fired++;
+}
+
+static void ic_write(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop;
+    struct io_case *s = w->data;
+    if (revents & MUX_ERROR)
+        note(s->c, REPORTED_MUX_ERROR);
+    else if (revents & MUX_WRITE)
+        s->wfired++;
+}
+
+static void case_io(struct cx *c)
+{
+    struct io_case s = {.c = c};
+    mux_io_t w[IO_N], wr;
+    int n = 0;
+    for (int i = 0; i < IO_N; i++)
+        s.sv[i][0] = s.sv[i][1] = -1;
+    for (int i = 0; i < IO_N; i++) {
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, s.sv[i]) != 0) {
+            bad(c, "socketpair: %s", strerror(errno));
+            goto out;
+        }
+    }
+    /* A descriptor far above the others, so that the loop's fd table grows. */
+    int high = fcntl(s.sv[0][0], F_DUPFD_CLOEXEC, 700);
+    if (high < 0) {
+        bad(c, "F_DUPFD: %s", strerror(errno));
+        goto out;
+    }
+    close(s.sv[0][0]);
+    s.sv[0][0] = high;
+    for (; n < IO_N; n++) {
+        mux_io_init(&w[n], ic_read, s.sv[n][0], MUX_READ);
+        w[n].data = &s;
+        if (note(c, mux_io_start(&c->loop, &w[n])) < 0)
+            goto out;
+    }
+    for (int i = 0; i < IO_N; i++)
+        if (write(s.sv[i][1], "x", 1) != 1)
+            bad(c, "write: %s", strerror(errno));
+    spin(c, &s.fired, IO_N, 1, "three readable descriptors");
+    if (c->err || c->bad)
+        goto out;
+    /* The same descriptor watched for writing by a second watcher, then the first modified. */
+    mux_io_init(&wr, ic_write, s.sv[1][0], MUX_WRITE);
+    wr.data = &s;
+    if (note(c, mux_io_start(&c->loop, &wr)) < 0)
+        goto out;
+    spin(c, &s.wfired, 1, 1, "a writable descriptor");
+    mux_io_stop(&c->loop, &wr);
+    if (c->err || c->bad)
+        goto out;
+    if (note(c, mux_io_modify(&c->loop, &w[2], MUX_READ | MUX_WRITE)) < 0)
+        goto out;
+    if (write(s.sv[2][1], "y", 1) != 1)
+        bad(c, "write: %s", strerror(errno));
+    spin(c, &s.fired, IO_N + 1, 1, "a modified watcher");
+    if (!c->err && !c->bad)
+        c->complete = 1;
+out:
+    for (int i = 0; i < n; i++)
+        mux_io_stop(&c->loop, &w[i]);
+    for (int i = 0; i < IO_N; i++)
+        for (int j = 0; j < 2; j++)
+            if (s.sv[i][j] >= 0)
+                close(s.sv[i][j]);
+}
+
+/* ---- case: timers ---- */
+
+struct timer_case {
+    int order[8], n, repeats, periodic;
+    mux_timer_t rep;
+};
+
+static void tc_timer(mux_loop_t *loop, mux_timer_t *t)
+{
+    mux_timer_stop(loop, t); /* t[1] repeats */
+    struct timer_case *s = *(struct timer_case **)t->data;
+    if (s->n < 8)
+        s->order[s->n] = (int)(intptr_t)((void **)t->data)[1];
+    s->n++;
+}
+
+static void tc_repeat(mux_loop_t *loop, mux_timer_t *t)
+{
+    struct timer_case *s = t->data;
+    if (++s->repeats == 3)
+        mux_timer_stop(loop, t);
+}
+
+static void tc_periodic(mux_loop_t *loop, mux_periodic_t *p)
+{
+    (void)loop;
+    ((struct timer_case *)p->data)->periodic++;
+}
+
+static void case_timers(struct cx *c)
+{
+    struct timer_case s = {0};
+    mux_timer_t t[3];
+    void *tag[3][2];
+    mux_periodic_t p;
+    mux_timer_init(&s.rep, tc_repeat);
+    s.rep.data = &s;
+    mux_periodic_init(&p, tc_periodic);
+    p.data = &s;
+    for (int i = 0; i < 3; i++) {
+        tag[i][0] = &s;
+        tag[i][1] = (void *)(intptr_t)i;
+        mux_timer_init(&t[i], tc_timer);
+        t[i].data = tag[i];
+    }
+    /* Started in reverse, at 9, 6 and 3 ms. */
+    for (int i = 2; i >= 0; i--)
+        if (note(c, mux_timer_start(&c->loop, &t[i], (uint64_t)(i + 1) * 3000000, 0)) < 0)
+            goto out;
+    /* t[1] restarted as an idle timeout of 12 ms: now fires after t[2]. */
+    mux_timer_set_repeat(&t[1], 12000000);
+    if (note(c, mux_timer_again(&c->loop, &t[1])) < 0)
+        goto out;
+    if (note(c, mux_timer_start(&c->loop, &s.rep, 1000000, 1000000)) < 0)
+        goto out;
+    if (note(c, mux_periodic_start(&c->loop, &p, mux_wall_now(&c->loop) + 2000000, 0)) < 0)
+        goto out;
+    spin(c, &s.n, 3, 1, "three timers");
+    spin(c, &s.repeats, 3, 1, "three repeats");
+    spin(c, &s.periodic, 1, 1, "a periodic timer");
+    if (c->err || c->bad)
+        goto out;
+    if (s.n != 3 || s.order[0] != 0 || s.order[1] != 2 || s.order[2] != 1)
+        bad(c, "timers fired %d times, in order %d %d %d", s.n, s.order[0], s.order[1], s.order[2]);
+    else
+        c->complete = 1;
+out:
+    for (int i = 0; i < 3; i++)
+        mux_timer_stop(&c->loop, &t[i]);
+    mux_timer_stop(&c->loop, &s.rep);
+    mux_periodic_stop(&c->loop, &p);
+}
+
+/* ---- case: signal, child, async ---- */
+
+struct sig_case {
+    int sig, child, status, async;
+    mux_async_t a;
+};
+
+static void sc_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
+{
+    (void)loop;
+    if (signum == SIGUSR1)
+        ((struct sig_case *)w->data)->sig++;
+}
+
+static void sc_child(mux_loop_t *loop, mux_child_t *w, int pid, int wstatus)
+{
+    (void)loop;
+    (void)pid;
+    struct sig_case *s = w->data;
+    s->child++;
+    s->status = wstatus;
+}
+
+static void sc_async(mux_loop_t *loop, mux_async_t *w)
+{
+    (void)loop;
+    ((struct sig_case *)w->data)->async++;
+}
+
+static void *sc_thread(void *arg)
+{
+    return (void *)(intptr_t)mux_async_send(arg);
+}
+
+static void case_signal(struct cx *c)
+{
+    struct sig_case s = {0};
+    mux_signal_t sw;
+    mux_child_t cw;
+    int sig_on = 0, child_on = 0, async_on = 0, pid = -1;
+    mux_signal_init(&sw, sc_signal, SIGUSR1);
+    sw.data = &s;
+    mux_async_init(&s.a, sc_async);
+    s.a.data = &s;
+    if (note(c, mux_signal_start(&c->loop, &sw)) < 0)
+        goto out;
+    sig_on = 1;
+    raise(SIGUSR1);
+    spin(c, &s.sig, 1, 1, "SIGUSR1");
+    if (c->err || c->bad)
+        goto out;
+    pid = fork();
+    if (pid < 0) {
+        bad(c, "fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0)
+        _exit(3);
+    mux_child_init(&cw, sc_child, pid);
+    cw.data = &s;
+    if (note(c, mux_child_start(&c->loop, &cw)) < 0)
+        goto out;
+    child_on = 1;
+    spin(c, &s.child, 1, 1, "the child's exit");
+    if (c->err || c->bad)
+        goto out;
+    if (!WIFEXITED(s.status) || WEXITSTATUS(s.status) != 3) {
+        bad(c, "child status %#x", (unsigned)s.status);
+        goto out;
+    }
+    pid = -1; /* reaped by the loop */
+    if (note(c, mux_async_start(&c->loop, &s.a)) < 0)
+        goto out;
+    async_on = 1;
+    pthread_t th;
+    void *ret;
+    if (pthread_create(&th, NULL, sc_thread, &s.a) != 0) {
+        bad(c, "pthread_create failed");
+        goto out;
+    }
+    pthread_join(th, &ret);
+    if (note(c, (int)(intptr_t)ret) < 0)
+        goto out;
+    spin(c, &s.async, 1, 1, "an async wake-up");
+    if (!c->err && !c->bad)
+        c->complete = 1;
+out:
+    if (sig_on)
+        mux_signal_stop(&c->loop, &sw);
+    if (child_on)
+        mux_child_stop(&c->loop, &cw);
+    if (async_on)
+        mux_async_stop(&c->loop, &s.a);
+    if (pid > 0) /* the loop did not reap it */
+        waitpid(pid, NULL, 0);
+}
+
+/* ---- cases: stream echo, with a caller buffer or a pool ---- */
+
+enum { MSG_BYTES = 3000, POOL_BUFS = 8, POOL_SIZE = 4096 };
+
+struct echo_side {
+    mux_stream_t s;
+    int open, closed;
+    char buf[MSG_BYTES];
+    mux_write_t req[16];
+    char out[16][MSG_BYTES];
+    mux_buf_t ob[16];
+    int nreq;
+};
+
+struct echo_case {
+    struct cx *c;
+    mux_listener_t l;
+    int lopen, lclosed, accepted, connected, eof_srv, eof_cli, shut;
+    struct echo_side srv, cli;
+    char sent[MSG_BYTES], got[MSG_BYTES];
+    int ngot, writes_done;
+    mux_bufpool_t pool;
+    int use_pool;
+    uint32_t slots[POOL_BUFS];
+    char *pmem;
+};
+
+static void ec_close(mux_stream_t *s)
+{
+    ((struct echo_side *)s->data)->closed = 1;
+}
+
+static void ec_listener_closed(mux_listener_t *l)
+{
+    ((struct echo_case *)l->data)->lclosed = 1;
+}
+
+static struct echo_case *ec_of(mux_stream_t *s)
+{
+    return *(struct echo_case **)mux_stream_loop(s)->data;
+}
+
+static void ec_written(mux_write_t *req, int status)
+{
+    struct echo_case *e = req->data;
+    note(e->c, status);
+    e->writes_done++;
+}
+
+static void ec_shutdown(mux_stream_t *s, int status)
+{
+    struct echo_case *e = ec_of(s);
+    note(e->c, status);
+    e->shut++;
+}
+
+/* The server echoes what it reads, one write per read; at end of stream it shuts down too. */
+static void ec_srv_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct echo_case *e = ec_of(s);
+    struct echo_side *d = &e->srv;
+    if (n < 0) {
+        note(e->c, (int)n);
+        return;
+    }
+    if (n == 0) {
+        e->eof_srv = 1;
+        note(e->c, mux_stream_shutdown(s, ec_shutdown));
+        return;
+    }
+    if (d->nreq == 16 || (size_t)n > sizeof d->out[0]) {
+        bad(e->c, "server read %zd bytes in read %d", n, d->nreq + 1);
+    } else {
+        memcpy(d->out[d->nreq], buf, (size_t)n);
+        d->ob[d->nreq] = (mux_buf_t){.base = d->out[d->nreq], .len = (size_t)n};
+        d->req[d->nreq].data = e;
+        note(e->c, mux_write(s, &d->req[d->nreq], &d->ob[d->nreq], 1, ec_written));
+        d->nreq++;
+    }
+    if (e->use_pool && mux_bufpool_put(&e->pool, buf) != 0)
+        bad(e->c, "mux_bufpool_put refused a buffer the read gave");
+}
+
+static void ec_cli_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct echo_case *e = ec_of(s);
+    if (n < 0) {
+        note(e->c, (int)n);
+        return;
+    }
+    if (n == 0) {
+        e->eof_cli = 1;
+        return;
+    }
+    if (e->ngot + n > MSG_BYTES) {
+        bad(e->c, "client got %zd bytes more than were sent", e->ngot + n - MSG_BYTES);
+        return;
+    }
+    memcpy(e->got + e->ngot, buf, (size_t)n);
+    e->ngot += (int)n;
+}
+
+static void ec_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
+{
+    struct echo_case *e = l->data;
+    if (note(e->c, status) < 0)
+        return;
+    if (e->accepted++) {
+        bad(e->c, "a second connection");
+        close(sock);
+        return;
+    }
+    e->srv.s.data = &e->srv;
+    if (note(e->c, mux_stream_open(mux_listener_loop(l), &e->srv.s, sock)) < 0) {
+        close(sock);
+        return;
+    }
+    e->srv.open = 1;
+    mux_stream_timeouts_t to = {.idle_ns = 5000ull * 1000000};
+    if (note(e->c, mux_stream_set_timeouts(&e->srv.s, &to)) < 0)
+        return;
+    if (e->use_pool)
+        note(e->c, mux_read_start_pool(&e->srv.s, &e->pool, ec_srv_read));
+    else
+        note(e->c, mux_read_start(&e->srv.s, e->srv.buf, sizeof e->srv.buf, ec_srv_read));
+}
+
+static void ec_connected(mux_stream_t *s, int status)
+{
+    struct echo_case *e = ec_of(s);
+    if (note(e->c, status) < 0)
+        return;
+    e->connected = 1;
+}
+
+static void echo_run(struct cx *c, int use_pool)
+{
+    static struct echo_case e; /* large; one per process */
+    memset(&e, 0, sizeof e);
+    e.c = c;
+    e.use_pool = use_pool;
+    struct echo_case *ep = &e;
+    c->loop.data = &ep;
+    for (int i = 0; i < MSG_BYTES; i++)
+        e.sent[i] = (char)('a' + i * 7 % 26);
+    if (use_pool) {
+        e.pmem = mmap(NULL, POOL_BUFS * POOL_SIZE, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (e.pmem == MAP_FAILED) {
+            e.pmem = NULL;
+            bad(c, "mmap: %s", strerror(errno));
+            return;
+        }
+        if (note(c, mux_bufpool_init(&e.pool, e.pmem, POOL_SIZE, POOL_BUFS, e.slots)) < 0)
+            goto out;
+    }
+
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t slen = sizeof sin;
+    e.l.data = &e;
+    if (note(c, mux_listen(&c->loop, &e.l, (struct sockaddr *)&sin, sizeof sin, NULL, ec_accept)) <
+        0)
+        goto out;
+    e.lopen = 1;
+    if (note(c, mux_listener_address(&e.l, (struct sockaddr *)&sin, &slen)) < 0)
+        goto out;
+    e.cli.s.data = &e.cli;
+    if (note(c, mux_stream_connect(&c->loop, &e.cli.s, (struct sockaddr *)&sin, slen,
+                                   ec_connected)) < 0)
+        goto out;
+    e.cli.open = 1;
+    spin(c, &e.connected, 1, 1, "the connect");
+    if (c->err || c->bad)
+        goto out;
+    if (note(c, mux_stream_nodelay(&e.cli.s, 1)) < 0 ||
+        note(c, mux_stream_keepalive(&e.cli.s, 1, 60)) < 0)
+        goto out;
+    if (note(c, mux_read_start(&e.cli.s, e.cli.buf, sizeof e.cli.buf, ec_cli_read)) < 0)
+        goto out;
+    /* Three writes queued at once (gathered into one send where the layer does that). */
+    static const int cut[4] = {0, 5, 1000, MSG_BYTES};
+    for (int i = 0; i < 3; i++) {
+        e.cli.ob[i] = (mux_buf_t){.base = e.sent + cut[i], .len = (size_t)(cut[i + 1] - cut[i])};
+        e.cli.req[i].data = &e;
+        if (note(c, mux_write(&e.cli.s, &e.cli.req[i], &e.cli.ob[i], 1, ec_written)) < 0)
+            goto out;
+        e.cli.nreq++;
+    }
+    spin(c, &e.ngot, MSG_BYTES, 1, "the echo");
+    if (c->err || c->bad)
+        goto out;
+    if (memcmp(e.got, e.sent, MSG_BYTES) != 0) {
+        bad(c, "the echo differs from what was sent");
+        goto out;
+    }
+    if (note(c, mux_stream_shutdown(&e.cli.s, ec_shutdown)) < 0)
+        goto out;
+    spin(c, &e.eof_cli, 1, 1, "the end of the echo stream");
+    spin(c, &e.shut, 2, 1, "both shutdowns");
+    if (!c->err && !c->bad) {
+        if (!e.eof_srv)
+            bad(c, "the server never saw the end of the stream");
+        else if (e.writes_done != e.cli.nreq + e.srv.nreq)
+            bad(c, "%d write callbacks for %d writes", e.writes_done, e.cli.nreq + e.srv.nreq);
+        else
+            c->complete = 1;
+    }
+out:;
+    /* Close whatever is open and wait for every close callback, failures or not. */
+    int want = 0;
+    struct echo_side *sides[2] = {&e.cli, &e.srv};
+    for (int i = 0; i < 2; i++)
+        if (sides[i]->open) {
+            int r = mux_stream_close(&sides[i]->s, ec_close);
+            if (r < 0)
+                bad(c, "mux_stream_close: %d", r);
+            else
+                want++;
+        }
+    if (e.lopen) {
+        int r = mux_listener_close(&e.l, ec_listener_closed);
+        if (r < 0)
+            bad(c, "mux_listener_close: %d", r);
+        else
+            want++;
+    }
+    for (uint64_t end = mono_ms() + 2000; c->open;) {
+        int closed = e.cli.closed + e.srv.closed + e.lclosed;
+        if (closed >= want)
+            break;
+        if (mono_ms() > end) {
+            bad(c, "%d of %d close callbacks after 2 s", closed, want);
+            break;
+        }
+        int r = mux_run(&c->loop, MUX_RUN_NOWAIT);
+        if (r < 0)
+            note(c, r);
+        usleep(r < 0 ? 1000 : 100);
+    }
+    /* The pool's memory stays the kernel's until the loop closes (mux_bufpool_init). */
+    if (e.pmem) {
+        unmap_after_close = e.pmem;
+        unmap_len = POOL_BUFS * POOL_SIZE;
+    }
+}
+
+static void case_stream(struct cx *c)
+{
+    echo_run(c, 0);
+}
+
+static void case_stream_pool(struct cx *c)
+{
+    echo_run(c, 1);
+}
+
+/* ---- case: fork ---- */
+
+struct fork_case {
+    struct cx *c;
+    int fired;
+};
+
+static void fc_read(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    (void)loop;
+    struct fork_case *s = w->data;
+    char b;
+    if (revents & MUX_ERROR)
+        note(s->c, REPORTED_MUX_ERROR);
+    else if ((revents & MUX_READ) && read(mux_io_fd(w), &b, 1) == 1)
+        s->fired++;
+}
+
+static void case_fork(struct cx *c)
+{
+    struct fork_case s = {.c = c};
+    int sv[2];
+    mux_io_t w;
+    int on = 0;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
+        bad(c, "socketpair: %s", strerror(errno));
+        return;
+    }
+    mux_io_init(&w, fc_read, sv[0], MUX_READ);
+    w.data = &s;
+    if (note(c, mux_io_start(&c->loop, &w)) < 0)
+        goto out;
+    on = 1;
+    /* One iteration before the fork, so that the kernel state exists. */
+    note(c, mux_run(&c->loop, MUX_RUN_NOWAIT));
+    if (c->err)
+        goto out;
+    int pid = fork();
+    if (pid < 0) {
+        bad(c, "fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        /* The child: re-creates the loop's kernel state, sees its own byte, closes. Its
+         * exit status: 0 complete, 1 reported, 2 a check failed, 3 the loop did not close,
+         * 4 memory leaked. */
+        int code = 0;
+        if (note(c, mux_loop_fork(&c->loop)) == 0) {
+            if (write(sv[1], "c", 1) != 1)
+                bad(c, "write: %s", strerror(errno));
+            spin(c, &s.fired, 1, 1, "the child's byte");
+        }
+        mux_io_stop(&c->loop, &w);
+        if (mux_loop_close(&c->loop) != 0)
+            code = 3;
+        else if (c->bad)
+            code = 2;
+        else if (c->err)
+            code = 1;
+#ifdef HAVE_LSAN
+        if (!code && __lsan_do_recoverable_leak_check())
+            code = 4;
+#endif
+        _exit(code);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) > 1) {
+        bad(c, "the forked child ended with status %#x", (unsigned)st);
+        goto out;
+    }
+    if (WEXITSTATUS(st) == 1) {
+        note(c, -ECHILD); /* the child was told of a failure; it said so */
+        goto out;
+    }
+    /* The parent's loop goes on as before. */
+    if (write(sv[1], "p", 1) != 1)
+        bad(c, "write: %s", strerror(errno));
+    spin(c, &s.fired, 1, 1, "the parent's byte");
+    if (!c->err && !c->bad)
+        c->complete = 1;
+out:
+    if (on)
+        mux_io_stop(&c->loop, &w);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* ---- the cases ---- */
+
+static const struct {
+    const char *name;
+    void (*fn)(struct cx *c);
+} cases[] = {
+    {"loop", case_loop},     {"io", case_io},         {"timers", case_timers},
+    {"signal", case_signal}, {"stream", case_stream}, {"stream_pool", case_stream_pool},
+    {"fork", case_fork},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
+}
+
+static void usr1_ignored(int sig)
+{
+    (void)sig;
+}
+
+/* Runs case `k` in this process and writes the result. */
+static void run_case(int k)
+{
+    struct sigaction sa = {.sa_handler = usr1_ignored};
+    sigaction(SIGUSR1, &sa, NULL); /* a SIGUSR1 the loop did not take must not kill */
+    int fds = count_fds();
+    struct cx c = {0};
+    int r = note(&c, mux_loop_init(&c.loop, NULL));
+    if (r == 0) {
+        c.open = 1;
+        cases[k].fn(&c);
+        int cr = mux_loop_close(&c.loop);
+        if (cr != 0)
+            bad(&c, "mux_loop_close returned %d", cr);
+    }
+    if (unmap_after_close)
+        munmap(unmap_after_close, unmap_len);
+    int now = count_fds();
+    if (!c.bad && now != fds)
+        bad(&c, "%d descriptors open after the case, %d before", now, fds);
+#ifdef HAVE_LSAN
+    if (!c.bad && __lsan_do_recoverable_leak_check())
+        bad(&c, "memory leaked (the report is above)");
+#endif
+    res->err = c.err;
+    if (c.bad) {
+        res->verdict = V_BAD;
+        memcpy(res->why, c.why, sizeof res->why);
+    } else if (c.complete) {
+        res->verdict = V_COMPLETE;
+    } else if (c.err) {
+        res->verdict = V_REPORTED;
+    } else {
+        res->verdict = V_BAD;
+        snprintf(res->why, sizeof res->why, "neither complete nor told of an error");
+    }
+}
+
+/* ---- the sweep ---- */
+
+struct opts {
+    const char *only_case, *only_point;
+    unsigned long max_index;
+    unsigned timeout_ms;
+    int verbose;
+    int modes; /* bit per mode below */
+};
+
+enum { M_ONCE = 1, M_STICKY = 2, M_EINTR = 4 };
+
+struct tally {
+    unsigned long runs, fired, complete, reported, failures;
+};
+
+/* Forks, runs the case in the child, waits (killing it at the timeout). Returns the
+ * result; `how` gets a description of an abnormal end. */
+static struct result run_child(int k, unsigned timeout_ms, char *how, size_t howlen)
+{
+    memset(res, 0, sizeof *res);
+    how[0] = 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(how, howlen, "fork: %s", strerror(errno));
+        return *res;
+    }
+    if (pid == 0) {
+        run_case(k);
+        fflush(NULL);
+        _exit(0);
+    }
+    int st = 0;
+    uint64_t end = mono_ms() + timeout_ms;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            snprintf(how, howlen, "waitpid: %s", strerror(errno));
+            return *res;
+        }
+        if (mono_ms() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            snprintf(how, howlen, "hung: killed after %u ms", timeout_ms);
+            res->verdict = V_NONE;
+            return *res;
+        }
+        usleep(500);
+    }
+    if (WIFSIGNALED(st))
+        snprintf(how, howlen, "killed by signal %d", WTERMSIG(st));
+    else if (WEXITSTATUS(st) != 0)
+        snprintf(how, howlen, "exited with %d (a sanitizer report is above)", WEXITSTATUS(st));
+    else if (res->verdict == V_NONE)
+        snprintf(how, howlen, "exited without a result");
+    return *res;
+}
+
+/* Whether a lasting failure is possible at point p. The library's one io_uring_register
+ * call enables a ring created disabled (IORING_REGISTER_ENABLE_RINGS), which the kernel
+ * refuses only for a ring that is not disabled: a single refusal is tested, a lasting one
+ * cannot happen. */
+static int lasting(int p)
+{
+    return strcmp(fault_name(p), "io_uring_register") != 0;
+}
+
+static const char *mode_name(int m)
+{
+    return m == M_ONCE ? "once" : m == M_STICKY ? "sticky" : "eintr";
+}
+
+/* One armed run; returns 1 when it failed (and says why). */
+static int armed_run(const struct opts *o, int k, int p, unsigned long idx, int mode,
+                     struct tally *t)
+{
+    int err = mode == M_EINTR ? EINTR : fault_default_errno(p);
+    fault_reset();
+    fault_arm(p, idx, err, mode == M_STICKY ? FAULT_STICKY : FAULT_ONCE);
+    char how[128];
+    struct result r = run_child(k, o->timeout_ms, how, sizeof how);
+    unsigned long fired = fault_fired();
+    fault_disarm();
+    t->runs++;
+    if (fired)
+        t->fired++;
+    char why[320] = "";
+    if (how[0])
+        snprintf(why, sizeof why, "%s", how);
+    else if (r.verdict == V_BAD)
+        snprintf(why, sizeof why, "%s", r.why);
+    else if (!fired && r.verdict != V_COMPLETE)
+        snprintf(why, sizeof why, "nothing was injected, yet it was told of error %d", r.err);
+    else if (mode == M_EINTR && r.verdict != V_COMPLETE)
+        snprintf(why, sizeof why, "EINTR reached the caller as error %d", r.err);
+    if (!why[0]) {
+        if (r.verdict == V_COMPLETE)
+            t->complete++;
+        else
+            t->reported++;
+        if (o->verbose)
+            printf("  ok   %-12s %-28s #%-3lu %-6s %s (%d)\n", cases[k].name, fault_name(p), idx,
+                   mode_name(mode), r.verdict == V_COMPLETE ? "complete" : "reported", r.err);
+        return 0;
+    }
+    t->failures++;
+    const char *be = getenv("IOMUX_BACKEND");
+    printf("FAIL %s: case %s, %s call #%lu failing (%s, %s): %s\n"
+           "     again: IOMUX_BACKEND=%s iomux-fault --case %s --point %s --index %lu --mode %s\n",
+           be ? be : "default", cases[k].name, fault_name(p), idx, mode_name(mode), strerror(err),
+           why, be ? be : "", cases[k].name, fault_name(p), idx, mode_name(mode));
+    return 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: iomux-fault [options]\n"
+               "Runs each case with each injection point failing at each call index in turn,\n"
+               "on the backend IOMUX_BACKEND names (tests/fault/README.md).\n"
+               "  --list              the cases and the injection points\n"
+               "  --case NAME         only this case\n"
+               "  --point NAME        only this injection point\n"
+               "  --index N           only call index N (with --case and --point: one run)\n"
+               "  --max-index N       call indices 1..N of each point, and its last (default 40)\n"
+               "  --mode M            once, sticky or eintr; repeatable (default: all three)\n"
+               "  --timeout-ms MS     a run that takes longer has hung (default 10000)\n"
+               "  -v                  a line per run\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {.max_index = 40, .timeout_ms = 10000};
+    unsigned long only_index = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--list") == 0) {
+            printf("cases:");
+            for (int k = 0; k < NCASES; k++)
+                printf(" %s", cases[k].name);
+            printf("\npoints:");
+            for (int p = 0; p < fault_npoints(); p++)
+                printf(" %s", fault_name(p));
+            printf("\n");
+            return 0;
+        } else if (strcmp(a, "-v") == 0) {
+            o.verbose = 1;
+        } else if (v && strcmp(a, "--case") == 0) {
+            o.only_case = v, i++;
+        } else if (v && strcmp(a, "--point") == 0) {
+            o.only_point = v, i++;
+        } else if (v && strcmp(a, "--index") == 0) {
+            only_index = strtoul(v, NULL, 10), i++;
+        } else if (v && strcmp(a, "--max-index") == 0) {
+            o.max_index = strtoul(v, NULL, 10), i++;
+        } else if (v && strcmp(a, "--timeout-ms") == 0) {
+            o.timeout_ms = (unsigned)strtoul(v, NULL, 10), i++;
+        } else if (v && strcmp(a, "--mode") == 0) {
+            o.modes |= strcmp(v, "once") == 0     ? M_ONCE
+                       : strcmp(v, "sticky") == 0 ? M_STICKY
+                       : strcmp(v, "eintr") == 0  ? M_EINTR
+                                                  : 0;
+            if (!(o.modes & (M_ONCE | M_STICKY | M_EINTR))) {
+                fprintf(stderr, "iomux-fault: unknown mode %s\n", v);
+                return 2;
+            }
+            i++;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!o.modes)
+        o.modes = M_ONCE | M_STICKY | M_EINTR;
+    int only_p = -1;
+    if (o.only_point && (only_p = fault_lookup(o.only_point)) < 0) {
+        fprintf(stderr, "iomux-fault: no injection point %s (--list)\n", o.only_point);
+        return 2;
+    }
+    if (o.max_index == 0 || o.timeout_ms == 0) {
+        fprintf(stderr, "iomux-fault: --max-index and --timeout-ms must be positive\n");
+        return 2;
+    }
+    int r = fault_init();
+    res = mmap(NULL, sizeof *res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (r < 0 || res == MAP_FAILED) {
+        fprintf(stderr, "iomux-fault: cannot map shared memory\n");
+        return 1;
+    }
+    /* The backend must open here at all, or every run would only test a refused init. In
+     * a child: a loop's first init in a process does work once (pthread_once), and every
+     * run should count it. */
+    char *bname = mmap(NULL, 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (bname == MAP_FAILED) {
+        fprintf(stderr, "iomux-fault: cannot map shared memory\n");
+        return 1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        mux_loop_t probe;
+        if ((r = mux_loop_init(&probe, NULL)) < 0) {
+            snprintf(bname, 64, "%s", mux_strerror(r));
+            _exit(1);
+        }
+        snprintf(bname, 64, "%s", mux_loop_backend(&probe));
+        _exit(mux_loop_close(&probe) == 0 ? 0 : 2);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) == 2) {
+        fprintf(stderr, "iomux-fault: the probe for the backend failed\n");
+        return 1;
+    }
+    if (WEXITSTATUS(st) == 1) {
+        const char *be = getenv("IOMUX_BACKEND");
+        printf("SKIP: backend %s does not open here (%s)\n", be ? be : "default", bname);
+        return 77;
+    }
+
+    struct tally t = {0};
+    int ncases = 0;
+    uint64_t t0 = mono_ms();
+    for (int k = 0; k < NCASES; k++) {
+        if (o.only_case && strcmp(o.only_case, cases[k].name) != 0)
+            continue;
+        ncases++;
+        /* The clean run: must complete with nothing reported; it counts the calls. */
+        fault_reset();
+        char how[128];
+        struct result cr = run_child(k, o.timeout_ms, how, sizeof how);
+        if (how[0] || cr.verdict != V_COMPLETE) {
+            printf("FAIL %s: case %s without any failure injected: %s\n", bname, cases[k].name,
+                   how[0]                ? how
+                   : cr.verdict == V_BAD ? cr.why
+                                         : "an error was reported");
+            t.failures++;
+            continue;
+        }
+        unsigned long calls[128];
+        int np = fault_npoints();
+        for (int p = 0; p < np && p < 128; p++)
+            calls[p] = fault_calls(p);
+        if (o.verbose) {
+            printf("case %s on %s, calls:", cases[k].name, bname);
+            for (int p = 0; p < np; p++)
+                if (calls[p])
+                    printf(" %s %lu", fault_name(p), calls[p]);
+            printf("\n");
+        }
+        for (int p = 0; p < np; p++) {
+            if (only_p >= 0 && p != only_p)
+                continue;
+            unsigned long n = calls[p];
+            for (unsigned long idx = 1; idx <= n; idx++) {
+                if (only_index ? idx != only_index : idx > o.max_index && idx != n)
+                    continue;
+                for (int m = M_ONCE; m <= M_EINTR; m <<= 1) {
+                    if (!(o.modes & m) || (m == M_EINTR && !fault_eintr_possible(p)))
+                        continue;
+                    /* EINTR is the default errno of some points: once covers it. EINTR
+                     * and EAGAIN are transient by nature: no sticky runs for them. */
+                    int def = fault_default_errno(p);
+                    if ((m == M_EINTR && def == EINTR) ||
+                        (m == M_STICKY && (def == EINTR || def == EAGAIN || !lasting(p))))
+                        continue;
+                    armed_run(&o, k, p, idx, m, &t);
+                }
+            }
+        }
+    }
+    printf("fault sweep on %s: %lu runs over %d cases (%lu with the failure injected: %lu "
+           "reported it, %lu completed anyway), %lu failures, %.1f s\n",
+           bname, t.runs, ncases, t.fired, t.reported, t.complete, t.failures,
+           (double)(mono_ms() - t0) / 1000);
+    return t.failures ? 1 : 0;
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* Failure paths, each driven by an injected failure (tests/fault/README.md): one case per
+ * defect the fault sweep found, asserting the exact behaviour after the fix. These cases run
+ * in iomux-fault-tests, linked with the fault variant of the library. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fault/fault.h"
+#include "harness.h"
+
+static int point(const char *name)
+{
+    int p = fault_lookup(name);
+    CHECK_GE(p, 0);
+    return p;
+}
+
+static void fault_start(void)
+{
+    CHECK_EQ(fault_init(), 0);
+    fault_reset();
+}
+
+static void count_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
+{
+    (void)loop;
+    CHECK_EQ(signum, SIGUSR1);
+    ++*(int *)w->data;
+}
+
+/* The sweep found signals, asyncs and children lost for good when the backend refused to
+ * watch the loop's own wake-up descriptor (epoll_ctl: ENOMEM): the loop stopped watching it
+ * and said nothing. Now that mux_run returns the error, and the next one watches it again. */
+TEST(wake_fd_the_backend_refused_is_reported_then_watched_again)
+{
+    const char *be = getenv("IOMUX_BACKEND");
+    const char *call = be && strcmp(be, "epoll") == 0  ? "epoll_ctl"
+                       : be && strcmp(be, "poll") == 0 ? "realloc"
+                                                       : NULL;
+    if (!call)
+        SKIP("only epoll (epoll_ctl) and poll (its array) can refuse to watch a descriptor; "
+             "select and io_uring take it without a call that fails");
+    fault_start();
+    mux_loop_t loop;
+    loop_open(&loop);
+    int n = 0;
+    mux_signal_t w;
+    CHECK_EQ(mux_signal_init(&w, count_signal, SIGUSR1), 0);
+    w.data = &n;
+    CHECK_EQ(mux_signal_start(&loop, &w), 0);
+    /* The wake-up descriptor is handed to the backend at the first iteration. */
+    fault_arm(point(call), fault_calls(point(call)) + 1, ENOMEM, FAULT_ONCE);
+    CHECK_EQ(raise(SIGUSR1), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), -ENOMEM);
+    CHECK_EQ(fault_fired(), 1);
+    CHECK_EQ(n, 0);
+    /* A blocking run: the signal is seen only through the descriptor watched again. */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(raise(SIGUSR1), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(mux_signal_stop(&loop, &w), 0);
+    loop_close(&loop);
+}
+
+/* And when it keeps refusing, every mux_run says so, and closing the loop still works. */
+TEST(wake_fd_the_backend_keeps_refusing_fails_every_run_and_the_loop_closes)
+{
+    const char *be = getenv("IOMUX_BACKEND");
+    if (!be || strcmp(be, "epoll") != 0)
+        SKIP("epoll only: its epoll_ctl is the call that refuses");
+    fault_start();
+    mux_loop_t loop;
+    loop_open(&loop);
+    int n = 0;
+    mux_signal_t w;
+    CHECK_EQ(mux_signal_init(&w, count_signal, SIGUSR1), 0);
+    w.data = &n;
+    CHECK_EQ(mux_signal_start(&loop, &w), 0);
+    fault_arm(point("epoll_ctl"), fault_calls(point("epoll_ctl")) + 1, ENOSPC, FAULT_STICKY);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), -ENOSPC);
+    CHECK_EQ(fault_fired(), 3);
+    fault_disarm();
+    CHECK_EQ(mux_signal_stop(&loop, &w), 0);
+    loop_close(&loop);
+}
+
+static void count_child(mux_loop_t *loop, mux_child_t *w, int pid, int wstatus)
+{
+    (void)loop;
+    int *seen = w->data;
+    seen[0]++;
+    seen[1] = pid;
+    seen[2] = wstatus;
+}
+
+/* The sweep found a child's exit lost when waitpid was interrupted (EINTR): the loop did
+ * not ask again, and no second SIGCHLD comes. */
+TEST(child_reap_interrupted_by_a_signal_asks_again)
+{
+    fault_start();
+    mux_loop_t loop;
+    loop_open(&loop);
+    int pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0)
+        _exit(7);
+    int seen[3] = {0};
+    mux_child_t w;
+    CHECK_EQ(mux_child_init(&w, count_child, pid), 0);
+    w.data = seen;
+    fault_arm(point("waitpid"), 1, EINTR, FAULT_ONCE);
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    while (seen[0] == 0)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    CHECK_EQ(fault_fired(), 1);
+    CHECK_EQ(seen[0], 1);
+    CHECK_EQ(seen[1], pid);
+    CHECK(WIFEXITED(seen[2]) && WEXITSTATUS(seen[2]) == 7);
+    CHECK_EQ(mux_child_stop(&loop, &w), 0);
+    loop_close(&loop);
+}
+
+static void count_async(mux_loop_t *loop, mux_async_t *w)
+{
+    (void)loop;
+    ++*(int *)w->data;
+}
+
+/* The sweep found an async wake-up lost when the write to the wake-up descriptor was
+ * interrupted (EINTR): the send was dropped and the loop slept on. */
+TEST(async_send_interrupted_by_a_signal_writes_again)
+{
+    fault_start();
+    mux_loop_t loop;
+    loop_open(&loop);
+    int n = 0;
+    mux_async_t a;
+    CHECK_EQ(mux_async_init(&a, count_async), 0);
+    a.data = &n;
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    unsigned long writes = fault_calls(point("write"));
+    fault_arm(point("write"), writes + 1, EINTR, FAULT_ONCE);
+    CHECK_EQ(mux_async_send(&a), 0);
+    if (fault_calls(point("write")) == writes)
+        SKIP("this backend wakes the loop without writing a descriptor");
+    CHECK_EQ(fault_fired(), 1);
+    CHECK_EQ(fault_calls(point("write")), writes + 2);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(mux_async_stop(&loop, &a), 0);
+    loop_close(&loop);
+}
+
+/* The sweep found the fork handler's registration unchecked: when pthread_atfork refused
+ * (ENOMEM), loops never noticed a fork and shared their kernel state with the child. Now
+ * that loop's init fails, and the next init registers it. */
+TEST(loop_init_fails_while_the_fork_handler_cannot_be_registered)
+{
+    fault_start();
+    fault_arm(point("pthread_atfork"), 1, ENOMEM, FAULT_ONCE);
+    mux_loop_t loop;
+    CHECK_EQ(mux_loop_init(&loop, NULL), -ENOMEM);
+    CHECK_EQ(fault_fired(), 1);
+    loop_open(&loop);
+    CHECK_EQ(fault_calls(point("pthread_atfork")), 2);
+    loop_close(&loop);
+    loop_open(&loop);
+    CHECK_EQ(fault_calls(point("pthread_atfork")), 2); /* registered once */
+    /* And a fork is noticed: the child's loop runs on kernel state of its own. */
+    int n = 0;
+    mux_async_t a;
+    CHECK_EQ(mux_async_init(&a, count_async), 0);
+    a.data = &n;
+    CHECK_EQ(mux_async_start(&loop, &a), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    int before = fault_calls(point("eventfd")) + fault_calls(point("pipe2"));
+    int pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        int ok = mux_async_send(&a) == 0 && mux_run(&loop, MUX_RUN_ONCE) == 1 && n == 1;
+        /* The child's run re-created the wake-up descriptor. */
+        ok = ok && (int)(fault_calls(point("eventfd")) + fault_calls(point("pipe2"))) > before;
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    CHECK_EQ(mux_async_stop(&loop, &a), 0);
+    loop_close(&loop);
+}
