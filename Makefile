@@ -7,6 +7,9 @@
 #                   on its poll and select; then the threaded tests under ThreadSanitizer
 #   make test-portable  only the portable-POSIX run
 #   make test-tsan  only the ThreadSanitizer run
+#   make test-fault only the fault-injection sweeps and cases (tests/fault/README.md)
+#   make coverage   build with --coverage in build/coverage, run every test there, and print
+#                   line and branch coverage per file of src/ (scripts/coverage, gcovr)
 #   make bench      install deps, release build, run the quick benchmark suite
 #   make bench-full the full matrix
 #   make bench-compare  BASE=<git ref> (default HEAD~1): builds BASE in a git worktree
@@ -18,8 +21,8 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 
-.PHONY: all release test test-asan test-portable test-tsan bench bench-full bench-compare \
-        install uninstall clean deps deps-lib deps-bench
+.PHONY: all release test test-asan test-portable test-tsan test-fault coverage bench bench-full bench-compare \
+        install uninstall clean deps deps-lib deps-bench deps-coverage
 
 all: release
 
@@ -31,6 +34,9 @@ deps:
 
 deps-bench:
 	@scripts/install-deps bench
+
+deps-coverage:
+	@scripts/install-deps coverage
 
 # No tests and no benchmarks: they need the peers (libev, libevent, libuv, Boost); the library
 # and the examples need only liburing. `make bench` turns the benchmarks on in the same tree.
@@ -65,6 +71,17 @@ test-tsan: deps
 	cmake --build build/tsan -j $(JOBS)
 	cd build/tsan && { ctest --output-on-failure -j $(JOBS) --timeout 300 -L thread; rc=$$?; \
 	  ../../scripts/skip-reasons .; exit $$rc; }
+
+# The fault label of the sanitized build: the sweep on every backend variant and the
+# cases of test_fault.c.
+test-fault: deps
+	cmake -S . -B build/asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
+	      -DIOMUX_SANITIZE=address,undefined
+	cmake --build build/asan -j $(JOBS)
+	cd build/asan && ctest --output-on-failure -j $(JOBS) --timeout 900 -R '^fault\.|wake_fd|interrupted|fork_handler'
+
+coverage: deps-coverage
+	scripts/coverage build/coverage
 
 bench: deps-bench
 	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=ON

@@ -80,7 +80,8 @@ enum {
 enum {
     MUX_RUN_DEFAULT = 0, /* run until no watcher is active or mux_loop_stop is called */
     MUX_RUN_ONCE = 1,    /* one iteration; blocks until at least one event unless nothing
-                            is active or an idle watcher is */
+                            is active, an idle watcher is, or callbacks that were already due
+                            (a stream's close, a write done at once) ran first */
     MUX_RUN_NOWAIT = 2,  /* one iteration that never blocks */
 };
 

@@ -541,8 +541,13 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
             if (err != 0)
                 break;
         }
-        if (loop->npend)
+        if (loop->npend) {
+            /* Callbacks that were due (a close's, a write done at once): for MUX_RUN_ONCE
+             * they are this run's events, and the wait below does not block. */
+            if (mode == MUX_RUN_ONCE)
+                mode = MUX_RUN_NOWAIT;
             mux__invoke_pending(loop);
+        }
         /* A stop from before this call still gets its one (non-blocking) iteration. */
         if (mode == MUX_RUN_DEFAULT && (loop->active == 0 || (loop->stop && !first)))
             break;

@@ -226,3 +226,15 @@ uint64_t prng_next(uint64_t *state)
     *state = x;
     return x * 0x2545F4914F6CDD1Dull;
 }
+
+#ifdef IOMUX_TEST_COVERAGE /* scripts/coverage */
+void __gcov_dump(void);
+#endif
+
+void child_exit(int code)
+{
+#ifdef IOMUX_TEST_COVERAGE
+    __gcov_dump();
+#endif
+    _exit(code);
+}

@@ -34,6 +34,9 @@ _Noreturn void harness_fail_str(const char *file, int line, const char *a, const
                                 const char *va, const char *vb);
 _Noreturn void harness_skip(const char *reason);
 void harness_watchdog(unsigned seconds); /* re-arms the per-case alarm */
+/* Ends a forked child with _exit(code), after writing its coverage counts in a build with
+ * --coverage (which _exit alone would drop). */
+_Noreturn void child_exit(int code);
 
 #define HARNESS_CASE_(name, kind)                                                          \
     static void test_##name(void);                                                         \

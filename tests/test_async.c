@@ -253,7 +253,7 @@ TEST(async_sent_before_fork_reaches_the_child) {
         int first = calls, prompt = mono_ns() - t0 < 500 * MS; /* not the 1 s safety timer */
         mux_async_send(&a);                                    /* a later send wakes it too */
         mux_run(&loop, MUX_RUN_DEFAULT);
-        _exit(first == 1 && prompt && calls == 2 ? 0 : 10 + calls + 5 * !prompt);
+        child_exit(first == 1 && prompt && calls == 2 ? 0 : 10 + calls + 5 * !prompt);
     }
     int status;
     CHECK_EQ(waitpid(pid, &status, 0), pid);

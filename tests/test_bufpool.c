@@ -990,7 +990,7 @@ TEST(stream_pool_reader_holding_a_message_across_fork_reads_and_closes_in_the_ch
         while (!f->closed && mono_ns() < end)
             CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
         code |= f->closed ? 4 : 0;
-        _exit(10 + code); /* 10 and up: a failed CHECK here exits with 1 */
+        child_exit(10 + code); /* 10 and up: a failed CHECK here exits with 1 */
     }
     CHECK_EQ(mux_stream_close(&f->s, fk_closed_cb), 0);
     run_for(&loop, &f->closed, 2000, "the parent's stream closed");

@@ -34,7 +34,7 @@ static int spawn(int code)
         if (code < 0)
             for (;;)
                 pause();
-        _exit(code);
+        child_exit(code);
     }
     return pid;
 }

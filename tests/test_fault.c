@@ -110,7 +110,7 @@ TEST(child_reap_interrupted_by_a_signal_asks_again)
     int pid = fork();
     CHECK_GE(pid, 0);
     if (pid == 0)
-        _exit(7);
+        child_exit(7);
     int seen[3] = {0};
     mux_child_t w;
     CHECK_EQ(mux_child_init(&w, count_child, pid), 0);
@@ -188,7 +188,7 @@ TEST(loop_init_fails_while_the_fork_handler_cannot_be_registered)
         int ok = mux_async_send(&a) == 0 && mux_run(&loop, MUX_RUN_ONCE) == 1 && n == 1;
         /* The child's run re-created the wake-up descriptor. */
         ok = ok && (int)(fault_calls(point("eventfd")) + fault_calls(point("pipe2"))) > before;
-        _exit(ok ? 0 : 1);
+        child_exit(ok ? 0 : 1);
     }
     int st;
     CHECK_EQ(waitpid(pid, &st, 0), pid);

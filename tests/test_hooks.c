@@ -264,7 +264,7 @@ static _Noreturn void fork_child_side(mux_loop_t *loop, struct forked *f, mux_io
     code |= f->io_child >= 1 ? CHILD_IO : 0;
     code |= f->io_parent == 0 ? CHILD_NO_PARENT_IO : 0;
     code |= f->timer_calls == 1 ? CHILD_TIMER : 0;
-    _exit(code);
+    child_exit(code);
 }
 
 TEST(fork_watcher_runs_in_child_and_both_loops_work) {
@@ -351,14 +351,14 @@ TEST(fork_explicit_loop_fork_in_child) {
         alarm(10);
         int code = 0;
         if (mux_loop_fork(&loop) != 0)
-            _exit(100);
+            child_exit(100);
         write_byte(f.pb[1]);
         for (int i = 0; i < 100 && f.io_child == 0; i++)
             if (mux_run(&loop, MUX_RUN_ONCE) < 0)
                 break;
         code |= f.fork_calls == 1 ? CHILD_FORK_CB : 0;
         code |= f.io_child >= 1 ? CHILD_IO : 0;
-        _exit(code);
+        child_exit(code);
     }
     CHECK_EQ(mux_io_stop(&loop, &wb), 0);
     CHECK_EQ(mux_child_init(&cw, fk_child, pid), 0);
@@ -418,21 +418,21 @@ static _Noreturn void broken_child(mux_loop_t *loop, struct broken *b, int wfd)
     int code = 0, old_wake = mux__L(loop)->wake_wfd;
     for (int fd = 0; fd < 3; fd++) /* 0-2 taken, so that no new fd fits under a limit of 3 */
         if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
-            _exit(100);
+            child_exit(100);
     struct rlimit old, tight;
     if (getrlimit(RLIMIT_NOFILE, &old) != 0)
-        _exit(101);
+        child_exit(101);
     tight = old;
     tight.rlim_cur = 3;
     if (setrlimit(RLIMIT_NOFILE, &tight) != 0)
-        _exit(102);
+        child_exit(102);
     int r1 = mux_run(loop, MUX_RUN_NOWAIT), r2 = mux_run(loop, MUX_RUN_NOWAIT);
     code |= r1 == -EMFILE && r2 == -EMFILE ? BROKEN_ERROR : 0;
     if (setrlimit(RLIMIT_NOFILE, &old) != 0)
-        _exit(103);
+        child_exit(103);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0)
-        _exit(104);
+        child_exit(104);
     code |= old_wake >= 0 && (sv[0] == old_wake || sv[1] == old_wake) ? BROKEN_REUSED : 0;
     raise(SIGUSR1);
     char c;
@@ -445,7 +445,7 @@ static _Noreturn void broken_child(mux_loop_t *loop, struct broken *b, int wfd)
             break;
     code |= b->io_calls >= 1 ? BROKEN_IO : 0;
     code |= b->sig_calls >= 1 ? BROKEN_SIG : 0;
-    _exit(code);
+    child_exit(code);
 }
 
 TEST(fork_child_that_cannot_recreate_the_loop_gets_the_error_and_retries) {

@@ -654,8 +654,8 @@ TEST(io_callback_that_forks_child_and_parent_both_call_every_watcher) {
         int in_batch = fork_calls, left = !loop_is(&loop, "uring") || in_batch == 1;
         for (int i = 0; i < 20 && fork_calls < 3; i++)
             if (mux_run(&loop, MUX_RUN_NOWAIT) < 0)
-                _exit(2);
-        _exit(left && fork_calls == 3 ? 0 : 10 + in_batch);
+                child_exit(2);
+        child_exit(left && fork_calls == 3 ? 0 : 10 + in_batch);
     }
     CHECK_EQ(fork_calls, 3); /* the parent's batch went on */
     int status;
@@ -1202,10 +1202,10 @@ TEST(io_watcher_on_a_huge_unopened_fd_costs_little_memory_even_after_fork) {
         statm(&s0, &r0);
         for (int i = 0; i < 3 && !got; i++)
             if (mux_run(&loop, MUX_RUN_NOWAIT) < 0)
-                _exit(2);
+                child_exit(2);
         statm(&s1, &r1);
         int small = (int64_t)(r1 - r0) < (int64_t)slack && (int64_t)(s1 - s0) < (int64_t)slack;
-        _exit(small && (got & MUX_ERROR) ? 0 : 1);
+        child_exit(small && (got & MUX_ERROR) ? 0 : 1);
     }
     int status;
     CHECK_EQ(waitpid(pid, &status, 0), pid);

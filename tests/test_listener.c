@@ -704,7 +704,7 @@ TEST(fork_in_accept_callback_serves_each_connection_once) {
     while (mono_ns() < end) {
         CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
         if (fa_in_child) /* one iteration in the child is enough: report and go */
-            _exit(10 + fa_child); /* 10 and up: a failed CHECK in the child exits with 1 */
+            child_exit(10 + fa_child); /* 10 and up: a failed CHECK in the child exits with 1 */
         if (child > 0 && status < 0 && waitpid(child, &status, WNOHANG) == child)
             CHECK(WIFEXITED(status));
         if (status >= 0 && fa_parent + WEXITSTATUS(status) - 10 >= 3)

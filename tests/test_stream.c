@@ -841,7 +841,7 @@ static _Noreturn void fk_child_side(mux_loop_t *loop, struct fk *f)
     if (!(code & (FKC_TIMEOUT | FKC_RUN_ERROR)) &&
         (mux_run(loop, MUX_RUN_NOWAIT) != 0 || mux_loop_close(loop) != 0))
         code |= FKC_LOOP_CLOSE;
-    _exit(code);
+    child_exit(code);
 }
 
 TEST(fork_child_closes_streams_before_running_parent_keeps_serving) {
@@ -932,4 +932,44 @@ TEST(fork_child_closes_streams_before_running_parent_keeps_serving) {
         close(f->st[i].peer);
     free(f->mem);
     free(f);
+}
+
+static void once_closed_cb(mux_stream_t *s)
+{
+    ++*(int *)s->data;
+}
+
+static void once_timer_cb(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    ++*(int *)t->data;
+}
+
+/* The fault sweep found MUX_RUN_ONCE sleeping after the close callbacks it had just run:
+ * with nothing else to happen, until a timer (here 10 s) woke it. Callbacks that were due
+ * are that run's events, as in libuv's UV_RUN_ONCE: the run does not block after them. */
+TEST(stream_run_once_returns_after_the_close_callbacks_without_blocking) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2], closed = 0, fired = 0;
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    mux_stream_t a, b;
+    a.data = b.data = &closed;
+    CHECK_EQ(mux_stream_open(&loop, &a, sv[0]), 0);
+    CHECK_EQ(mux_stream_open(&loop, &b, sv[1]), 0);
+    char buf[16];
+    CHECK_EQ(mux_read_start(&b, buf, sizeof buf, peer_read_cb), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    mux_timer_t t;
+    CHECK_EQ(mux_timer_init(&t, once_timer_cb), 0);
+    t.data = &fired;
+    CHECK_EQ(mux_timer_start(&loop, &t, 10000 * MS, 0), 0);
+    CHECK_EQ(mux_stream_close(&a, once_closed_cb), 0);
+    CHECK_EQ(mux_stream_close(&b, once_closed_cb), 0);
+    while (closed < 2)
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1); /* the timer */
+    CHECK_EQ(closed, 2);
+    CHECK_EQ(fired, 0);
+    CHECK_EQ(mux_timer_stop(&loop, &t), 0);
+    loop_close(&loop);
 }

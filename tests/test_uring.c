@@ -286,7 +286,7 @@ CORE_TEST(uring_fork_child_refused_a_new_ring_gets_eperm_each_run_then_recovers)
             if (mux_run(&loop, MUX_RUN_ONCE) < 0)
                 break;
         code |= r.calls == 1 ? 0 : 2;
-        _exit(code);
+        child_exit(code);
     }
     int status;
     CHECK_EQ(waitpid(pid, &status, 0), pid);

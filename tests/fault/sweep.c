@@ -44,6 +44,20 @@
 #define HAVE_LSAN 1
 #endif
 
+/* In a build with --coverage (scripts/coverage defines IOMUX_TEST_COVERAGE), a child that
+ * ends with _exit writes its counts first. */
+#ifdef IOMUX_TEST_COVERAGE
+void __gcov_dump(void);
+#endif
+
+static _Noreturn void child_exit(int code)
+{
+#ifdef IOMUX_TEST_COVERAGE
+    __gcov_dump();
+#endif
+    _exit(code);
+}
+
 /* ---- what a run says about itself (in memory shared with the sweep) ---- */
 
 enum verdict {
@@ -143,6 +157,9 @@ static int spin(struct cx *c, const volatile int *v, int want, int on_err, const
     }
     if (timed)
         mux_timer_stop(&c->loop, &t);
+    /* Done in the iteration the deadline ended: the wait slept through what was due. */
+    if (expired && !(on_err && c->err))
+        bad(c, "waited 2 s for %s (%d of %d), which came only with the deadline", what, *v, want);
     return *v >= want;
 }
 
@@ -725,6 +742,211 @@ static void case_stream_pool(struct cx *c)
     echo_run(c, 1);
 }
 
+/* ---- case: bulk, over adopted sockets ---- */
+
+enum { BULK = 1 << 20, BULK_CHUNK = 64 * 1024 };
+
+struct bulk_case {
+    struct cx *c;
+    mux_stream_t a, b;
+    int aopen, bopen, closed, written, walked, stopped_once, got;
+    uint32_t sum_sent, sum_got;
+    char *out;
+    char in[16384];
+    mux_write_t req[BULK / BULK_CHUNK];
+    mux_buf_t bufs[BULK / BULK_CHUNK];
+};
+
+static void bc_written(mux_write_t *req, int status)
+{
+    struct bulk_case *b = req->data;
+    note(b->c, status);
+    b->written++;
+}
+
+static void bc_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct bulk_case *b = s->data;
+    if (n <= 0) {
+        note(b->c, n < 0 ? (int)n : -EPIPE); /* no end of stream is sent here */
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++)
+        b->sum_got = b->sum_got * 31 + (unsigned char)buf[i];
+    b->got += (int)n;
+    /* Once, half-way: stop reading and start again from the next iteration's idle. */
+    if (getenv("NOSTOP") == NULL && !b->stopped_once && b->got > BULK / 2) {
+        b->stopped_once = 1;
+        note(b->c, mux_read_stop(s));
+        note(b->c, mux_read_start(s, b->in, sizeof b->in, bc_read));
+    }
+}
+
+static void bc_walk(mux_loop_t *loop, int kind, void *handle, void *arg)
+{
+    (void)loop, (void)kind, (void)handle;
+    ++*(int *)arg;
+}
+
+static void bc_close(mux_stream_t *s)
+{
+    ((struct bulk_case *)s->data)->closed++;
+}
+
+static void case_bulk(struct cx *c)
+{
+    static struct bulk_case b;
+    memset(&b, 0, sizeof b);
+    b.c = c;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        bad(c, "socketpair: %s", strerror(errno));
+        return;
+    }
+    b.out = malloc(BULK);
+    if (!b.out) {
+        bad(c, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < BULK; i++) {
+        b.out[i] = (char)(i * 131 >> 3);
+        b.sum_sent = b.sum_sent * 31 + (unsigned char)b.out[i];
+    }
+    b.a.data = b.b.data = &b;
+    if (note(c, mux_stream_open(&c->loop, &b.a, sv[0])) < 0)
+        goto out;
+    b.aopen = 1;
+    sv[0] = -1;
+    if (note(c, mux_stream_open(&c->loop, &b.b, sv[1])) < 0)
+        goto out;
+    b.bopen = 1;
+    sv[1] = -1;
+    if (note(c, mux_read_start(&b.b, b.in, sizeof b.in, bc_read)) < 0)
+        goto out;
+    /* Sixteen writes of 64 KB, more than the socket buffer: most wait for writability. */
+    for (int i = 0; i < BULK / BULK_CHUNK; i++) {
+        b.bufs[i] = (mux_buf_t){.base = b.out + i * BULK_CHUNK, .len = BULK_CHUNK};
+        b.req[i].data = &b;
+        if (note(c, mux_write(&b.a, &b.req[i], &b.bufs[i], 1, bc_written)) < 0)
+            goto out;
+    }
+    ssize_t q = mux_stream_write_queue_size(&b.a);
+    if (q < 0 || q > BULK)
+        bad(c, "write queue size %zd", q);
+    if (note(c, mux_loop_walk(&c->loop, bc_walk, &b.walked)) < 0)
+        goto out;
+    if (b.walked != 2)
+        bad(c, "the walk saw %d handles, not 2", b.walked);
+    spin(c, &b.written, BULK / BULK_CHUNK, 1, "sixteen 64 KB writes");
+    spin(c, &b.got, BULK, 1, "1 MB");
+    if (c->err || c->bad)
+        goto out;
+    if (b.got != BULK || b.sum_got != b.sum_sent)
+        bad(c, "got %d bytes of %d, checksum %s", b.got, BULK,
+            b.sum_got == b.sum_sent ? "equal" : "differs");
+    else
+        c->complete = 1;
+out:
+    if (b.aopen && mux_stream_close(&b.a, bc_close) == 0)
+        b.aopen = 2;
+    if (b.bopen && mux_stream_close(&b.b, bc_close) == 0)
+        b.bopen = 2;
+    spin(c, &b.closed, (b.aopen == 2) + (b.bopen == 2), 0, "the close callbacks");
+    for (int i = 0; i < 2; i++)
+        if (sv[i] >= 0)
+            close(sv[i]);
+    free(b.out);
+}
+
+/* ---- case: an IPv6 listener, and a read timeout ---- */
+
+struct v6_case {
+    struct cx *c;
+    mux_listener_t l;
+    mux_stream_t srv, cli;
+    int lopen, sopen, copen, connected, timedout, closed;
+    char buf[64];
+};
+
+static void v6_closed(mux_stream_t *s)
+{
+    ((struct v6_case *)s->data)->closed++;
+}
+
+static void v6_lclosed(mux_listener_t *l)
+{
+    ((struct v6_case *)l->data)->closed++;
+}
+
+static void v6_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    (void)buf;
+    struct v6_case *v = s->data;
+    if (n == -ETIMEDOUT)
+        v->timedout++;
+    else
+        note(v->c, n < 0 ? (int)n : -EPROTO); /* the client sends nothing */
+}
+
+static void v6_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
+{
+    struct v6_case *v = l->data;
+    if (note(v->c, status) < 0)
+        return;
+    v->srv.data = v;
+    if (v->sopen || note(v->c, mux_stream_open(mux_listener_loop(l), &v->srv, sock)) < 0) {
+        close(sock);
+        return;
+    }
+    v->sopen = 1;
+    mux_stream_timeouts_t to = {.read_ns = 30 * 1000000ull};
+    if (note(v->c, mux_stream_set_timeouts(&v->srv, &to)) == 0)
+        note(v->c, mux_read_start(&v->srv, v->buf, sizeof v->buf, v6_read));
+}
+
+static void v6_connected(mux_stream_t *s, int status)
+{
+    struct v6_case *v = s->data;
+    if (note(v->c, status) == 0)
+        v->connected = 1;
+}
+
+static void case_v6(struct cx *c)
+{
+    static struct v6_case v;
+    memset(&v, 0, sizeof v);
+    v.c = c;
+    struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    socklen_t slen = sizeof sin6;
+    mux_listen_options_t lo = {
+        .backlog = 16, .flags = MUX_LISTEN_REUSEPORT | MUX_LISTEN_V6ONLY, .batch = 4};
+    v.l.data = &v;
+    if (note(c, mux_listen(&c->loop, &v.l, (struct sockaddr *)&sin6, sizeof sin6, &lo, v6_accept)) <
+        0)
+        goto out;
+    v.lopen = 1;
+    if (note(c, mux_listener_address(&v.l, (struct sockaddr *)&sin6, &slen)) < 0)
+        goto out;
+    v.cli.data = &v;
+    if (note(c, mux_stream_connect(&c->loop, &v.cli, (struct sockaddr *)&sin6, slen,
+                                   v6_connected)) < 0)
+        goto out;
+    v.copen = 1;
+    spin(c, &v.connected, 1, 1, "the IPv6 connect");
+    spin(c, &v.timedout, 1, 1, "the server's read timeout");
+    if (!c->err && !c->bad)
+        c->complete = 1;
+out:;
+    int want = 0;
+    if (v.copen)
+        want += mux_stream_close(&v.cli, v6_closed) == 0;
+    if (v.sopen)
+        want += mux_stream_close(&v.srv, v6_closed) == 0;
+    if (v.lopen)
+        want += mux_listener_close(&v.l, v6_lclosed) == 0;
+    spin(c, &v.closed, want, 0, "the close callbacks");
+}
+
 /* ---- case: fork ---- */
 
 struct fork_case {
@@ -788,7 +1010,7 @@ static void case_fork(struct cx *c)
         if (!code && __lsan_do_recoverable_leak_check())
             code = 4;
 #endif
-        _exit(code);
+        child_exit(code);
     }
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
@@ -822,9 +1044,20 @@ static const struct {
 } cases[] = {
     {"loop", case_loop},     {"io", case_io},         {"timers", case_timers},
     {"signal", case_signal}, {"stream", case_stream}, {"stream_pool", case_stream_pool},
-    {"fork", case_fork},
+    {"fork", case_fork},     {"bulk", case_bulk},     {"v6", case_v6},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
+
+static int have_ipv6_loopback(void)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    int ok = bind(fd, (struct sockaddr *)&sin6, sizeof sin6) == 0;
+    close(fd);
+    return ok;
+}
 
 static int count_fds(void)
 {
@@ -891,9 +1124,43 @@ struct opts {
     unsigned timeout_ms;
     int verbose;
     int modes; /* bit per mode below */
+    int only_errno;
 };
 
-enum { M_ONCE = 1, M_STICKY = 2, M_EINTR = 4 };
+enum { M_ONCE = 1, M_STICKY = 2, M_EINTR = 4, M_ALT = 8 };
+
+/* Other errors the kernel gives at some points, each injected once (mode "alt"), for the
+ * paths that tell them apart: epoll's EPERM (a file it cannot watch) and its ENOENT and
+ * EEXIST (a descriptor closed and reused behind its back), a kernel without epoll_pwait2
+ * (ENOSYS) or without io_uring's newer flags (EINVAL: set up with fewer), io_uring's lost
+ * completions (EBADR) and full completion ring (EBUSY), an aborted connection. */
+static const struct {
+    const char *point;
+    int err;
+} alts[] = {
+    {"epoll_ctl", EPERM},
+    {"epoll_ctl", ENOENT},
+    {"epoll_ctl", EEXIST},
+    {"epoll_ctl", EBADF},
+    {"epoll_pwait2", ENOSYS},
+    {"epoll_pwait2", EBADF},
+    {"io_uring_queue_init_params", EINVAL},
+    {"io_uring_queue_init_params", EPERM},
+    {"io_uring_enter2", EBADR},
+    {"io_uring_enter2", EBUSY},
+    {"io_uring_enter2", EINTR},
+    {"io_uring_enter", EBADR},
+    {"io_uring_submit", EBUSY},
+    {"accept4", ECONNABORTED},
+    {"accept4", ENFILE},
+    {"connect", ECONNREFUSED},
+    {"recv", ETIMEDOUT},
+    {"send", EPIPE},
+    {"sendmsg", EPIPE},
+    {"socket", EAFNOSUPPORT},
+    {"timerfd_settime", ECANCELED},
+};
+enum { NALTS = sizeof alts / sizeof alts[0] };
 
 struct tally {
     unsigned long runs, fired, complete, reported, failures;
@@ -914,7 +1181,7 @@ static struct result run_child(int k, unsigned timeout_ms, char *how, size_t how
     if (pid == 0) {
         run_case(k);
         fflush(NULL);
-        _exit(0);
+        child_exit(0);
     }
     int st = 0;
     uint64_t end = mono_ms() + timeout_ms;
@@ -955,14 +1222,13 @@ static int lasting(int p)
 
 static const char *mode_name(int m)
 {
-    return m == M_ONCE ? "once" : m == M_STICKY ? "sticky" : "eintr";
+    return m == M_ONCE ? "once" : m == M_STICKY ? "sticky" : m == M_EINTR ? "eintr" : "alt";
 }
 
 /* One armed run; returns 1 when it failed (and says why). */
-static int armed_run(const struct opts *o, int k, int p, unsigned long idx, int mode,
+static int armed_run(const struct opts *o, int k, int p, unsigned long idx, int mode, int err,
                      struct tally *t)
 {
-    int err = mode == M_EINTR ? EINTR : fault_default_errno(p);
     fault_reset();
     fault_arm(p, idx, err, mode == M_STICKY ? FAULT_STICKY : FAULT_ONCE);
     char how[128];
@@ -992,11 +1258,19 @@ static int armed_run(const struct opts *o, int k, int p, unsigned long idx, int 
         return 0;
     }
     t->failures++;
-    const char *be = getenv("IOMUX_BACKEND");
+    const char *be = getenv("IOMUX_BACKEND"), *ns = getenv("IOMUX_URING_STREAMS"),
+               *tw = getenv("IOMUX_URING_TASKRUN"), *en = getenv("IOMUX_URING_ENTRIES");
+    char envs[160];
+    snprintf(envs, sizeof envs, "IOMUX_BACKEND=%s%s%s%s%s%s%s", be ? be : "",
+             ns ? " IOMUX_URING_STREAMS=" : "", ns ? ns : "", tw ? " IOMUX_URING_TASKRUN=" : "",
+             tw ? tw : "", en ? " IOMUX_URING_ENTRIES=" : "", en ? en : "");
+    char alt[32] = "";
+    if (mode == M_ALT)
+        snprintf(alt, sizeof alt, " --errno %d", err);
     printf("FAIL %s: case %s, %s call #%lu failing (%s, %s): %s\n"
-           "     again: IOMUX_BACKEND=%s iomux-fault --case %s --point %s --index %lu --mode %s\n",
+           "     again: %s iomux-fault --case %s --point %s --index %lu --mode %s%s\n",
            be ? be : "default", cases[k].name, fault_name(p), idx, mode_name(mode), strerror(err),
-           why, be ? be : "", cases[k].name, fault_name(p), idx, mode_name(mode));
+           why, envs, cases[k].name, fault_name(p), idx, mode_name(mode), alt);
     return 1;
 }
 
@@ -1010,7 +1284,8 @@ static void usage(FILE *f)
                "  --point NAME        only this injection point\n"
                "  --index N           only call index N (with --case and --point: one run)\n"
                "  --max-index N       call indices 1..N of each point, and its last (default 40)\n"
-               "  --mode M            once, sticky or eintr; repeatable (default: all three)\n"
+               "  --mode M            once, sticky, eintr or alt; repeatable (default: all)\n"
+               "  --errno N           with --mode alt: only this errno value\n"
                "  --timeout-ms MS     a run that takes longer has hung (default 10000)\n"
                "  -v                  a line per run\n");
 }
@@ -1041,19 +1316,23 @@ int main(int argc, char **argv)
             o.only_point = v, i++;
         } else if (v && strcmp(a, "--index") == 0) {
             only_index = strtoul(v, NULL, 10), i++;
+        } else if (v && strcmp(a, "--errno") == 0) {
+            o.only_errno = atoi(v), i++;
         } else if (v && strcmp(a, "--max-index") == 0) {
             o.max_index = strtoul(v, NULL, 10), i++;
         } else if (v && strcmp(a, "--timeout-ms") == 0) {
             o.timeout_ms = (unsigned)strtoul(v, NULL, 10), i++;
         } else if (v && strcmp(a, "--mode") == 0) {
-            o.modes |= strcmp(v, "once") == 0     ? M_ONCE
-                       : strcmp(v, "sticky") == 0 ? M_STICKY
-                       : strcmp(v, "eintr") == 0  ? M_EINTR
-                                                  : 0;
-            if (!(o.modes & (M_ONCE | M_STICKY | M_EINTR))) {
+            int m = strcmp(v, "once") == 0     ? M_ONCE
+                    : strcmp(v, "sticky") == 0 ? M_STICKY
+                    : strcmp(v, "eintr") == 0  ? M_EINTR
+                    : strcmp(v, "alt") == 0    ? M_ALT
+                                               : 0;
+            if (!m) {
                 fprintf(stderr, "iomux-fault: unknown mode %s\n", v);
                 return 2;
             }
+            o.modes |= m;
             i++;
         } else {
             usage(stderr);
@@ -1061,7 +1340,7 @@ int main(int argc, char **argv)
         }
     }
     if (!o.modes)
-        o.modes = M_ONCE | M_STICKY | M_EINTR;
+        o.modes = M_ONCE | M_STICKY | M_EINTR | M_ALT;
     int only_p = -1;
     if (o.only_point && (only_p = fault_lookup(o.only_point)) < 0) {
         fprintf(stderr, "iomux-fault: no injection point %s (--list)\n", o.only_point);
@@ -1090,10 +1369,10 @@ int main(int argc, char **argv)
         mux_loop_t probe;
         if ((r = mux_loop_init(&probe, NULL)) < 0) {
             snprintf(bname, 64, "%s", mux_strerror(r));
-            _exit(1);
+            child_exit(1);
         }
         snprintf(bname, 64, "%s", mux_loop_backend(&probe));
-        _exit(mux_loop_close(&probe) == 0 ? 0 : 2);
+        child_exit(mux_loop_close(&probe) == 0 ? 0 : 2);
     }
     int st;
     if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) == 2) {
@@ -1112,6 +1391,10 @@ int main(int argc, char **argv)
     for (int k = 0; k < NCASES; k++) {
         if (o.only_case && strcmp(o.only_case, cases[k].name) != 0)
             continue;
+        if (cases[k].fn == case_v6 && !have_ipv6_loopback()) {
+            printf("case v6 left out: no IPv6 loopback (::1) here\n");
+            continue;
+        }
         ncases++;
         /* The clean run: must complete with nothing reported; it counts the calls. */
         fault_reset();
@@ -1144,19 +1427,30 @@ int main(int argc, char **argv)
                 if (only_index ? idx != only_index : idx > o.max_index && idx != n)
                     continue;
                 for (int m = M_ONCE; m <= M_EINTR; m <<= 1) {
+                    int def = fault_default_errno(p);
                     if (!(o.modes & m) || (m == M_EINTR && !fault_eintr_possible(p)))
                         continue;
                     /* EINTR is the default errno of some points: once covers it. EINTR
                      * and EAGAIN are transient by nature: no sticky runs for them. */
-                    int def = fault_default_errno(p);
                     if ((m == M_EINTR && def == EINTR) ||
                         (m == M_STICKY && (def == EINTR || def == EAGAIN || !lasting(p))))
                         continue;
-                    armed_run(&o, k, p, idx, m, &t);
+                    armed_run(&o, k, p, idx, m, m == M_EINTR ? EINTR : def, &t);
                 }
+                if (o.modes & M_ALT)
+                    for (int a = 0; a < NALTS; a++)
+                        if (fault_lookup(alts[a].point) == p &&
+                            (!o.only_errno || o.only_errno == alts[a].err))
+                            armed_run(&o, k, p, idx, M_ALT, alts[a].err, &t);
             }
         }
     }
+    const char *ns = getenv("IOMUX_URING_STREAMS"), *tw = getenv("IOMUX_URING_TASKRUN"),
+               *en = getenv("IOMUX_URING_ENTRIES");
+    if (ns || tw || en)
+        snprintf(bname + strlen(bname), 64 - strlen(bname), " (%s%s%s%s%s%s)", ns ? "streams=" : "",
+                 ns ? ns : "", tw ? " taskrun=" : "", tw ? tw : "", en ? " entries=" : "",
+                 en ? en : "");
     printf("fault sweep on %s: %lu runs over %d cases (%lu with the failure injected: %lu "
            "reported it, %lu completed anyway), %lu failures, %.1f s\n",
            bname, t.runs, ncases, t.fired, t.reported, t.complete, t.failures,
