@@ -73,7 +73,8 @@ enum {
                          level-triggered backend reports a superset, which a correct
                          edge-triggered program (reading until EAGAIN) handles unchanged */
     MUX_ERROR = 0x08, /* revents only: the backend found the fd invalid (closed behind the
-                         loop's back); the watcher has been stopped before its callback */
+                         loop's back) or could not watch it (epoll_ctl's ENOMEM, ENOSPC);
+                         the watcher has been stopped before its callback */
 };
 
 /* Run modes of mux_run. */

@@ -13,7 +13,7 @@
  * callbacks may therefore run inside `wait`: a backend reports from a loop that a callback
  * cannot disturb (callbacks never wait, apply changes, or reap completions; they may start
  * and stop watchers and submit operations, which only queue work for the next wait). A
- * backend that finds an fd invalid calls mux__fd_kill().
+ * backend that finds an fd invalid calls mux__fd_kill(..., -EBADF).
  *
  * The wake-up. `wake` makes the loop's current or next wait return. It is the one entry any
  * thread or a signal handler may call: async sends and signals come through it. Backends
@@ -211,8 +211,12 @@ static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned re
     return want;
 }
 
-/* Stops every watcher of `fd` and queues it with MUX_ERROR: the fd is not valid. */
-void mux__fd_kill(struct mux__loop *loop, int fd);
+/* Stops every watcher of `fd` and queues it with MUX_ERROR: the fd is not valid (`err`
+ * -EBADF), or the backend cannot watch it (its -errno). The library's own watchers (a
+ * stream's, a listener's: MUX__W_NOREF) also get the errno, in the revents bits from
+ * MUX__KILL_ERRNO_SHIFT up; the caller's see MUX_ERROR only, as the API says. */
+#define MUX__KILL_ERRNO_SHIFT 16
+void mux__fd_kill(struct mux__loop *loop, int fd, int err);
 
 /* ---- operations (op.h starts them; backends complete them) ----------------------- */
 

@@ -108,7 +108,7 @@ static __attribute__((noinline)) void mux__fd_refused(struct mux__loop *loop, st
         loop->error = err;
         return;
     }
-    mux__fd_kill(loop, fd);
+    mux__fd_kill(loop, fd, err);
 }
 
 void mux__fd_apply(struct mux__loop *loop)
@@ -129,7 +129,7 @@ void mux__fd_apply(struct mux__loop *loop)
     }
 }
 
-void mux__fd_kill(struct mux__loop *loop, int fd)
+void mux__fd_kill(struct mux__loop *loop, int fd, int err)
 {
     struct mux__fd *e = mux__fd_find(loop, fd);
     if (!e)
@@ -139,8 +139,12 @@ void mux__fd_kill(struct mux__loop *loop, int fd)
         e->head = w->next_;
         w->next_ = NULL;
         mux__deactivate(loop, &w->h_);
+        unsigned rev = MUX_ERROR | (w->events_ & MUX__IO_EVENTS);
+        /* The library's own watchers (a stream's, a listener's) are told the errno too. */
+        if ((w->h_.flags & MUX__W_NOREF) && err < 0 && err > -(1 << 15))
+            rev |= (unsigned)-err << MUX__KILL_ERRNO_SHIFT;
         if (!(w->h_.flags & MUX__W_INTERNAL))
-            mux__queue(loop, &w->h_, MUX_ERROR | (w->events_ & MUX__IO_EVENTS));
+            mux__queue(loop, &w->h_, rev);
     }
     mux__fd_touch(loop, fd, 0);
 }

@@ -197,3 +197,45 @@ TEST(loop_init_fails_while_the_fork_handler_cannot_be_registered)
     CHECK_EQ(mux_async_stop(&loop, &a), 0);
     loop_close(&loop);
 }
+
+static void errno_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    (void)buf;
+    int *got = s->data;
+    got[0]++;
+    got[1] = (int)nread;
+}
+
+/* The sweep found a stream told -EBADF when epoll refused to watch its socket with ENOMEM:
+ * the core's MUX_ERROR carried no errno. The library's own watchers now get it. */
+TEST(stream_told_the_errno_when_the_backend_cannot_watch_its_socket)
+{
+    const char *be = getenv("IOMUX_BACKEND");
+    if (!be || strcmp(be, "epoll") != 0)
+        SKIP("epoll only: its epoll_ctl is the call that refuses; the other backends "
+             "cannot refuse a descriptor they were given");
+    fault_start();
+    mux_loop_t loop;
+    loop_open(&loop);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 0); /* the loop's own registrations */
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    mux_stream_t s;
+    int got[2] = {0, 0};
+    s.data = got;
+    CHECK_EQ(mux_stream_open(&loop, &s, sv[0]), 0);
+    char buf[16];
+    CHECK_EQ(mux_read_start(&s, buf, sizeof buf, errno_read_cb), 0);
+    fault_arm(point("epoll_ctl"), fault_calls(point("epoll_ctl")) + 1, ENOSPC, FAULT_ONCE);
+    for (int i = 0; i < 10 && got[0] == 0; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_EQ(fault_fired(), 1);
+    CHECK_EQ(got[0], 1);
+    CHECK_EQ(got[1], -ENOSPC);
+    int closed = 0;
+    s.data = &closed;
+    CHECK_EQ(mux_stream_close(&s, NULL), 0);
+    CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    loop_close(&loop);
+    close(sv[1]);
+}

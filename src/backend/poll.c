@@ -106,7 +106,7 @@ static int mux__poll_wait(struct mux__loop *loop, int64_t timeout_ns)
             continue;
         n--;
         if (r & POLLNVAL) {
-            mux__fd_kill(loop, st->pfd[i].fd);
+            mux__fd_kill(loop, st->pfd[i].fd, -EBADF);
             continue;
         }
         unsigned got = (r & (POLLIN | POLLPRI) ? MUX_READ : 0) | (r & POLLOUT ? MUX_WRITE : 0);

@@ -263,8 +263,10 @@ static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
         return;
     }
     struct mux__attempt a;
-    if (revents & MUX_ERROR) { /* the core stopped the watcher: the fd is not valid */
-        a = mux__done(-EBADF, NULL, 0);
+    if (revents & MUX_ERROR) { /* the core stopped the watcher: the fd is not valid, or the
+                                  backend could not watch it (its errno, from the core) */
+        unsigned e = revents >> MUX__KILL_ERRNO_SHIFT;
+        a = mux__done(e ? -(int)e : -EBADF, NULL, 0);
     } else {
         a = mux__ready_try(op);
         if (a.again)

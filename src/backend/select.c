@@ -81,7 +81,7 @@ static void mux__select_ebadf(struct mux__loop *loop)
         if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
             FD_CLR(fd, &st->rd);
             FD_CLR(fd, &st->wr);
-            mux__fd_kill(loop, fd);
+            mux__fd_kill(loop, fd, -EBADF);
         }
     }
 }

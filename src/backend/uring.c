@@ -407,7 +407,7 @@ mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags
         e->kmask &= MUX__K_REARM;   /* a failed request has ended */
         mux__fd_touch(loop, fd, 1); /* re-armed by the next batch of changes */
         if (res != -ECANCELED && res != -EINTR && res != -EAGAIN && res != -ENOMEM)
-            mux__fd_kill(loop, fd); /* -EBADF and friends */
+            mux__fd_kill(loop, fd, res); /* -EBADF and friends */
         return;
     }
     if (mux__unlikely(res & (POLLERR | POLLHUP)) && !(e->kmask & MUX__K_VERIFIED)) {
@@ -415,7 +415,7 @@ mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags
         if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
             if (ended)
                 e->kmask &= MUX__K_REARM;
-            mux__fd_kill(loop, fd);
+            mux__fd_kill(loop, fd, -EBADF);
             return;
         }
         e->kmask |= MUX__K_VERIFIED;

@@ -69,7 +69,8 @@ enum verdict {
 
 struct result {
     int verdict;
-    int err; /* the first negative errno reported */
+    int err;       /* the first negative errno reported */
+    int child_err; /* the one a case's forked child was told of */
     char why[256];
 };
 
@@ -1006,6 +1007,7 @@ static void case_fork(struct cx *c)
             code = 2;
         else if (c->err)
             code = 1;
+        res->child_err = c->err;
 #ifdef HAVE_LSAN
         if (!code && __lsan_do_recoverable_leak_check())
             code = 4;
@@ -1020,7 +1022,7 @@ static void case_fork(struct cx *c)
         goto out;
     }
     if (WEXITSTATUS(st) == 1) {
-        note(c, -ECHILD); /* the child was told of a failure; it said so */
+        note(c, res->child_err); /* the child was told of a failure */
         goto out;
     }
     /* The parent's loop goes on as before. */
@@ -1164,6 +1166,7 @@ enum { NALTS = sizeof alts / sizeof alts[0] };
 
 struct tally {
     unsigned long runs, fired, complete, reported, failures;
+    unsigned long as_injected, as_mux_error; /* of the reported: how they were told */
 };
 
 /* Forks, runs the case in the child, waits (killing it at the timeout). Returns the
@@ -1248,10 +1251,15 @@ static int armed_run(const struct opts *o, int k, int p, unsigned long idx, int 
     else if (mode == M_EINTR && r.verdict != V_COMPLETE)
         snprintf(why, sizeof why, "EINTR reached the caller as error %d", r.err);
     if (!why[0]) {
-        if (r.verdict == V_COMPLETE)
+        if (r.verdict == V_COMPLETE) {
             t->complete++;
-        else
+        } else {
             t->reported++;
+            if (r.err == -err)
+                t->as_injected++;
+            else if (r.err == REPORTED_MUX_ERROR)
+                t->as_mux_error++;
+        }
         if (o->verbose)
             printf("  ok   %-12s %-28s #%-3lu %-6s %s (%d)\n", cases[k].name, fault_name(p), idx,
                    mode_name(mode), r.verdict == V_COMPLETE ? "complete" : "reported", r.err);
@@ -1452,8 +1460,10 @@ int main(int argc, char **argv)
                  ns ? ns : "", tw ? " taskrun=" : "", tw ? tw : "", en ? " entries=" : "",
                  en ? en : "");
     printf("fault sweep on %s: %lu runs over %d cases (%lu with the failure injected: %lu "
-           "reported it, %lu completed anyway), %lu failures, %.1f s\n",
+           "reported it, %lu completed anyway), %lu failures, %.1f s\n"
+           "  reported as the injected errno %lu, as MUX_ERROR %lu, as another error %lu\n",
            bname, t.runs, ncases, t.fired, t.reported, t.complete, t.failures,
-           (double)(mono_ms() - t0) / 1000);
+           (double)(mono_ms() - t0) / 1000, t.as_injected, t.as_mux_error,
+           t.reported - t.as_injected - t.as_mux_error);
     return t.failures ? 1 : 0;
 }
