@@ -32,11 +32,19 @@ static void count_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
     ++*(int *)w->data;
 }
 
+/* A loop with a started watcher for SIGUSR1 that counts into *n. */
+static void signal_loop_open(mux_loop_t *loop, mux_signal_t *w, int *n)
+{
+    loop_open(loop);
+    CHECK_EQ(mux_signal_init(w, count_signal, SIGUSR1), 0);
+    w->data = n;
+    CHECK_EQ(mux_signal_start(loop, w), 0);
+}
+
 /* The sweep found signals, asyncs and children lost for good when the backend refused to
  * watch the loop's own wake-up descriptor (epoll_ctl: ENOMEM): the loop stopped watching it
  * and said nothing. Now that mux_run returns the error, and the next one watches it again. */
-TEST(wake_fd_the_backend_refused_is_reported_then_watched_again)
-{
+TEST(wake_fd_the_backend_refused_is_reported_then_watched_again) {
     const char *be = getenv("IOMUX_BACKEND");
     const char *call = be && strcmp(be, "epoll") == 0  ? "epoll_ctl"
                        : be && strcmp(be, "poll") == 0 ? "realloc"
@@ -46,12 +54,9 @@ TEST(wake_fd_the_backend_refused_is_reported_then_watched_again)
              "select and io_uring take it without a call that fails");
     fault_start();
     mux_loop_t loop;
-    loop_open(&loop);
-    int n = 0;
     mux_signal_t w;
-    CHECK_EQ(mux_signal_init(&w, count_signal, SIGUSR1), 0);
-    w.data = &n;
-    CHECK_EQ(mux_signal_start(&loop, &w), 0);
+    int n = 0;
+    signal_loop_open(&loop, &w, &n);
     /* The wake-up descriptor is handed to the backend at the first iteration. */
     fault_arm(point(call), fault_calls(point(call)) + 1, ENOMEM, FAULT_ONCE);
     CHECK_EQ(raise(SIGUSR1), 0);
@@ -69,19 +74,15 @@ TEST(wake_fd_the_backend_refused_is_reported_then_watched_again)
 }
 
 /* And when it keeps refusing, every mux_run says so, and closing the loop still works. */
-TEST(wake_fd_the_backend_keeps_refusing_fails_every_run_and_the_loop_closes)
-{
+TEST(wake_fd_the_backend_keeps_refusing_fails_every_run_and_the_loop_closes) {
     const char *be = getenv("IOMUX_BACKEND");
     if (!be || strcmp(be, "epoll") != 0)
         SKIP("epoll only: its epoll_ctl is the call that refuses");
     fault_start();
     mux_loop_t loop;
-    loop_open(&loop);
-    int n = 0;
     mux_signal_t w;
-    CHECK_EQ(mux_signal_init(&w, count_signal, SIGUSR1), 0);
-    w.data = &n;
-    CHECK_EQ(mux_signal_start(&loop, &w), 0);
+    int n = 0;
+    signal_loop_open(&loop, &w, &n);
     fault_arm(point("epoll_ctl"), fault_calls(point("epoll_ctl")) + 1, ENOSPC, FAULT_STICKY);
     for (int i = 0; i < 3; i++)
         CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), -ENOSPC);
@@ -102,8 +103,7 @@ static void count_child(mux_loop_t *loop, mux_child_t *w, int pid, int wstatus)
 
 /* The sweep found a child's exit lost when waitpid was interrupted (EINTR): the loop did
  * not ask again, and no second SIGCHLD comes. */
-TEST(child_reap_interrupted_by_a_signal_asks_again)
-{
+TEST(child_reap_interrupted_by_a_signal_asks_again) {
     fault_start();
     mux_loop_t loop;
     loop_open(&loop);
@@ -135,8 +135,7 @@ static void count_async(mux_loop_t *loop, mux_async_t *w)
 
 /* The sweep found an async wake-up lost when the write to the wake-up descriptor was
  * interrupted (EINTR): the send was dropped and the loop slept on. */
-TEST(async_send_interrupted_by_a_signal_writes_again)
-{
+TEST(async_send_interrupted_by_a_signal_writes_again) {
     fault_start();
     mux_loop_t loop;
     loop_open(&loop);
@@ -162,8 +161,7 @@ TEST(async_send_interrupted_by_a_signal_writes_again)
 /* The sweep found the fork handler's registration unchecked: when pthread_atfork refused
  * (ENOMEM), loops never noticed a fork and shared their kernel state with the child. Now
  * that loop's init fails, and the next init registers it. */
-TEST(loop_init_fails_while_the_fork_handler_cannot_be_registered)
-{
+TEST(loop_init_fails_while_the_fork_handler_cannot_be_registered) {
     fault_start();
     fault_arm(point("pthread_atfork"), 1, ENOMEM, FAULT_ONCE);
     mux_loop_t loop;
@@ -208,8 +206,7 @@ static void errno_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
 
 /* The sweep found a stream told -EBADF when epoll refused to watch its socket with ENOMEM:
  * the core's MUX_ERROR carried no errno. The library's own watchers now get it. */
-TEST(stream_told_the_errno_when_the_backend_cannot_watch_its_socket)
-{
+TEST(stream_told_the_errno_when_the_backend_cannot_watch_its_socket) {
     const char *be = getenv("IOMUX_BACKEND");
     if (!be || strcmp(be, "epoll") != 0)
         SKIP("epoll only: its epoll_ctl is the call that refuses; the other backends "
