@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* iomux HTTP/1.1: the request parser and the chunked-body decoder.
+ *
+ * Both allocate nothing and keep no pointer past the call: the request's strings point into
+ * the caller's buffer, and the decoder works in place. They are strict about framing (RFC
+ * 9112): a request they accept has exactly one reading of where its body ends, so a proxy
+ * in front of the server and the server itself cannot disagree about where the next request
+ * starts. Whatever is refused comes with the status to answer, and the connection must be
+ * closed after that answer: its framing is lost.
+ *
+ * What is refused, and with which status:
+ *   400  a request line or header line that is not well formed: a method or field name that
+ *        is not a token, white space before a field's colon, a line folded onto the previous
+ *        one (obs-fold), a control character (other than tab) in a value, a byte outside
+ *        visible ASCII in the target, a bare CR; Content-Length and Transfer-Encoding
+ *        together; Transfer-Encoding in HTTP/1.0, or whose last coding is not chunked, or
+ *        with chunked twice; a Content-Length that is not digits, or several that differ; a
+ *        missing Host in HTTP/1.1, or several Host fields.
+ *   413  a Content-Length over the limit.
+ *   414  a target longer than the limit.
+ *   417  an Expect other than 100-continue (HTTP/1.1).
+ *   431  a head (request line and fields) longer than the limit, or more fields.
+ *   501  a transfer coding other than chunked.
+ *   505  an HTTP version other than 1.x.
+ * A lone LF ends a line as CRLF does, and empty lines before the request line are skipped
+ * (RFC 9112, 2.2). HTTP/1.2 to 1.9 are read as 1.1.
+ */
+#ifndef IOMUX_HTTP_H
+#define IOMUX_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#ifndef _WIN32
+#include <sys/types.h>
+#endif
+
+#include "iomux.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes that live in the caller's buffer. */
+typedef struct mux_http_str {
+    const char *base;
+    size_t len;
+} mux_http_str_t;
+
+typedef struct mux_http_header {
+    mux_http_str_t name;  /* as sent (compare without case) */
+    mux_http_str_t value; /* without the white space around it */
+} mux_http_header_t;
+
+/* Limits; a 0 takes the default. */
+typedef struct mux_http_limits {
+    size_t max_head;      /* request line and header fields: 64 KB */
+    size_t max_target;    /* the request target: 8 KB */
+    uint32_t max_headers; /* header fields: 100 */
+    uint64_t max_body;    /* a Content-Length above this is 413: 1 MB */
+} mux_http_limits_t;
+
+#define MUX_HTTP_DEFAULT_MAX_HEAD    (64u * 1024)
+#define MUX_HTTP_DEFAULT_MAX_TARGET  (8u * 1024)
+#define MUX_HTTP_DEFAULT_MAX_HEADERS 100u
+#define MUX_HTTP_DEFAULT_MAX_BODY    (1024u * 1024)
+
+enum {
+    MUX_HTTP_KEEP_ALIVE = 0x01,      /* HTTP/1.1 without Connection: close, or HTTP/1.0 with
+                                        Connection: keep-alive */
+    MUX_HTTP_CHUNKED = 0x02,         /* the body is chunked: decode it with mux_http_chunked_* */
+    MUX_HTTP_EXPECT_CONTINUE = 0x04, /* Expect: 100-continue (HTTP/1.1) */
+};
+
+typedef struct mux_http_request {
+    /* The caller's array for the header fields, and its length: set before parsing. */
+    mux_http_header_t *headers;
+    uint32_t headers_cap;
+    /* Filled by a parse that returns the head's length. */
+    uint32_t nheaders;
+    mux_http_str_t method;   /* a token, as sent: methods are case-sensitive */
+    mux_http_str_t target;   /* as sent: not decoded, not normalised */
+    mux_http_str_t host;     /* the Host field's value (empty when HTTP/1.0 sent none) */
+    int version;             /* 10 or 11 */
+    unsigned flags;          /* MUX_HTTP_* */
+    uint64_t content_length; /* the body's length when it is not chunked (0: no body) */
+    /* Filled when a parse returns -EBADMSG: the status to answer with. */
+    int status;
+} mux_http_request_t;
+
+/* Parses the request head at the start of buf[0 .. len).
+ * Returns:
+ *   - the head's length when it is complete (the body, or the next request, starts there);
+ *   - -EAGAIN when it is not complete yet (read more, then call again with the whole buffer);
+ *   - -EBADMSG when the request is refused, with req->status saying how to answer;
+ *   - -EINVAL for NULL arguments or a negative length.
+ * `prev_len` is the length this buffer had at the previous call for the same request (0 at
+ * the first): only the new bytes are searched for the head's end, so a head that comes a
+ * byte at a time costs linear time, not quadratic. Nothing of the head is checked until its
+ * end has come, except at the first call and once the head is over its limit. */
+ssize_t mux_http_parse_request(mux_http_request_t *req, const char *buf, size_t len,
+                               size_t prev_len, const mux_http_limits_t *lim);
+
+/* Decodes a chunked body (RFC 9112, 7.1), in place, across as many calls as the bytes take.
+ * Chunk extensions are skipped; trailer fields are checked as header fields and skipped. */
+typedef struct mux_http_chunked {
+    uint64_t left;    /* private: bytes left of the current chunk */
+    uint32_t state;   /* private */
+    uint32_t line;    /* private: bytes of the current size or trailer line */
+    uint32_t hexdig;  /* private: digits of the current size */
+    uint32_t trailer; /* private: bytes of the trailer section */
+} mux_http_chunked_t;
+
+/* Zeroes the decoder for a new body. */
+void mux_http_chunked_init(mux_http_chunked_t *d);
+/* On entry buf[0 .. *len) holds the body's bytes received since the last call; on return
+ * buf[0 .. *len) holds the data they carried, moved to the front. Returns:
+ *   - -EAGAIN when the body goes on;
+ *   - n >= 0 when it ended: the last n bytes of the input (at buf + input length - n) come
+ *     after the body, and belong to the next request;
+ *   - -EBADMSG when the chunked framing is broken (answer 400 and close);
+ *   - -EINVAL for NULL arguments.
+ * A size line (with its extensions) or a trailer field over 4 KB, a trailer section over
+ * 16 KB, or a chunk size that overflows 63 bits is broken framing too. */
+ssize_t mux_http_chunked_decode(mux_http_chunked_t *d, char *buf, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
