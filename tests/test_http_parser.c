@@ -143,7 +143,7 @@ CORE_TEST(http_parse_request_line_traps) {
 }
 
 CORE_TEST(http_parse_field_traps) {
-    refused("GET / HTTP/1.1\r\nHost: h\r\nX-A : v\r\n\r\n", 400);  /* space before colon */
+    refused("GET / HTTP/1.1\r\nHost: h\r\nX-A : v\r\n\r\n", 400); /* space before colon */
     refused("GET / HTTP/1.1\r\nHost: h\r\nX-A: v\r\n  folded\r\n\r\n", 400); /* obs-fold */
     refused("GET / HTTP/1.1\r\n Host: h\r\n\r\n", 400);
     refused("GET / HTTP/1.1\r\nHost: h\r\nX(A): v\r\n\r\n", 400);
@@ -156,7 +156,7 @@ CORE_TEST(http_parse_field_traps) {
     struct parsed p;
     CHECK_GT(parse(&p, "GET / HTTP/1.1\r\nHost: h\r\nX-A: caf\xc3\xa9\r\n\r\n"), 0);
     CHECK(str_is(p.req.headers[1].value, "caf\xc3\xa9"));
-    refused("GET / HTTP/1.1\r\n\r\n", 400);                     /* no Host in 1.1 */
+    refused("GET / HTTP/1.1\r\n\r\n", 400);                       /* no Host in 1.1 */
     refused("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400); /* two */
 }
 
@@ -303,16 +303,16 @@ CORE_TEST(http_chunked_decodes_in_any_split_with_extensions_and_trailers) {
 
 CORE_TEST(http_chunked_traps) {
     static const char *bad[] = {
-        "x\r\n",                       /* not hex */
-        "\r\n",                        /* no size */
-        "5\r\nhelloX\r\n",             /* no CRLF after the data */
-        "5\r\nhello\rX",               /* CR without LF */
-        "1000000000000000\r\n",        /* 16 hex digits: past the limit */
+        "x\r\n",                        /* not hex */
+        "\r\n",                         /* no size */
+        "5\r\nhelloX\r\n",              /* no CRLF after the data */
+        "5\r\nhello\rX",                /* CR without LF */
+        "1000000000000000\r\n",         /* 16 hex digits: past the limit */
         "5;\x01\r\nhello\r\n0\r\n\r\n", /* a control byte in an extension */
-        "0\r\nBad Field: v\r\n\r\n",   /* not a token */
-        "0\r\nX-A: a\x01\r\n\r\n",     /* a control byte in a trailer */
-        "0\r\n: v\r\n\r\n",            /* no field name */
-        "0\r\n\rX",                    /* CR without LF at the end */
+        "0\r\nBad Field: v\r\n\r\n",    /* not a token */
+        "0\r\nX-A: a\x01\r\n\r\n",      /* a control byte in a trailer */
+        "0\r\n: v\r\n\r\n",             /* no field name */
+        "0\r\n\rX",                     /* CR without LF at the end */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char out[64];

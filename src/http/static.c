@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/* The static-file server's pure parts (http_internal.h): paths, media types, ranges, dates
+ * and entity tags. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "http/http_internal.h"
+
+static int mux__hex(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *dir)
+{
+    if (!target || !out || cap == 0 || !dir)
+        return -EINVAL;
+    if (len == 0 || target[0] != '/')
+        return -EINVAL;  /* origin-form only */
+    size_t o = 0, i = 1; /* out[0 .. o): the segments kept, joined by '/' */
+    for (;;) {
+        /* One segment, decoded, after a '/' when it is not the first. */
+        size_t start = o ? o + 1 : 0, p = start;
+        if (start >= cap)
+            return -ENAMETOOLONG;
+        while (i < len && target[i] != '/' && target[i] != '?' && target[i] != '#') {
+            unsigned char c = (unsigned char)target[i];
+            if (c == '%') {
+                int hi = i + 2 < len ? mux__hex((unsigned char)target[i + 1]) : -1;
+                int lo = i + 2 < len ? mux__hex((unsigned char)target[i + 2]) : -1;
+                if (hi < 0 || lo < 0)
+                    return -EINVAL;
+                c = (unsigned char)(hi << 4 | lo);
+                if (c == 0)
+                    return -EINVAL;
+                if (c == '/')
+                    return -EACCES;
+                i += 3;
+            } else {
+                i++;
+            }
+            if (p + 1 >= cap)
+                return -ENAMETOOLONG;
+            out[p++] = (char)c;
+        }
+        size_t n = p - start;
+        const char *seg = out + start;
+        int names_dir =
+            n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.');
+        if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+            if (o == 0)
+                return -EACCES; /* above the root */
+            while (o > 0 && out[o - 1] != '/')
+                o--;
+            if (o > 0)
+                o--; /* and the '/' before it */
+        } else if (n > 0 && seg[0] == '.' && n != 1) {
+            return -EACCES; /* a hidden name */
+        } else if (!names_dir) {
+            if (o)
+                out[o] = '/';
+            o = p;
+        }
+        if (i >= len || target[i] != '/') {
+            *dir = names_dir;
+            break;
+        }
+        i++;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+static const struct {
+    const char *ext, *type;
+} mux__mimes[] = {
+    {"html", "text/html; charset=utf-8"},
+    {"htm", "text/html; charset=utf-8"},
+    {"css", "text/css; charset=utf-8"},
+    {"js", "text/javascript; charset=utf-8"},
+    {"mjs", "text/javascript; charset=utf-8"},
+    {"json", "application/json"},
+    {"txt", "text/plain; charset=utf-8"},
+    {"md", "text/markdown; charset=utf-8"},
+    {"csv", "text/csv; charset=utf-8"},
+    {"xml", "application/xml"},
+    {"svg", "image/svg+xml"},
+    {"png", "image/png"},
+    {"jpg", "image/jpeg"},
+    {"jpeg", "image/jpeg"},
+    {"gif", "image/gif"},
+    {"webp", "image/webp"},
+    {"avif", "image/avif"},
+    {"ico", "image/vnd.microsoft.icon"},
+    {"pdf", "application/pdf"},
+    {"wasm", "application/wasm"},
+    {"woff", "font/woff"},
+    {"woff2", "font/woff2"},
+    {"ttf", "font/ttf"},
+    {"otf", "font/otf"},
+    {"mp4", "video/mp4"},
+    {"webm", "video/webm"},
+    {"mp3", "audio/mpeg"},
+    {"ogg", "audio/ogg"},
+    {"wav", "audio/wav"},
+    {"zip", "application/zip"},
+    {"gz", "application/gzip"},
+    {"tar", "application/x-tar"},
+};
+
+const char *mux__http_mime(const char *name)
+{
+    const char *dot = name ? strrchr(name, '.') : NULL;
+    const char *slash = name ? strrchr(name, '/') : NULL;
+    if (dot && (!slash || dot > slash) && dot[1]) {
+        for (size_t i = 0; i < sizeof mux__mimes / sizeof mux__mimes[0]; i++) {
+            const char *a = dot + 1, *b = mux__mimes[i].ext;
+            while (*a && *b && (*a | 0x20) == *b)
+                a++, b++;
+            if (!*a && !*b)
+                return mux__mimes[i].type;
+        }
+    }
+    return "application/octet-stream";
+}
+
+/* Digits at s[*i ..): a number below 2^62, or -1 when there is none or it is too big. */
+static int64_t mux__digits(mux_http_str_t s, size_t *i)
+{
+    size_t start = *i;
+    int64_t v = 0;
+    while (*i < s.len && s.base[*i] >= '0' && s.base[*i] <= '9') {
+        if (v > ((int64_t)1 << 62) / 10)
+            return -1;
+        v = v * 10 + (s.base[*i] - '0');
+        (*i)++;
+    }
+    return *i == start ? -1 : v;
+}
+
+int mux__http_range(mux_http_str_t v, uint64_t size, uint64_t *first, uint64_t *last)
+{
+    static const char unit[] = "bytes=";
+    size_t i = 0;
+    for (; i < 6; i++)
+        if (i >= v.len || (v.base[i] | (i < 5 ? 0x20 : 0)) != unit[i])
+            return 0;
+    while (i < v.len && (v.base[i] == ' ' || v.base[i] == '\t'))
+        i++;
+    int64_t a = -1, b = -1;
+    if (i < v.len && v.base[i] == '-') { /* a suffix: the last b bytes */
+        i++;
+        b = mux__digits(v, &i);
+        if (b < 0)
+            return 0;
+    } else {
+        a = mux__digits(v, &i);
+        if (a < 0 || i >= v.len || v.base[i] != '-')
+            return 0;
+        i++;
+        if (i < v.len && v.base[i] >= '0' && v.base[i] <= '9') {
+            b = mux__digits(v, &i);
+            if (b < 0 || b < a)
+                return 0;
+        }
+    }
+    while (i < v.len && (v.base[i] == ' ' || v.base[i] == '\t'))
+        i++;
+    if (i != v.len)
+        return 0; /* several ranges, or trailing garbage: served whole */
+    if (a < 0) {  /* suffix */
+        if (b == 0 || size == 0)
+            return -1;
+        *first = (uint64_t)b >= size ? 0 : size - (uint64_t)b;
+        *last = size - 1;
+        return 1;
+    }
+    if ((uint64_t)a >= size)
+        return -1;
+    *first = (uint64_t)a;
+    *last = b < 0 || (uint64_t)b >= size ? size - 1 : (uint64_t)b;
+    return 1;
+}
+
+static const char mux__wday[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+static const char mux__month[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+/* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm, proleptic Gregorian). */
+static int64_t mux__days(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+size_t mux__http_date(int64_t t, char out[32])
+{
+    int64_t days = t >= 0 ? t / 86400 : (t - 86399) / 86400;
+    int64_t secs = t - days * 86400;
+    /* civil from days (the inverse of mux__days) */
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    int wd = (int)((days % 7 + 7 + 4) % 7); /* 1970-01-01 was a Thursday */
+    int n = snprintf(out, 32, "%s, %02u %s %04lld %02d:%02d:%02d GMT", mux__wday[wd], d,
+                     mux__month[m - 1], (long long)y, (int)(secs / 3600), (int)(secs / 60 % 60),
+                     (int)(secs % 60));
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* A fixed-width decimal at s[i .. i+n). */
+static int mux__num(mux_http_str_t s, size_t i, size_t n, int *v)
+{
+    if (i + n > s.len)
+        return -1;
+    int x = 0;
+    for (size_t k = 0; k < n; k++) {
+        char c = s.base[i + k];
+        if (c < '0' || c > '9')
+            return -1;
+        x = x * 10 + (c - '0');
+    }
+    *v = x;
+    return 0;
+}
+
+static int mux__month_of(mux_http_str_t s, size_t i)
+{
+    if (i + 3 > s.len)
+        return -1;
+    for (int m = 0; m < 12; m++)
+        if (memcmp(s.base + i, mux__month[m], 3) == 0)
+            return m + 1;
+    return -1;
+}
+
+/* "HH:MM:SS" at s[i ..). */
+static int mux__clock(mux_http_str_t s, size_t i, int *h, int *mi, int *se)
+{
+    if (mux__num(s, i, 2, h) || i + 2 >= s.len || s.base[i + 2] != ':' ||
+        mux__num(s, i + 3, 2, mi) || i + 5 >= s.len || s.base[i + 5] != ':' ||
+        mux__num(s, i + 6, 2, se))
+        return -1;
+    return *h < 24 && *mi < 60 && *se < 61 ? 0 : -1;
+}
+
+static int mux__lit(mux_http_str_t s, size_t i, const char *lit)
+{
+    size_t n = strlen(lit);
+    return i + n <= s.len && memcmp(s.base + i, lit, n) == 0;
+}
+
+int mux__http_date_parse(mux_http_str_t s, int64_t *t)
+{
+    int y, m, d, h, mi, se;
+    size_t comma = 0;
+    while (comma < s.len && s.base[comma] != ',' && s.base[comma] != ' ')
+        comma++;
+    if (comma == 3 && comma < s.len && s.base[3] == ',') {
+        /* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
+        if (s.len != 29 || s.base[4] != ' ' || mux__num(s, 5, 2, &d) || s.base[7] != ' ' ||
+            (m = mux__month_of(s, 8)) < 0 || s.base[11] != ' ' || mux__num(s, 12, 4, &y) ||
+            s.base[16] != ' ' || mux__clock(s, 17, &h, &mi, &se) || !mux__lit(s, 25, " GMT"))
+            return -EINVAL;
+    } else if (comma > 3 && comma < s.len && s.base[comma] == ',') {
+        /* RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT" */
+        size_t i = comma + 1;
+        if (s.len != i + 23 || s.base[i] != ' ' || mux__num(s, i + 1, 2, &d) ||
+            s.base[i + 3] != '-' || (m = mux__month_of(s, i + 4)) < 0 || s.base[i + 7] != '-' ||
+            mux__num(s, i + 8, 2, &y) || s.base[i + 10] != ' ' ||
+            mux__clock(s, i + 11, &h, &mi, &se) || !mux__lit(s, i + 19, " GMT"))
+            return -EINVAL;
+        y += y < 70 ? 2000 : 1900; /* RFC 9110: a year over 50 ahead is the past century */
+    } else if (comma == 3 && s.len == 24) {
+        /* asctime: "Sun Nov  6 08:49:37 1994" */
+        if (s.base[3] != ' ' || (m = mux__month_of(s, 4)) < 0 || s.base[7] != ' ')
+            return -EINVAL;
+        char d1 = s.base[8];
+        if (d1 == ' ') {
+            if (mux__num(s, 9, 1, &d))
+                return -EINVAL;
+        } else if (mux__num(s, 8, 2, &d)) {
+            return -EINVAL;
+        }
+        if (s.base[10] != ' ' || mux__clock(s, 11, &h, &mi, &se) || s.base[19] != ' ' ||
+            mux__num(s, 20, 4, &y))
+            return -EINVAL;
+    } else {
+        return -EINVAL;
+    }
+    static const unsigned char mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (d < 1 || d > mdays[m - 1])
+        return -EINVAL;
+    *t = mux__days(y, (unsigned)m, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se;
+    return 0;
+}
+
+size_t mux__http_etag(uint64_t size, int64_t mtime_ns, char out[48])
+{
+    int n =
+        snprintf(out, 48, "\"%llx-%llx\"", (unsigned long long)size, (unsigned long long)mtime_ns);
+    return n > 0 ? (size_t)n : 0;
+}
+
+int mux__http_etag_match(mux_http_str_t inm, const char *etag, size_t etag_len)
+{
+    size_t i = 0;
+    while (i < inm.len && (inm.base[i] == ' ' || inm.base[i] == '\t'))
+        i++;
+    if (i < inm.len && inm.base[i] == '*') {
+        i++;
+        while (i < inm.len && (inm.base[i] == ' ' || inm.base[i] == '\t'))
+            i++;
+        return i == inm.len;
+    }
+    int match = 0;
+    for (;;) {
+        while (i < inm.len && (inm.base[i] == ' ' || inm.base[i] == '\t' || inm.base[i] == ','))
+            i++;
+        if (i == inm.len)
+            return match;
+        if (i + 1 < inm.len && inm.base[i] == 'W' && inm.base[i + 1] == '/')
+            i += 2;
+        if (i >= inm.len || inm.base[i] != '"')
+            return 0; /* malformed: nothing matches */
+        size_t start = i++;
+        while (i < inm.len && inm.base[i] != '"') {
+            unsigned char c = (unsigned char)inm.base[i];
+            if (c < 0x21 || c == 0x7f)
+                return 0;
+            i++;
+        }
+        if (i == inm.len)
+            return 0;
+        i++;
+        if (i - start == etag_len && memcmp(inm.base + start, etag, etag_len) == 0)
+            match = 1;
+        while (i < inm.len && (inm.base[i] == ' ' || inm.base[i] == '\t'))
+            i++;
+        if (i < inm.len && inm.base[i] != ',')
+            return 0;
+    }
+}
