@@ -9,8 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "fault/fault.h"
 #include "harness.h"
+#include "iomux/http.h"
 
 static int point(const char *name)
 {
@@ -235,4 +239,63 @@ TEST(stream_told_the_errno_when_the_backend_cannot_watch_its_socket) {
     CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
     loop_close(&loop);
     close(sv[1]);
+}
+
+static int http_errors[4], http_nerrors;
+
+static void http_on_error(mux_http_server_t *srv, int err)
+{
+    (void)srv;
+    if (http_nerrors < 4)
+        http_errors[http_nerrors] = err;
+    http_nerrors++;
+}
+
+static void http_hello(mux_http_exchange_t *x)
+{
+    CHECK_EQ(mux_http_respond(x, 200, NULL, 0, "hi", 2), 0);
+}
+
+/* A connection the HTTP server cannot accept (EMFILE) is reported through on_error, and the
+ * client waiting in the backlog is served once the listener tries again. */
+TEST(http_server_reports_a_refused_accept_and_serves_the_client_after) {
+    if (!getenv("IOMUX_URING_STREAMS") && getenv("IOMUX_BACKEND") &&
+        strncmp(getenv("IOMUX_BACKEND"), "uring", 5) == 0)
+        SKIP("io_uring accepts in the kernel (a multishot accept), not with accept4");
+    fault_start();
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_http_server_t srv;
+    mux_http_server_options_t o = {.on_error = http_on_error};
+    CHECK_EQ(mux_http_server_init(&srv, &loop, &o, http_hello), 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sin;
+    CHECK_EQ(mux_http_server_listen(&srv, (struct sockaddr *)&sin, sizeof sin, NULL), 0);
+    CHECK_EQ(mux_http_server_address(&srv, (struct sockaddr *)&sin, &len), 0);
+    fault_arm(point("accept4"), fault_calls(point("accept4")) + 1, EMFILE, FAULT_ONCE);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(fd, 0);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&sin, len), 0);
+    static const char req[] = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+    CHECK_EQ(send(fd, req, sizeof req - 1, 0), (ssize_t)(sizeof req - 1));
+    char buf[512];
+    size_t got = 0;
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (!memmem(buf, got, "\r\n\r\nhi", 6)) {
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        ssize_t n = recv(fd, buf + got, sizeof buf - got, MSG_DONTWAIT);
+        if (n > 0)
+            got += (size_t)n;
+        CHECK_LT(mono_ns(), end);
+        usleep(500);
+    }
+    CHECK_EQ(fault_fired(), 1);
+    CHECK_EQ(http_nerrors, 1);
+    CHECK_EQ(http_errors[0], -EMFILE);
+    CHECK(strncmp(buf, "HTTP/1.1 200 OK\r\n", 17) == 0);
+    close(fd);
+    CHECK_EQ(mux_http_server_close(&srv, NULL), 0);
+    for (int i = 0; i < 100; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    loop_close(&loop);
 }

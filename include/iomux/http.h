@@ -123,6 +123,75 @@ void mux_http_chunked_init(mux_http_chunked_t *d);
  * 16 KB, or a chunk size that overflows 63 bits is broken framing too. */
 ssize_t mux_http_chunked_decode(mux_http_chunked_t *d, char *buf, size_t *len);
 
+/* Finds the first field named `name` (compared without case). 0 with *value set, or
+ * -ENOENT; -EINVAL for NULL arguments. */
+int mux_http_header_get(const mux_http_request_t *req, const char *name, mux_http_str_t *value);
+
+/* ---- the server -------------------------------------------------------------------------
+ *
+ * A server owns a listener and its connections on one loop. For every request it calls the
+ * handler once the whole head and body have come (a body is read up to limits.max_body;
+ * chunked bodies are decoded); the handler answers with mux_http_respond, then or later
+ * (the connection reads nothing more until it has). Responses go out in the order of the
+ * requests, pipelined ones included. The server answers by itself what it refuses (the
+ * statuses above, 408 when a head does not come in time) and closes that connection; every
+ * other connection goes on. Keep-alive follows the request (MUX_HTTP_KEEP_ALIVE) and
+ * max_requests; Expect: 100-continue gets its interim response before the body is read;
+ * HEAD gets the headers of the response without its body. */
+
+typedef struct mux_http_server mux_http_server_t;
+typedef struct mux_http_exchange mux_http_exchange_t;
+typedef void (*mux_http_handler_cb)(mux_http_exchange_t *x);
+
+typedef struct mux_http_server_options {
+    mux_http_limits_t limits;
+    uint64_t header_timeout_ns; /* the whole head, from its first byte: 10 s (then 408) */
+    uint64_t idle_timeout_ns;   /* between requests on a kept-alive connection: 60 s */
+    uint64_t body_timeout_ns;   /* a body with no byte for this long: 10 s (closed) */
+    uint64_t write_timeout_ns;  /* a response with no byte leaving for this long: 30 s */
+    uint32_t max_requests;      /* per connection, then Connection: close: 1000 */
+    uint32_t max_connections;   /* more are closed at once: 10000 */
+    /* Called (may be NULL) when the server fails on its own and goes on: a connection it
+     * cannot accept (-EMFILE, -ENFILE, -ENOMEM: the listener pauses and tries again) or
+     * that it loses to a failure of its own (-ENOMEM, a socket the backend cannot watch).
+     * What a client does (resets, stalls) is not reported. */
+    void (*on_error)(mux_http_server_t *srv, int err);
+} mux_http_server_options_t;
+
+struct mux_http_server {
+    void *data;                  /* free for the caller */
+    struct mux__http_srv *impl_; /* private */
+};
+
+/* Sets up `srv` on `loop`, with `opts` (NULL: every default) and `cb`. Returns 0, -EINVAL,
+ * -ENOMEM. */
+int mux_http_server_init(mux_http_server_t *srv, mux_loop_t *loop,
+                         const mux_http_server_options_t *opts, mux_http_handler_cb cb);
+/* Listens on `addr` (mux_listen's options). Once per server. Returns mux_listen's result,
+ * or -EBUSY when it already listens. */
+int mux_http_server_listen(mux_http_server_t *srv, const struct sockaddr *addr, socklen_t addrlen,
+                           const mux_listen_options_t *lopts);
+/* The address it listens on (to learn the port after binding port 0). */
+int mux_http_server_address(const mux_http_server_t *srv, struct sockaddr *addr, socklen_t *len);
+/* Stops listening and closes every connection (exchanges waiting for an answer are
+ * dropped: mux_http_respond returns -ECANCELED for them); `cb` (may be NULL) runs once
+ * everything is closed, and then the server's memory is the caller's. Returns 0, -EINVAL,
+ * -EALREADY. */
+int mux_http_server_close(mux_http_server_t *srv, void (*cb)(mux_http_server_t *srv));
+
+/* The request of an exchange, and its body (decoded if it was chunked). Valid until the
+ * exchange is answered. */
+const mux_http_request_t *mux_http_exchange_request(const mux_http_exchange_t *x);
+mux_http_str_t mux_http_exchange_body(const mux_http_exchange_t *x);
+mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x);
+
+/* Answers `x` with `status` (100 .. 599, not 1xx), the caller's fields (Date,
+ * Content-Length and Connection are the server's; a field named so is -EINVAL), and `len`
+ * bytes of `body` (copied). After it returns the exchange is gone. Returns 0, -EINVAL,
+ * -ECANCELED when the connection was closed meanwhile (the exchange is gone too), -ENOMEM. */
+int mux_http_respond(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
+                     uint32_t nheaders, const void *body, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,7 @@
 
 #include "fault.h"
 #include "iomux.h"
+#include "iomux/http.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -948,6 +949,121 @@ out:;
     spin(c, &v.closed, want, 0, "the close callbacks");
 }
 
+/* ---- case: the HTTP server ---- */
+
+/* The server answers a GET and a chunked POST on one kept-alive connection, from a raw
+ * client socket of the case's own. A failure in the server reaches this client as the end
+ * of the connection before both answers, or as a 5xx: that is how a server tells. */
+struct http_case {
+    struct cx *c;
+    mux_http_server_t srv;
+    int closed, calls;
+};
+
+static void hc_handler(mux_http_exchange_t *x)
+{
+    struct http_case *hc = mux_http_exchange_server(x)->data;
+    hc->calls++;
+    mux_http_str_t body = mux_http_exchange_body(x);
+    char out[64];
+    int n = snprintf(out, sizeof out, "%zu", body.len);
+    int r = mux_http_respond(x, 200, NULL, 0, out, (size_t)n);
+    if (r != 0 && r != -ECANCELED)
+        note(hc->c, r);
+}
+
+/* The server's own failures come here: the case is told of them with their errno. */
+static void hc_error(mux_http_server_t *srv, int err)
+{
+    note(((struct http_case *)srv->data)->c, err);
+}
+
+static void hc_closed(mux_http_server_t *srv)
+{
+    ((struct http_case *)srv->data)->closed = 1;
+}
+
+static void case_http(struct cx *c)
+{
+    static struct http_case hc;
+    memset(&hc, 0, sizeof hc);
+    hc.c = c;
+    int fd = -1, inited = 0;
+    mux_http_server_options_t o = {.on_error = hc_error};
+    hc.srv.data = &hc;
+    if (note(c, mux_http_server_init(&hc.srv, &c->loop, &o, hc_handler)) < 0)
+        return;
+    inited = 1;
+    hc.srv.data = &hc;
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t slen = sizeof sin;
+    if (note(c, mux_http_server_listen(&hc.srv, (struct sockaddr *)&sin, sizeof sin, NULL)) < 0 ||
+        note(c, mux_http_server_address(&hc.srv, (struct sockaddr *)&sin, &slen)) < 0)
+        goto out;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || (connect(fd, (struct sockaddr *)&sin, slen) != 0 && errno != EINPROGRESS)) {
+        bad(c, "client socket: %s", strerror(errno));
+        goto out;
+    }
+    static const char req[] = "GET /a HTTP/1.1\r\nHost: t\r\n\r\n"
+                              "POST /b HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "5\r\nhello\r\n0\r\n\r\n";
+    size_t sent = 0;
+    char got[1024];
+    size_t ngot = 0;
+    int eof = 0;
+    uint64_t end = mono_ms() + 2000;
+    /* Both answers: two "200 OK" heads, bodies "0" and "5". */
+    while (!c->err && !c->bad) {
+        if (sent < sizeof req - 1) {
+            ssize_t n = send(fd, req + sent, sizeof req - 1 - sent, MSG_NOSIGNAL);
+            if (n > 0)
+                sent += (size_t)n;
+        }
+        ssize_t n = recv(fd, got + ngot, sizeof got - 1 - ngot, MSG_DONTWAIT);
+        if (n > 0)
+            ngot += (size_t)n;
+        else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            eof = 1;
+        got[ngot] = 0;
+        const char *second = strstr(got, "\r\n\r\n0");
+        if (second && strstr(second, "\r\n\r\n5"))
+            break;
+        if (strstr(got, "HTTP/1.1 5")) {
+            note(c, -EPROTO); /* told: a 5xx */
+            break;
+        }
+        if (eof) {
+            note(c, -ECONNRESET); /* told: the connection ended */
+            break;
+        }
+        if (mono_ms() > end) {
+            bad(c, "waited 2 s for two answers (%zu bytes came)", ngot);
+            break;
+        }
+        int r = mux_run(&c->loop, MUX_RUN_NOWAIT);
+        if (r < 0)
+            note(c, r);
+        usleep(200);
+    }
+    if (!c->err && !c->bad) {
+        if (hc.calls != 2 || strncmp(got, "HTTP/1.1 200 OK\r\n", 17) != 0)
+            bad(c, "%d handler calls; answers: %.60s", hc.calls, got);
+        else
+            c->complete = 1;
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (inited) {
+        int r = mux_http_server_close(&hc.srv, hc_closed);
+        if (r != 0)
+            bad(c, "mux_http_server_close: %d", r);
+        else
+            spin(c, &hc.closed, 1, 0, "the server's close");
+    }
+}
+
 /* ---- case: fork ---- */
 
 struct fork_case {
@@ -1047,6 +1163,7 @@ static const struct {
     {"loop", case_loop},     {"io", case_io},         {"timers", case_timers},
     {"signal", case_signal}, {"stream", case_stream}, {"stream_pool", case_stream_pool},
     {"fork", case_fork},     {"bulk", case_bulk},     {"v6", case_v6},
+    {"http", case_http},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -1225,9 +1342,14 @@ static int lasting(int p)
 
 /* Whether a run that injected `err` at point p and was told `got` was told right: the
  * injected errno itself, except where the library documents another answer. */
-static int told_right(int p, int err, int got)
+static int told_right(int k, int p, int err, int got)
 {
     const char *n = fault_name(p);
+    /* The HTTP server reports no error of a client's or the network's making (a reset, a
+     * stall, a broken pipe): its client sees the connection end. */
+    if (strcmp(cases[k].name, "http") == 0 && got == -ECONNRESET &&
+        (err == ETIMEDOUT || err == EPIPE || err == ECONNABORTED))
+        return 1;
     if (got == -err)
         return 1;
     /* A caller's io watcher learns of a descriptor the backend refused as MUX_ERROR. */
@@ -1275,7 +1397,7 @@ static int armed_run(const struct opts *o, int k, int p, unsigned long idx, int 
         snprintf(why, sizeof why, "nothing was injected, yet it was told of error %d", r.err);
     else if (mode == M_EINTR && r.verdict != V_COMPLETE)
         snprintf(why, sizeof why, "EINTR reached the caller as error %d", r.err);
-    else if (r.verdict == V_REPORTED && !told_right(p, err, r.err))
+    else if (r.verdict == V_REPORTED && !told_right(k, p, err, r.err))
         snprintf(why, sizeof why, "told of error %d (%s), not of the injected %d", r.err,
                  r.err == REPORTED_MUX_ERROR ? "MUX_ERROR" : strerror(-r.err), -err);
     if (!why[0]) {
@@ -1496,7 +1618,8 @@ int main(int argc, char **argv)
         snprintf(bname + strlen(bname), 64 - strlen(bname), ")");
     printf("fault sweep on %s: %lu runs over %d cases (%lu with the failure injected: %lu "
            "reported it, %lu completed anyway), %lu failures, %.1f s\n"
-           "  reported as the injected errno %lu, as MUX_ERROR %lu, as another documented error %lu\n",
+           "  reported as the injected errno %lu, as MUX_ERROR %lu, "
+           "as another documented error %lu\n",
            bname, t.runs, ncases, t.fired, t.reported, t.complete, t.failures,
            (double)(mono_ms() - t0) / 1000, t.as_injected, t.as_mux_error,
            t.reported - t.as_injected - t.as_mux_error);

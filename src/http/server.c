@@ -1,0 +1,776 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP/1.1 server (include/iomux/http.h): a listener, and a state machine per
+ * connection on the stream layer.
+ *
+ * A connection reads into a 16 KB buffer and appends to its own buffer, where requests wait
+ * to be parsed. One request at a time is in its handler: HEAD (its head is being read),
+ * BODY (the body is copied out, decoded when chunked), HANDLER (the handler has the
+ * exchange; reading pauses once the buffer holds more than a head's worth), then HEAD for
+ * the next request, already buffered when the client pipelines. Responses are queued on
+ * the stream as they are made, so they leave in the order of the requests. A refused
+ * request gets its status with Connection: close; then the connection shuts down its
+ * writing side, reads and drops what the client still sends for up to 2 s (so that closing
+ * with unread bytes does not reset the connection before the answer arrives), and closes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/http_internal.h"
+#include "internal.h"
+#include "platform.h"
+
+#define MUX__HTTP_READ   16384
+#define MUX__HTTP_LINGER (2000ull * 1000000)
+#define MUX__NS_PER_S    1000000000ull
+
+enum { ST_HEAD, ST_BODY, ST_HANDLER, ST_DONE };
+enum { T_NONE, T_IDLE, T_HEADER, T_LINGER };
+
+struct mux__http_conn;
+
+struct mux_http_exchange {
+    struct mux__http_conn *c;
+};
+
+struct mux__http_srv {
+    mux_http_server_t *pub;
+    mux_loop_t *loop;
+    mux_http_server_options_t o;
+    mux_http_handler_cb cb;
+    mux_listener_t l;
+    int listening, lopen, closing;
+    void (*close_cb)(mux_http_server_t *srv);
+    struct mux__http_conn *conns;
+    uint32_t nconns;
+    int64_t date_sec;
+    char date[32];
+};
+
+struct mux__http_conn {
+    mux_stream_t s;
+    struct mux__http_srv *srv;
+    struct mux__http_conn *prev, *next;
+    mux_timer_t timer;
+    mux_http_exchange_t x;
+    mux_http_request_t req;
+    mux_http_header_t *hdrs;
+    char *buf; /* received, not yet consumed: the current head first */
+    size_t len, cap, prev_len, head_len;
+    char *body;
+    size_t body_len, body_cap;
+    uint64_t body_left;
+    mux_http_chunked_t ch;
+    uint32_t requests, writes;
+    uint8_t state, tkind, reading, closing, closed, keep, head, chunked, in_process;
+    char rbuf[MUX__HTTP_READ];
+};
+
+struct mux__http_out {
+    mux_write_t w;
+    mux_buf_t b;
+    struct mux__http_conn *c;
+    char data[];
+};
+
+static void mux__conn_process(struct mux__http_conn *c);
+static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf);
+
+static const struct {
+    short status;
+    const char *reason;
+} mux__reasons[] = {
+    {100, "Continue"},
+    {200, "OK"},
+    {201, "Created"},
+    {202, "Accepted"},
+    {204, "No Content"},
+    {206, "Partial Content"},
+    {301, "Moved Permanently"},
+    {302, "Found"},
+    {303, "See Other"},
+    {304, "Not Modified"},
+    {307, "Temporary Redirect"},
+    {308, "Permanent Redirect"},
+    {400, "Bad Request"},
+    {401, "Unauthorized"},
+    {403, "Forbidden"},
+    {404, "Not Found"},
+    {405, "Method Not Allowed"},
+    {408, "Request Timeout"},
+    {409, "Conflict"},
+    {411, "Length Required"},
+    {412, "Precondition Failed"},
+    {413, "Content Too Large"},
+    {414, "URI Too Long"},
+    {415, "Unsupported Media Type"},
+    {416, "Range Not Satisfiable"},
+    {417, "Expectation Failed"},
+    {429, "Too Many Requests"},
+    {431, "Request Header Fields Too Large"},
+    {500, "Internal Server Error"},
+    {501, "Not Implemented"},
+    {502, "Bad Gateway"},
+    {503, "Service Unavailable"},
+    {504, "Gateway Timeout"},
+    {505, "HTTP Version Not Supported"},
+};
+
+static const char *mux__reason(int status)
+{
+    for (size_t i = 0; i < sizeof mux__reasons / sizeof mux__reasons[0]; i++)
+        if (mux__reasons[i].status == status)
+            return mux__reasons[i].reason;
+    return "Status";
+}
+
+static int mux__same(mux_http_str_t s, const char *lit)
+{
+    size_t n = strlen(lit);
+    if (s.len != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s.base[i];
+        if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != lit[i])
+            return 0;
+    }
+    return 1;
+}
+
+MUX_EXPORT int mux_http_header_get(const mux_http_request_t *req, const char *name,
+                                   mux_http_str_t *value)
+{
+    if (!req || !name || !value || (req->nheaders && !req->headers))
+        return -EINVAL;
+    char low[64];
+    size_t n = strlen(name);
+    if (n >= sizeof low)
+        return -ENOENT;
+    for (size_t i = 0; i <= n; i++)
+        low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    for (uint32_t i = 0; i < req->nheaders; i++)
+        if (mux__same(req->headers[i].name, low)) {
+            *value = req->headers[i].value;
+            return 0;
+        }
+    return -ENOENT;
+}
+
+/* ---- connections: life and death ------------------------------------------------------ */
+
+static void mux__srv_maybe_done(struct mux__http_srv *srv)
+{
+    if (!srv->closing || srv->nconns || srv->lopen)
+        return;
+    mux_http_server_t *pub = srv->pub;
+    void (*cb)(mux_http_server_t *) = srv->close_cb;
+    free(srv);
+    pub->impl_ = NULL;
+    if (cb)
+        cb(pub);
+}
+
+static void mux__srv_error(struct mux__http_srv *srv, int err)
+{
+    if (srv->o.on_error && err < 0)
+        srv->o.on_error(srv->pub, err);
+}
+
+/* Errors of the client's or the network's making, which are not the server's to report. */
+static int mux__peer_error(int err)
+{
+    return err == -ECONNRESET || err == -EPIPE || err == -ETIMEDOUT || err == -ECONNABORTED ||
+           err == -ENOTCONN || err == -ESHUTDOWN || err == -EHOSTUNREACH || err == -ENETUNREACH ||
+           err == -ECANCELED;
+}
+
+/* The connection fails for a reason of the server's own: reported, then closed. */
+static void mux__conn_close(struct mux__http_conn *c);
+static void mux__conn_fail(struct mux__http_conn *c, int err)
+{
+    if (!c->closing && !mux__peer_error(err))
+        mux__srv_error(c->srv, err);
+    mux__conn_close(c);
+}
+
+static void mux__conn_free(struct mux__http_conn *c)
+{
+    struct mux__http_srv *srv = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->nconns--;
+    free(c->buf);
+    free(c->body);
+    free(c->hdrs);
+    free(c);
+    mux__srv_maybe_done(srv);
+}
+
+static void mux__conn_closed(mux_stream_t *s)
+{
+    struct mux__http_conn *c = s->data;
+    c->closed = 1;
+    if (c->state == ST_HANDLER)
+        return; /* the handler still has the exchange: freed when it answers */
+    mux__conn_free(c);
+}
+
+static void mux__conn_close(struct mux__http_conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    mux_timer_stop(c->srv->loop, &c->timer);
+    if (mux_stream_close(&c->s, mux__conn_closed) != 0)
+        mux__conn_closed(&c->s); /* cannot happen: the stream is open and not closing */
+}
+
+static void mux__conn_timer(struct mux__http_conn *c, int kind, uint64_t ns)
+{
+    mux_timer_stop(c->srv->loop, &c->timer);
+    c->tkind = (uint8_t)kind;
+    int r;
+    if (kind != T_NONE && ns && (r = mux_timer_start(c->srv->loop, &c->timer, ns, 0)) != 0)
+        mux__conn_fail(c, r); /* no timer, no bound on how long it may hold on */
+}
+
+static void mux__conn_reading(struct mux__http_conn *c, int on)
+{
+    if (c->closing || on == c->reading)
+        return;
+    int r =
+        on ? mux_read_start(&c->s, c->rbuf, sizeof c->rbuf, mux__conn_read) : mux_read_stop(&c->s);
+    if (r != 0 && on) {
+        mux__conn_fail(c, r);
+        return;
+    }
+    c->reading = (uint8_t)on;
+}
+
+/* ---- writing ------------------------------------------------------------------------- */
+
+static void mux__linger_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    (void)buf;
+    if (n <= 0)
+        mux__conn_close(s->data); /* the client is done too, or gone */
+}
+
+static void mux__conn_shut(mux_stream_t *s, int status)
+{
+    struct mux__http_conn *c = s->data;
+    if (status != 0 || c->closing) {
+        mux__conn_close(c);
+        return;
+    }
+    /* Lingering close: drop what still comes, until the client closes or 2 s pass. */
+    if (c->reading)
+        mux_read_stop(&c->s);
+    c->reading = 0;
+    if (mux_read_start(&c->s, c->rbuf, sizeof c->rbuf, mux__linger_read) != 0) {
+        mux__conn_close(c);
+        return;
+    }
+    c->reading = 1;
+    mux__conn_timer(c, T_LINGER, MUX__HTTP_LINGER);
+}
+
+static void mux__conn_written(mux_write_t *w, int status)
+{
+    struct mux__http_out *o = mux__container_of(w, struct mux__http_out, w);
+    struct mux__http_conn *c = o->c;
+    free(o);
+    c->writes--;
+    if (status != 0)
+        mux__conn_fail(c, status);
+}
+
+/* Queues `len` bytes made by `fill` after the caller set them up in o->data. */
+static struct mux__http_out *mux__out_new(struct mux__http_conn *c, size_t len)
+{
+    struct mux__http_out *o = malloc(sizeof *o + len);
+    if (o)
+        o->c = c;
+    return o;
+}
+
+static int mux__out_send(struct mux__http_conn *c, struct mux__http_out *o, size_t len)
+{
+    o->b = (mux_buf_t){.base = o->data, .len = len};
+    int r = mux_write(&c->s, &o->w, &o->b, 1, mux__conn_written);
+    if (r != 0) {
+        free(o);
+        mux__conn_fail(c, r);
+        return r;
+    }
+    c->writes++;
+    return 0;
+}
+
+static const char *mux__date(struct mux__http_srv *srv)
+{
+    int64_t now = mux_wall_now(srv->loop) / (int64_t)MUX__NS_PER_S;
+    if (now != srv->date_sec) {
+        mux__http_date(now, srv->date);
+        srv->date_sec = now;
+    }
+    return srv->date;
+}
+
+/* No more requests on this connection: once the queued responses are out, shut down. */
+static void mux__conn_finish(struct mux__http_conn *c)
+{
+    c->state = ST_DONE;
+    mux__conn_timer(c, T_NONE, 0);
+    mux__conn_reading(c, 0);
+    if (!c->closing && mux_stream_shutdown(&c->s, mux__conn_shut) != 0)
+        mux__conn_close(c);
+}
+
+/* Answers what the server refuses by itself, and ends the connection. */
+static void mux__conn_refuse(struct mux__http_conn *c, int status)
+{
+    if (c->closing)
+        return;
+    const char *reason = mux__reason(status);
+    char body[64];
+    int blen = snprintf(body, sizeof body, "%d %s\n", status, reason);
+    struct mux__http_out *o = mux__out_new(c, 256 + (size_t)blen);
+    if (!o) {
+        mux__conn_fail(c, -ENOMEM);
+        return;
+    }
+    int n = snprintf(o->data, 256,
+                     "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: text/plain\r\n"
+                     "Content-Length: %d\r\nConnection: close\r\n\r\n",
+                     status, reason, mux__date(c->srv), blen);
+    memcpy(o->data + n, body, (size_t)blen);
+    if (mux__out_send(c, o, (size_t)n + (size_t)blen) == 0)
+        mux__conn_finish(c);
+}
+
+/* ---- reading ------------------------------------------------------------------------- */
+
+static int mux__append(char **p, size_t *cap, size_t len, const char *src, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (len + n > *cap) {
+        size_t c = *cap ? *cap : 4096;
+        while (c < len + n)
+            c *= 2;
+        char *q = realloc(*p, c);
+        if (!q)
+            return -ENOMEM;
+        *p = q;
+        *cap = c;
+    }
+    memcpy(*p + len, src, n);
+    return 0;
+}
+
+static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct mux__http_conn *c = s->data;
+    if (n <= 0) {
+        c->reading = 0; /* reading has stopped */
+        /* The end of the stream or an error (a body that stalled: -ETIMEDOUT). A client
+         * that half-closes after its last request still gets the answer to it. */
+        if (n == 0 && c->state == ST_HANDLER) {
+            c->keep = 0;
+            return;
+        }
+        mux__conn_fail(c, (int)n);
+        return;
+    }
+    if (mux__append(&c->buf, &c->cap, c->len, buf, (size_t)n) != 0) {
+        mux__conn_fail(c, -ENOMEM);
+        return;
+    }
+    c->len += (size_t)n;
+    if (c->state == ST_HANDLER) {
+        /* Pipelined requests wait; past a head's worth, reading waits too. */
+        if (c->len - c->head_len > c->srv->o.limits.max_head)
+            mux__conn_reading(c, 0);
+        return;
+    }
+    mux__conn_process(c);
+}
+
+static void mux__conn_handle(struct mux__http_conn *c)
+{
+    c->state = ST_HANDLER;
+    mux_stream_timeouts_t to = {.write_ns = c->srv->o.write_timeout_ns};
+    mux_stream_set_timeouts(&c->s, &to);
+    c->x.c = c;
+    c->srv->cb(&c->x);
+}
+
+/* Copies body bytes out of the buffer. 1 when the body is complete, 0 when more must come,
+ * -1 when the request was refused. */
+static int mux__conn_body(struct mux__http_conn *c)
+{
+    const mux_http_limits_t *lim = &c->srv->o.limits;
+    char *p = c->buf + c->head_len;
+    size_t avail = c->len - c->head_len;
+    if (c->chunked) {
+        if (mux__append(&c->body, &c->body_cap, c->body_len, p, avail) != 0) {
+            mux__conn_fail(c, -ENOMEM);
+            return -1;
+        }
+        size_t got = avail;
+        ssize_t r = mux_http_chunked_decode(&c->ch, c->body + c->body_len, &got);
+        if (r == -EBADMSG) {
+            mux__conn_refuse(c, 400);
+            return -1;
+        }
+        c->body_len += got;
+        if (c->body_len > lim->max_body) {
+            mux__conn_refuse(c, 413);
+            return -1;
+        }
+        size_t used = r >= 0 ? avail - (size_t)r : avail;
+        memmove(p, p + used, avail - used);
+        c->len -= used;
+        return r >= 0;
+    }
+    size_t take = avail < c->body_left ? avail : (size_t)c->body_left;
+    if (mux__append(&c->body, &c->body_cap, c->body_len, p, take) != 0) {
+        mux__conn_fail(c, -ENOMEM);
+        return -1;
+    }
+    c->body_len += take;
+    c->body_left -= take;
+    memmove(p, p + take, avail - take);
+    c->len -= take;
+    return c->body_left == 0;
+}
+
+static void mux__conn_process(struct mux__http_conn *c)
+{
+    if (c->in_process)
+        return; /* a respond from inside the handler: the loop below goes on */
+    c->in_process = 1;
+    struct mux__http_srv *srv = c->srv;
+    while (!c->closing && (c->state == ST_HEAD || c->state == ST_BODY)) {
+        if (c->state == ST_HEAD) {
+            if (c->len == 0) {
+                if (c->tkind != T_IDLE && c->requests > 0)
+                    mux__conn_timer(c, T_IDLE, srv->o.idle_timeout_ns);
+                break;
+            }
+            if (c->tkind != T_HEADER)
+                mux__conn_timer(c, T_HEADER, srv->o.header_timeout_ns);
+            ssize_t r =
+                mux_http_parse_request(&c->req, c->buf, c->len, c->prev_len, &srv->o.limits);
+            if (r == -EAGAIN) {
+                c->prev_len = c->len;
+                break;
+            }
+            if (r < 0) {
+                mux__conn_refuse(c, c->req.status ? c->req.status : 400);
+                break;
+            }
+            c->head_len = (size_t)r;
+            c->prev_len = 0;
+            c->head = c->req.method.len == 4 && memcmp(c->req.method.base, "HEAD", 4) == 0;
+            c->keep = (c->req.flags & MUX_HTTP_KEEP_ALIVE) && c->requests + 1 < srv->o.max_requests;
+            c->chunked = (c->req.flags & MUX_HTTP_CHUNKED) != 0;
+            c->body_left = c->req.content_length;
+            c->body_len = 0;
+            if (c->chunked)
+                mux_http_chunked_init(&c->ch);
+            mux__conn_timer(c, T_NONE, 0);
+            c->state = ST_BODY;
+            if (c->chunked || c->body_left) {
+                mux_stream_timeouts_t to = {.read_ns = srv->o.body_timeout_ns,
+                                            .write_ns = srv->o.write_timeout_ns};
+                mux_stream_set_timeouts(&c->s, &to);
+                if ((c->req.flags & MUX_HTTP_EXPECT_CONTINUE) && c->len == c->head_len) {
+                    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                    struct mux__http_out *o = mux__out_new(c, sizeof cont - 1);
+                    if (!o) {
+                        mux__conn_fail(c, -ENOMEM);
+                        break;
+                    }
+                    memcpy(o->data, cont, sizeof cont - 1);
+                    if (mux__out_send(c, o, sizeof cont - 1) != 0)
+                        break;
+                }
+            }
+        }
+        int done = mux__conn_body(c);
+        if (done <= 0)
+            break;
+        mux__conn_handle(c);
+    }
+    c->in_process = 0;
+    if (!c->closing && (c->state == ST_HEAD || c->state == ST_BODY))
+        mux__conn_reading(c, 1);
+}
+
+/* ---- the exchange ---------------------------------------------------------------------- */
+
+MUX_EXPORT const mux_http_request_t *mux_http_exchange_request(const mux_http_exchange_t *x)
+{
+    return x && x->c ? &x->c->req : NULL;
+}
+
+MUX_EXPORT mux_http_str_t mux_http_exchange_body(const mux_http_exchange_t *x)
+{
+    if (!x || !x->c)
+        return (mux_http_str_t){NULL, 0};
+    return (mux_http_str_t){x->c->body, x->c->body_len};
+}
+
+MUX_EXPORT mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x)
+{
+    return x && x->c ? x->c->srv->pub : NULL;
+}
+
+static int mux__field_ok(const mux_http_header_t *h)
+{
+    if (!h->name.base || h->name.len == 0 || (h->value.len && !h->value.base))
+        return 0;
+    for (size_t i = 0; i < h->name.len; i++) {
+        unsigned char ch = (unsigned char)h->name.base[i];
+        if (ch <= 0x20 || ch >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", ch))
+            return 0;
+    }
+    for (size_t i = 0; i < h->value.len; i++) {
+        unsigned char ch = (unsigned char)h->value.base[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return 0;
+    }
+    return !mux__same(h->name, "content-length") && !mux__same(h->name, "date") &&
+           !mux__same(h->name, "connection") && !mux__same(h->name, "transfer-encoding");
+}
+
+MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
+                                const mux_http_header_t *headers, uint32_t nheaders,
+                                const void *body, size_t len)
+{
+    if (!x || !x->c || x->c->state != ST_HANDLER || status < 200 || status > 599 ||
+        (nheaders && !headers) || (len && !body))
+        return -EINVAL;
+    struct mux__http_conn *c = x->c;
+    size_t hbytes = 0;
+    for (uint32_t i = 0; i < nheaders; i++) {
+        if (!mux__field_ok(&headers[i]))
+            return -EINVAL;
+        hbytes += headers[i].name.len + headers[i].value.len + 4;
+    }
+    x->c = NULL;
+    if (c->closed) { /* closed while the handler held it */
+        c->state = ST_DONE;
+        mux__conn_free(c);
+        return -ECANCELED;
+    }
+    if (c->closing) { /* closing: its close callback frees it */
+        c->state = ST_DONE;
+        return -ECANCELED;
+    }
+    int nobody = status == 204 || status == 304;
+    int send_body = !nobody && !c->head;
+    size_t cap = 160 + hbytes + (send_body ? len : 0);
+    struct mux__http_out *o = mux__out_new(c, cap);
+    if (!o) {
+        mux__conn_fail(c, -ENOMEM);
+        c->state = ST_DONE;
+        return -ENOMEM;
+    }
+    char *p = o->data;
+    p += sprintf(p, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, mux__reason(status),
+                 mux__date(c->srv));
+    if (!nobody)
+        p += sprintf(p, "Content-Length: %zu\r\n", len);
+    if (!c->keep)
+        p += sprintf(p, "Connection: close\r\n");
+    for (uint32_t i = 0; i < nheaders; i++) {
+        memcpy(p, headers[i].name.base, headers[i].name.len);
+        p += headers[i].name.len;
+        *p++ = ':';
+        *p++ = ' ';
+        if (headers[i].value.len)
+            memcpy(p, headers[i].value.base, headers[i].value.len);
+        p += headers[i].value.len;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    *p++ = '\r';
+    *p++ = '\n';
+    if (send_body && len) {
+        memcpy(p, body, len);
+        p += len;
+    }
+    c->requests++;
+    /* The head is no longer needed: what follows it is the next request. */
+    memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
+    c->len -= c->head_len;
+    c->head_len = 0;
+    c->body_len = 0;
+    if (mux__out_send(c, o, (size_t)(p - o->data)) != 0) {
+        c->state = ST_DONE;
+        return 0; /* the connection is closing: the answer is lost with it */
+    }
+    if (!c->keep) {
+        mux__conn_finish(c);
+        return 0;
+    }
+    c->state = ST_HEAD;
+    mux_stream_timeouts_t to = {.write_ns = c->srv->o.write_timeout_ns};
+    mux_stream_set_timeouts(&c->s, &to);
+    mux__conn_process(c);
+    return 0;
+}
+
+/* ---- the server ------------------------------------------------------------------------ */
+
+static void mux__conn_timeout(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    struct mux__http_conn *c = t->data;
+    int kind = c->tkind;
+    c->tkind = T_NONE;
+    if (kind == T_HEADER && c->len > 0 && c->state == ST_HEAD)
+        mux__conn_refuse(c, 408); /* part of a head, and the rest did not come */
+    else
+        mux__conn_close(c); /* idle, silent since it connected, or lingering */
+}
+
+static void mux__srv_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
+{
+    struct mux__http_srv *srv = l->data;
+    if (status != 0) {
+        mux__srv_error(srv, status); /* the listener pauses and resumes by itself */
+        return;
+    }
+    struct mux__http_conn *c = NULL;
+    if (srv->closing || srv->nconns >= srv->o.max_connections) {
+        mux__sock_close(sock);
+        return;
+    }
+    if (!(c = calloc(1, sizeof *c)) ||
+        !(c->hdrs = calloc(srv->o.limits.max_headers, sizeof *c->hdrs))) {
+        free(c);
+        mux__sock_close(sock);
+        mux__srv_error(srv, -ENOMEM);
+        return;
+    }
+    c->srv = srv;
+    c->s.data = c;
+    c->req.headers = c->hdrs;
+    c->req.headers_cap = srv->o.limits.max_headers;
+    int r = mux_stream_open(srv->loop, &c->s, sock);
+    if (r != 0) {
+        free(c->hdrs);
+        free(c);
+        mux__sock_close(sock);
+        mux__srv_error(srv, r);
+        return;
+    }
+    c->next = srv->conns;
+    if (c->next)
+        c->next->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    mux_timer_init(&c->timer, mux__conn_timeout);
+    c->timer.data = c;
+    mux_stream_timeouts_t to = {.write_ns = srv->o.write_timeout_ns};
+    mux_stream_set_timeouts(&c->s, &to);
+    /* A connection that sends nothing gets the header timeout, not the idle one. */
+    mux__conn_timer(c, T_HEADER, srv->o.header_timeout_ns);
+    mux__conn_reading(c, 1);
+}
+
+MUX_EXPORT int mux_http_server_init(mux_http_server_t *pub, mux_loop_t *loop,
+                                    const mux_http_server_options_t *opts, mux_http_handler_cb cb)
+{
+    if (!pub || !loop || !cb)
+        return -EINVAL;
+    struct mux__http_srv *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return -ENOMEM;
+    if (opts)
+        srv->o = *opts;
+    mux_http_limits_t *l = &srv->o.limits;
+    if (!l->max_head)
+        l->max_head = MUX_HTTP_DEFAULT_MAX_HEAD;
+    if (!l->max_target)
+        l->max_target = MUX_HTTP_DEFAULT_MAX_TARGET;
+    if (!l->max_headers)
+        l->max_headers = MUX_HTTP_DEFAULT_MAX_HEADERS;
+    if (!l->max_body)
+        l->max_body = MUX_HTTP_DEFAULT_MAX_BODY;
+    if (!srv->o.header_timeout_ns)
+        srv->o.header_timeout_ns = 10 * MUX__NS_PER_S;
+    if (!srv->o.idle_timeout_ns)
+        srv->o.idle_timeout_ns = 60 * MUX__NS_PER_S;
+    if (!srv->o.body_timeout_ns)
+        srv->o.body_timeout_ns = 10 * MUX__NS_PER_S;
+    if (!srv->o.write_timeout_ns)
+        srv->o.write_timeout_ns = 30 * MUX__NS_PER_S;
+    if (!srv->o.max_requests)
+        srv->o.max_requests = 1000;
+    if (!srv->o.max_connections)
+        srv->o.max_connections = 10000;
+    srv->pub = pub;
+    srv->loop = loop;
+    srv->cb = cb;
+    srv->date_sec = -1;
+    pub->impl_ = srv;
+    return 0;
+}
+
+MUX_EXPORT int mux_http_server_listen(mux_http_server_t *pub, const struct sockaddr *addr,
+                                      socklen_t addrlen, const mux_listen_options_t *lopts)
+{
+    struct mux__http_srv *srv = pub ? pub->impl_ : NULL;
+    if (!srv || srv->closing)
+        return -EINVAL;
+    if (srv->listening)
+        return -EBUSY;
+    srv->l.data = srv;
+    int r = mux_listen(srv->loop, &srv->l, addr, addrlen, lopts, mux__srv_accept);
+    if (r == 0)
+        srv->listening = srv->lopen = 1;
+    return r;
+}
+
+MUX_EXPORT int mux_http_server_address(const mux_http_server_t *pub, struct sockaddr *addr,
+                                       socklen_t *len)
+{
+    const struct mux__http_srv *srv = pub ? pub->impl_ : NULL;
+    if (!srv || !srv->listening)
+        return -EINVAL;
+    return mux_listener_address(&srv->l, addr, len);
+}
+
+static void mux__srv_listener_closed(mux_listener_t *l)
+{
+    struct mux__http_srv *srv = l->data;
+    srv->lopen = 0;
+    mux__srv_maybe_done(srv);
+}
+
+MUX_EXPORT int mux_http_server_close(mux_http_server_t *pub, void (*cb)(mux_http_server_t *))
+{
+    struct mux__http_srv *srv = pub ? pub->impl_ : NULL;
+    if (!srv)
+        return -EINVAL;
+    if (srv->closing)
+        return -EALREADY;
+    srv->closing = 1;
+    srv->close_cb = cb;
+    if (srv->lopen && mux_listener_close(&srv->l, mux__srv_listener_closed) != 0)
+        srv->lopen = 0;
+    for (struct mux__http_conn *c = srv->conns; c; c = c->next)
+        mux__conn_close(c);
+    mux__srv_maybe_done(srv); /* nothing to wait for: done now */
+    return 0;
+}

@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP/1.1 server, over real loopback sockets, with raw bytes from the client side:
+ * keep-alive, pipelining, bodies, 100-continue, HEAD, refusals, limits and timeouts. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "iomux/http.h"
+#include "stream_util.h"
+
+struct hs {
+    mux_loop_t loop;
+    mux_http_server_t srv;
+    mux_timer_t tick;
+    uint16_t port;
+    int calls, defer, closed;
+    mux_http_exchange_t *pending;
+    int pending_result;
+};
+
+/* Answers "METHOD TARGET BODYLEN:BODY", with X-Test: yes; or keeps the exchange. */
+static void hs_handler(mux_http_exchange_t *x)
+{
+    struct hs *h = mux_http_exchange_server(x)->data;
+    h->calls++;
+    if (h->defer) {
+        h->pending = x;
+        return;
+    }
+    const mux_http_request_t *req = mux_http_exchange_request(x);
+    mux_http_str_t body = mux_http_exchange_body(x);
+    char out[4096];
+    int n = snprintf(out, sizeof out, "%.*s %.*s %zu:%.*s", (int)req->method.len,
+                     req->method.base, (int)req->target.len, req->target.base, body.len,
+                     (int)(body.len < 1024 ? body.len : 1024), body.base ? body.base : "");
+    mux_http_header_t hdr = {{"X-Test", 6}, {"yes", 3}};
+    CHECK_EQ(mux_http_respond(x, 200, &hdr, 1, out, (size_t)n), 0);
+}
+
+static void hs_open(struct hs *h, const mux_http_server_options_t *o)
+{
+    memset(h, 0, sizeof *h);
+    loop_open(&h->loop);
+    CHECK_EQ(mux_http_server_init(&h->srv, &h->loop, o, hs_handler), 0);
+    h->srv.data = h;
+    struct sockaddr_storage ss;
+    socklen_t len = addr_v4(&ss, 0);
+    CHECK_EQ(mux_http_server_listen(&h->srv, (struct sockaddr *)&ss, len, NULL), 0);
+    len = sizeof ss;
+    CHECK_EQ(mux_http_server_address(&h->srv, (struct sockaddr *)&ss, &len), 0);
+    h->port = addr_port(&ss);
+    CHECK_EQ(mux_timer_init(&h->tick, ticker_cb), 0);
+    CHECK_EQ(mux_timer_start(&h->loop, &h->tick, 1 * MS, 1 * MS), 0);
+}
+
+static void hs_srv_closed(mux_http_server_t *srv)
+{
+    ((struct hs *)srv->data)->closed = 1;
+}
+
+static void hs_close(struct hs *h)
+{
+    CHECK_EQ(mux_http_server_close(&h->srv, hs_srv_closed), 0);
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (!h->closed) {
+        CHECK_GE(mux_run(&h->loop, MUX_RUN_ONCE), 0);
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(mux_timer_stop(&h->loop, &h->tick), 0);
+    loop_close(&h->loop);
+}
+
+struct hclient {
+    int fd, eof;
+    size_t len;
+    char buf[1 << 17];
+};
+
+static void cl_open(struct hs *h, struct hclient *c)
+{
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    CHECK_GE(c->fd, 0);
+    c->eof = 0;
+    c->len = 0;
+    struct sockaddr_storage ss;
+    socklen_t len = addr_v4(&ss, h->port);
+    int r = connect(c->fd, (struct sockaddr *)&ss, len);
+    CHECK(r == 0 || errno == EINPROGRESS);
+}
+
+/* Runs the loop a little and takes what arrived. */
+static void cl_pump(struct hs *h, struct hclient *c)
+{
+    CHECK_GE(mux_run(&h->loop, MUX_RUN_ONCE), 0);
+    for (;;) {
+        if (c->len == sizeof c->buf)
+            return;
+        ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, MSG_DONTWAIT);
+        if (n > 0) {
+            c->len += (size_t)n;
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            c->eof = 1; /* closed, or reset */
+        return;
+    }
+}
+
+static void cl_send(struct hs *h, struct hclient *c, const char *p, size_t len)
+{
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (len) {
+        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        CHECK(n < 0 && (errno == EAGAIN || errno == ENOTCONN || errno == EWOULDBLOCK));
+        cl_pump(h, c);
+        CHECK_LT(mono_ns(), end);
+    }
+}
+
+static void cl_sends(struct hs *h, struct hclient *c, const char *s)
+{
+    cl_send(h, c, s, strlen(s));
+}
+
+struct resp {
+    int status;
+    char head[2048];
+    char body[4096];
+    size_t body_len;
+};
+
+/* Waits for one whole response (head, and Content-Length bytes of body) and takes it out
+ * of the client's buffer. Returns 0, or -1 when the connection ended first. */
+static int cl_response(struct hs *h, struct hclient *c, struct resp *r)
+{
+    uint64_t end = mono_ns() + 5000 * MS;
+    for (;;) {
+        char *e = memmem(c->buf, c->len, "\r\n\r\n", 4);
+        if (e) {
+            size_t hl = (size_t)(e - c->buf) + 4;
+            CHECK_LT(hl, sizeof r->head);
+            memcpy(r->head, c->buf, hl);
+            r->head[hl] = 0;
+            CHECK_EQ(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
+            const char *cl = strstr(r->head, "\r\nContent-Length: ");
+            size_t blen = cl ? strtoul(cl + 18, NULL, 10) : 0;
+            if (r->status == 100 || r->status == 204 || r->status == 304)
+                blen = 0;
+            if (c->len >= hl + blen) {
+                CHECK_LT(blen, sizeof r->body);
+                memcpy(r->body, c->buf + hl, blen);
+                r->body[blen] = 0;
+                r->body_len = blen;
+                memmove(c->buf, c->buf + hl + blen, c->len - hl - blen);
+                c->len -= hl + blen;
+                return 0;
+            }
+        }
+        if (c->eof)
+            return -1;
+        cl_pump(h, c);
+        CHECK_LT(mono_ns(), end);
+    }
+}
+
+/* Like cl_response for the answer to HEAD: a head and no body. */
+static void cl_head_response(struct hs *h, struct hclient *c, struct resp *r)
+{
+    uint64_t end = mono_ns() + 5000 * MS;
+    char *e;
+    while (!(e = memmem(c->buf, c->len, "\r\n\r\n", 4))) {
+        CHECK(!c->eof);
+        cl_pump(h, c);
+        CHECK_LT(mono_ns(), end);
+    }
+    size_t hl = (size_t)(e - c->buf) + 4;
+    memcpy(r->head, c->buf, hl);
+    r->head[hl] = 0;
+    CHECK_EQ(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
+    memmove(c->buf, c->buf + hl, c->len - hl);
+    c->len -= hl;
+    r->body_len = 0;
+}
+
+/* Waits until the server closed the connection, with nothing more sent. */
+static void cl_wait_eof(struct hs *h, struct hclient *c)
+{
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (!c->eof) {
+        cl_pump(h, c);
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(c->len, 0);
+}
+
+static void cl_close(struct hclient *c)
+{
+    close(c->fd);
+}
+
+static int has(const struct resp *r, const char *field)
+{
+    return strstr(r->head, field) != NULL;
+}
+
+TEST(http_server_get_keep_alive_and_pipelined_answers_in_order) {
+    struct hs h;
+    hs_open(&h, NULL);
+    static struct hclient c;
+    cl_open(&h, &c);
+    struct resp r;
+    cl_sends(&h, &c, "GET /a?x=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 200);
+    CHECK(strncmp(r.head, "HTTP/1.1 200 OK\r\nDate: ", 23) == 0);
+    CHECK(has(&r, " GMT\r\n"));
+    CHECK(has(&r, "\r\nContent-Length: 13\r\n"));
+    CHECK(has(&r, "\r\nX-Test: yes\r\n"));
+    CHECK(!has(&r, "Connection: close"));
+    CHECK_STR_EQ(r.body, "GET /a?x=1 0:");
+    /* Three pipelined in one write: answered in order on the same connection. */
+    cl_sends(&h, &c,
+             "GET /b HTTP/1.1\r\nHost: t\r\n\r\nPOST /c HTTP/1.1\r\nHost: t\r\n"
+             "Content-Length: 3\r\n\r\nxyzGET /d HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "GET /b 0:");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "POST /c 3:xyz");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "GET /d 0:");
+    CHECK_EQ(h.calls, 4);
+    cl_close(&c);
+    hs_close(&h);
+}
+
+TEST(http_server_http10_closes_unless_keep_alive) {
+    struct hs h;
+    hs_open(&h, NULL);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "GET /old HTTP/1.0\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    cl_wait_eof(&h, &c);
+    cl_close(&c);
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "GET /1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK(!has(&r, "Connection: close"));
+    cl_sends(&h, &c, "GET /2 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "GET /2 0:");
+    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    cl_wait_eof(&h, &c);
+    cl_close(&c);
+    hs_close(&h);
+}
+
+TEST(http_server_bodies_by_length_and_chunked_in_pieces) {
+    struct hs h;
+    hs_open(&h, NULL);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "POST /l HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello");
+    run_ms(&h.loop, 20);
+    CHECK_EQ(h.calls, 0); /* not before the whole body */
+    cl_sends(&h, &c, " world");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "POST /l 11:hello world");
+    cl_sends(&h, &c, "POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    run_ms(&h.loop, 20);
+    cl_sends(&h, &c,
+             "lo\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
+             "GET /n HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "POST /c 11:hello world");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "GET /n 0:");
+    cl_close(&c);
+    hs_close(&h);
+}
+
+TEST(http_server_refuses_malformed_with_its_status_and_serves_the_others) {
+    struct hs h;
+    hs_open(&h, NULL);
+    static struct hclient bad, good;
+    struct resp r;
+    static const struct {
+        const char *req;
+        int status;
+    } cases[] = {
+        {"GET / HTTP/1.1\r\nHost: t\r\nBad Header: v\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n folded\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+         400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+        {"GET / HTTP/1.1\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 2000000\r\n\r\n", 413},
+        {"PUT / HTTP/1.1\r\nHost: t\r\nExpect: nope\r\n\r\n", 417},
+        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+        {"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505},
+    };
+    cl_open(&h, &good);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cl_open(&h, &bad);
+        cl_sends(&h, &bad, cases[i].req);
+        CHECK_EQ(cl_response(&h, &bad, &r), 0);
+        if (r.status != cases[i].status)
+            fprintf(stderr, "case %zu: %s", i, r.head);
+        CHECK_EQ(r.status, cases[i].status);
+        CHECK(has(&r, "\r\nConnection: close\r\n"));
+        cl_wait_eof(&h, &bad);
+        cl_close(&bad);
+        /* The other connection goes on. */
+        cl_sends(&h, &good, "GET /ok HTTP/1.1\r\nHost: t\r\n\r\n");
+        CHECK_EQ(cl_response(&h, &good, &r), 0);
+        CHECK_STR_EQ(r.body, "GET /ok 0:");
+    }
+    CHECK_EQ(h.calls, 9);
+    cl_close(&good);
+    hs_close(&h);
+}
+
+TEST(http_server_limits_414_and_431) {
+    struct hs h;
+    hs_open(&h, NULL);
+    static struct hclient c;
+    static char big[80000];
+    struct resp r;
+    cl_open(&h, &c);
+    int n = sprintf(big, "GET /");
+    memset(big + n, 'a', 9000);
+    strcpy(big + n + 9000, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_sends(&h, &c, big);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 414);
+    cl_wait_eof(&h, &c);
+    cl_close(&c);
+    cl_open(&h, &c);
+    n = sprintf(big, "GET / HTTP/1.1\r\nHost: t\r\n");
+    for (int i = 0; i < 101; i++)
+        n += sprintf(big + n, "X-%d: v\r\n", i);
+    strcpy(big + n, "\r\n");
+    cl_sends(&h, &c, big);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 431);
+    cl_wait_eof(&h, &c);
+    cl_close(&c);
+    CHECK_EQ(h.calls, 0);
+    hs_close(&h);
+}
+
+TEST(http_server_expect_100_continue_before_the_body) {
+    struct hs h;
+    hs_open(&h, NULL);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c,
+             "PUT /f HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+             "Content-Length: 4\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 100);
+    CHECK_STR_EQ(r.head, "HTTP/1.1 100 Continue\r\n\r\n");
+    CHECK_EQ(h.calls, 0);
+    cl_sends(&h, &c, "data");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 200);
+    CHECK_STR_EQ(r.body, "PUT /f 4:data");
+    cl_close(&c);
+    hs_close(&h);
+}
+
+TEST(http_server_head_gets_the_headers_without_the_body) {
+    struct hs h;
+    hs_open(&h, NULL);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "HEAD /x HTTP/1.1\r\nHost: t\r\n\r\nGET /y HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_head_response(&h, &c, &r);
+    CHECK_EQ(r.status, 200);
+    CHECK(has(&r, "\r\nContent-Length: 10\r\n")); /* "HEAD /x 0:", not sent */
+    CHECK_EQ(cl_response(&h, &c, &r), 0);         /* the next starts right after the head */
+    CHECK_STR_EQ(r.body, "GET /y 0:");
+    cl_close(&c);
+    hs_close(&h);
+}
+
+TEST(http_server_header_timeout_408_and_silent_connections_closed) {
+    struct hs h;
+    mux_http_server_options_t o = {.header_timeout_ns = 150 * MS};
+    hs_open(&h, &o);
+    static struct hclient slow, silent;
+    struct resp r;
+    cl_open(&h, &slow);
+    cl_open(&h, &silent);
+    cl_sends(&h, &slow, "GET / HTTP/1.1\r\nHo");
+    CHECK_EQ(cl_response(&h, &slow, &r), 0);
+    CHECK_EQ(r.status, 408);
+    cl_wait_eof(&h, &slow);
+    cl_wait_eof(&h, &silent); /* closed with nothing sent */
+    CHECK_EQ(h.calls, 0);
+    cl_close(&slow);
+    cl_close(&silent);
+    hs_close(&h);
+}
+
+TEST(http_server_max_requests_then_close) {
+    struct hs h;
+    mux_http_server_options_t o = {.max_requests = 2};
+    hs_open(&h, &o);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "GET /1 HTTP/1.1\r\nHost: t\r\n\r\nGET /2 HTTP/1.1\r\nHost: t\r\n\r\n"
+                     "GET /3 HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK(!has(&r, "Connection: close"));
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    CHECK_STR_EQ(r.body, "GET /2 0:");
+    cl_wait_eof(&h, &c); /* the third is never answered */
+    CHECK_EQ(h.calls, 2);
+    cl_close(&c);
+    hs_close(&h);
+}
+
+static void hs_later(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    struct hs *h = t->data;
+    mux_http_exchange_t *x = h->pending;
+    h->pending = NULL; /* the answer lets the next request in, which may set it again */
+    h->pending_result = mux_http_respond(x, 201, NULL, 0, "later", 5);
+}
+
+TEST(http_server_answer_later_and_close_while_one_waits) {
+    struct hs h;
+    hs_open(&h, NULL);
+    h.defer = 1;
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (!h.pending) {
+        cl_pump(&h, &c);
+        CHECK_LT(mono_ns(), end);
+    }
+    run_ms(&h.loop, 20);
+    CHECK_EQ(h.calls, 1); /* the second waits for the first's answer */
+    mux_timer_t later;
+    CHECK_EQ(mux_timer_init(&later, hs_later), 0);
+    later.data = &h;
+    CHECK_EQ(mux_timer_start(&h.loop, &later, 5 * MS, 0), 0);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 201);
+    CHECK_STR_EQ(r.body, "later");
+    CHECK_EQ(h.pending_result, 0);
+    while (!h.pending) {
+        cl_pump(&h, &c);
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(h.calls, 2);
+    /* Closed while the second waits: its answer is refused, and the close completes. */
+    mux_http_exchange_t *x = h.pending;
+    CHECK_EQ(mux_http_server_close(&h.srv, hs_srv_closed), 0);
+    run_ms(&h.loop, 20);
+    CHECK_EQ(h.closed, 0);
+    CHECK_EQ(mux_http_respond(x, 200, NULL, 0, "x", 1), -ECANCELED);
+    end = mono_ns() + 5000 * MS;
+    while (!h.closed) {
+        CHECK_GE(mux_run(&h.loop, MUX_RUN_ONCE), 0);
+        CHECK_LT(mono_ns(), end);
+    }
+    cl_wait_eof(&h, &c);
+    cl_close(&c);
+    CHECK_EQ(mux_timer_stop(&h.loop, &h.tick), 0);
+    loop_close(&h.loop);
+}
+
+TEST(http_server_respond_refuses_bad_arguments) {
+    struct hs h;
+    hs_open(&h, NULL);
+    h.defer = 1;
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (!h.pending) {
+        cl_pump(&h, &c);
+        CHECK_LT(mono_ns(), end);
+    }
+    mux_http_header_t cl = {{"Content-Length", 14}, {"5", 1}};
+    mux_http_header_t crlf = {{"X-A", 3}, {"a\r\nb", 4}};
+    mux_http_header_t sp = {{"X A", 3}, {"v", 1}};
+    CHECK_EQ(mux_http_respond(h.pending, 200, &cl, 1, NULL, 0), -EINVAL);
+    CHECK_EQ(mux_http_respond(h.pending, 200, &crlf, 1, NULL, 0), -EINVAL);
+    CHECK_EQ(mux_http_respond(h.pending, 200, &sp, 1, NULL, 0), -EINVAL);
+    CHECK_EQ(mux_http_respond(h.pending, 100, NULL, 0, NULL, 0), -EINVAL);
+    CHECK_EQ(mux_http_respond(h.pending, 600, NULL, 0, NULL, 0), -EINVAL);
+    CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, NULL, 3), -EINVAL);
+    CHECK_EQ(mux_http_respond(NULL, 200, NULL, 0, NULL, 0), -EINVAL);
+    CHECK_EQ(mux_http_respond(h.pending, 204, NULL, 0, NULL, 0), 0);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 204);
+    CHECK(!has(&r, "Content-Length"));
+    CHECK_EQ(mux_http_server_init(NULL, &h.loop, NULL, hs_handler), -EINVAL);
+    CHECK_EQ(mux_http_server_listen(&h.srv, NULL, 0, NULL), -EBUSY);
+    cl_close(&c);
+    hs_close(&h);
+    CHECK_EQ(mux_http_server_close(&h.srv, NULL), -EINVAL); /* closed: impl_ is gone */
+}
