@@ -343,3 +343,20 @@ CORE_TEST(http_chunked_traps) {
     CHECK_EQ(mux_http_chunked_decode(NULL, b, &len), -EINVAL);
     CHECK_EQ(mux_http_chunked_decode(&d, b, NULL), -EINVAL);
 }
+
+CORE_TEST(http_header_get_finds_fields_without_case) {
+    struct parsed p;
+    CHECK_GT(parse(&p, "GET / HTTP/1.1\r\nHost: h\r\nX-One: 1\r\nx-one: 2\r\n\r\n"), 0);
+    mux_http_str_t v;
+    CHECK_EQ(mux_http_header_get(&p.req, "X-ONE", &v), 0);
+    CHECK(str_is(v, "1")); /* the first of them */
+    CHECK_EQ(mux_http_header_get(&p.req, "host", &v), 0);
+    CHECK(str_is(v, "h"));
+    CHECK_EQ(mux_http_header_get(&p.req, "X-Two", &v), -ENOENT);
+    CHECK_EQ(mux_http_header_get(&p.req, "X-a-name-much-longer-than-any-field-name-in-this-request-"
+                                          "at-all", &v),
+             -ENOENT);
+    CHECK_EQ(mux_http_header_get(NULL, "Host", &v), -EINVAL);
+    CHECK_EQ(mux_http_header_get(&p.req, NULL, &v), -EINVAL);
+    CHECK_EQ(mux_http_header_get(&p.req, "Host", NULL), -EINVAL);
+}

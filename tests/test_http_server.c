@@ -524,3 +524,30 @@ TEST(http_server_respond_refuses_bad_arguments) {
     hs_close(&h);
     CHECK_EQ(mux_http_server_close(&h.srv, NULL), -EINVAL); /* closed: impl_ is gone */
 }
+
+/* A client that half-closes after its request still gets the answer, with
+ * Connection: close, and then the end of the connection. */
+TEST(http_server_answers_a_client_that_half_closed) {
+    struct hs h;
+    hs_open(&h, NULL);
+    h.defer = 1;
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "GET /h HTTP/1.1\r\nHost: t\r\n\r\n");
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (!h.pending) {
+        cl_pump(&h, &c);
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(shutdown(c.fd, SHUT_WR), 0);
+    run_ms(&h.loop, 20); /* the server sees the end of the stream while the handler waits */
+    CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, "ok", 2), 0);
+    h.pending = NULL;
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "ok");
+    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    cl_wait_eof(&h, &c);
+    cl_close(&c);
+    hs_close(&h);
+}
