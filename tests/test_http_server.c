@@ -551,3 +551,42 @@ TEST(http_server_answers_a_client_that_half_closed) {
     cl_close(&c);
     hs_close(&h);
 }
+
+/* While a handler holds its exchange, pipelined requests keep arriving into the
+ * connection's buffer: the request it holds must stay readable (an earlier version moved
+ * the buffer under it). */
+TEST(http_server_request_stays_valid_while_pipelined_bytes_arrive) {
+    struct hs h;
+    hs_open(&h, NULL);
+    h.defer = 1;
+    static struct hclient c;
+    static char more[32768];
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "GET /first HTTP/1.1\r\nHost: t\r\nX-Keep: this value\r\n\r\n");
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (!h.pending) {
+        cl_pump(&h, &c);
+        CHECK_LT(mono_ns(), end);
+    }
+    size_t n = 0;
+    while (n + 40 < sizeof more)
+        n += (size_t)sprintf(more + n, "GET /next HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_send(&h, &c, more, n);
+    run_ms(&h.loop, 30);
+    const mux_http_request_t *req = mux_http_exchange_request(h.pending);
+    CHECK(req->target.len == 6 && memcmp(req->target.base, "/first", 6) == 0);
+    mux_http_str_t v;
+    CHECK_EQ(mux_http_header_get(req, "x-keep", &v), 0);
+    CHECK(v.len == 10 && memcmp(v.base, "this value", 10) == 0);
+    h.defer = 0;
+    mux_http_exchange_t *x = h.pending;
+    h.pending = NULL;
+    CHECK_EQ(mux_http_respond(x, 200, NULL, 0, "1", 1), 0);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "1");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "GET /next 0:");
+    cl_close(&c);
+    hs_close(&h);
+}

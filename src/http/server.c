@@ -374,6 +374,36 @@ static int mux__append(char **p, size_t *cap, size_t len, const char *src, size_
     return 0;
 }
 
+/* Makes room for `need` bytes in the connection's buffer. The parsed request's strings
+ * point into it: when it moves they are moved along. 0 or -ENOMEM. */
+static int mux__conn_grow(struct mux__http_conn *c, size_t need)
+{
+    if (need <= c->cap)
+        return 0;
+    size_t cap = c->cap ? c->cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    uintptr_t old = (uintptr_t)c->buf;
+    char *p = realloc(c->buf, cap);
+    if (!p)
+        return -ENOMEM;
+    c->buf = p;
+    c->cap = cap;
+    if (c->head_len && (uintptr_t)p != old) {
+        mux_http_request_t *r = &c->req;
+        mux_http_str_t *strs[3] = {&r->method, &r->target, &r->host};
+        for (int i = 0; i < 3; i++)
+            if (strs[i]->base)
+                strs[i]->base = p + ((uintptr_t)strs[i]->base - old);
+        for (uint32_t i = 0; i < r->nheaders; i++) {
+            r->headers[i].name.base = p + ((uintptr_t)r->headers[i].name.base - old);
+            if (r->headers[i].value.base)
+                r->headers[i].value.base = p + ((uintptr_t)r->headers[i].value.base - old);
+        }
+    }
+    return 0;
+}
+
 static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
 {
     struct mux__http_conn *c = s->data;
@@ -388,10 +418,11 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
         mux__conn_fail(c, (int)n);
         return;
     }
-    if (mux__append(&c->buf, &c->cap, c->len, buf, (size_t)n) != 0) {
+    if (mux__conn_grow(c, c->len + (size_t)n) != 0) {
         mux__conn_fail(c, -ENOMEM);
         return;
     }
+    memcpy(c->buf + c->len, buf, (size_t)n);
     c->len += (size_t)n;
     if (c->state == ST_HANDLER) {
         /* Pipelined requests wait; past a head's worth, reading waits too. */
@@ -404,6 +435,12 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
 
 static void mux__conn_handle(struct mux__http_conn *c)
 {
+    /* While the handler holds the exchange, pipelined bytes may come: room for all that
+     * is read before reading pauses, so that the request's strings stay where they are. */
+    if (mux__conn_grow(c, c->len + c->srv->o.limits.max_head + 2 * MUX__HTTP_READ) != 0) {
+        mux__conn_fail(c, -ENOMEM);
+        return;
+    }
     c->state = ST_HANDLER;
     mux_stream_timeouts_t to = {.write_ns = c->srv->o.write_timeout_ns};
     mux_stream_set_timeouts(&c->s, &to);
