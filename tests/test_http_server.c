@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -589,4 +590,165 @@ TEST(http_server_request_stays_valid_while_pipelined_bytes_arrive) {
     CHECK_STR_EQ(r.body, "GET /next 0:");
     cl_close(&c);
     hs_close(&h);
+}
+
+/* ---- static files ---- */
+
+static mux_http_static_t files;
+
+static void hs_files(mux_http_exchange_t *x)
+{
+    struct hs *h = mux_http_exchange_server(x)->data;
+    h->calls++;
+    CHECK_EQ(mux_http_serve_static(x, &files), 0);
+}
+
+static void put_file(const char *dir, const char *name, const char *content)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    CHECK_EQ(fputs(content, f) >= 0, 1);
+    CHECK_EQ(fclose(f), 0);
+}
+
+static void get(struct hs *h, struct hclient *c, const char *req, struct resp *r)
+{
+    cl_sends(h, c, req);
+    CHECK_EQ(cl_response(h, c, r), 0);
+}
+
+static const char *field(const struct resp *r, const char *name, char *out, size_t cap)
+{
+    const char *p = strstr(r->head, name);
+    if (!p)
+        return NULL;
+    p += strlen(name);
+    size_t n = strcspn(p, "\r");
+    CHECK_LT(n, cap);
+    memcpy(out, p, n);
+    out[n] = 0;
+    return out;
+}
+
+TEST(http_server_static_files_conditional_ranges_and_no_escape) {
+    char dir[64], path[600];
+    tmpdir_make(dir, sizeof dir);
+    put_file(dir, "a.txt", "hello file\n");
+    put_file(dir, "index.html", "<p>root</p>\n");
+    put_file(dir, ".secret", "no\n");
+    snprintf(path, sizeof path, "%s/sub", dir);
+    CHECK_EQ(mkdir(path, 0755), 0);
+    put_file(dir, "sub/index.html", "<p>sub</p>\n");
+    snprintf(path, sizeof path, "%s/out", dir);
+    CHECK_EQ(symlink("/etc/hostname", path), 0);
+    snprintf(path, sizeof path, "%s/in", dir);
+    CHECK_EQ(symlink("a.txt", path), 0);
+    memset(&files, 0, sizeof files);
+    CHECK_EQ(mux_http_static_init(&files, dir), 0);
+
+    struct hs h;
+    memset(&h, 0, sizeof h);
+    loop_open(&h.loop);
+    CHECK_EQ(mux_http_server_init(&h.srv, &h.loop, NULL, hs_files), 0);
+    h.srv.data = &h;
+    struct sockaddr_storage ss;
+    socklen_t len = addr_v4(&ss, 0);
+    CHECK_EQ(mux_http_server_listen(&h.srv, (struct sockaddr *)&ss, len, NULL), 0);
+    len = sizeof ss;
+    CHECK_EQ(mux_http_server_address(&h.srv, (struct sockaddr *)&ss, &len), 0);
+    h.port = addr_port(&ss);
+    CHECK_EQ(mux_timer_init(&h.tick, ticker_cb), 0);
+    CHECK_EQ(mux_timer_start(&h.loop, &h.tick, 1 * MS, 1 * MS), 0);
+
+    static struct hclient c;
+    struct resp r;
+    char etag[64], lm[64], v[64];
+    cl_open(&h, &c);
+    get(&h, &c, "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_EQ(r.status, 200);
+    CHECK_STR_EQ(r.body, "hello file\n");
+    CHECK(has(&r, "\r\nContent-Type: text/plain; charset=utf-8\r\n"));
+    CHECK(has(&r, "\r\nAccept-Ranges: bytes\r\n"));
+    CHECK(field(&r, "\r\nETag: ", etag, sizeof etag) != NULL);
+    CHECK(field(&r, "\r\nLast-Modified: ", lm, sizeof lm) != NULL);
+    char req[512];
+    /* 304 by the tag, by the date; If-None-Match wins over a date that would match. */
+    snprintf(req, sizeof req, "GET /a.txt HTTP/1.1\r\nHost: t\r\nIf-None-Match: %s\r\n\r\n", etag);
+    get(&h, &c, req, &r);
+    CHECK_EQ(r.status, 304);
+    CHECK_EQ(r.body_len, 0);
+    snprintf(req, sizeof req, "GET /a.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: %s\r\n\r\n", lm);
+    get(&h, &c, req, &r);
+    CHECK_EQ(r.status, 304);
+    snprintf(req, sizeof req,
+             "GET /a.txt HTTP/1.1\r\nHost: t\r\nIf-None-Match: \"other\"\r\n"
+             "If-Modified-Since: %s\r\n\r\n",
+             lm);
+    get(&h, &c, req, &r);
+    CHECK_EQ(r.status, 200);
+    /* Ranges */
+    get(&h, &c, "GET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=1-4\r\n\r\n", &r);
+    CHECK_EQ(r.status, 206);
+    CHECK_STR_EQ(r.body, "ello");
+    CHECK_STR_EQ(field(&r, "\r\nContent-Range: ", v, sizeof v), "bytes 1-4/11");
+    get(&h, &c, "GET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=-5\r\n\r\n", &r);
+    CHECK_STR_EQ(r.body, "file\n");
+    get(&h, &c, "GET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=50-\r\n\r\n", &r);
+    CHECK_EQ(r.status, 416);
+    CHECK_STR_EQ(field(&r, "\r\nContent-Range: ", v, sizeof v), "bytes */11");
+    get(&h, &c, "GET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1,3-4\r\n\r\n", &r);
+    CHECK_EQ(r.status, 200); /* several ranges: the whole */
+    /* Directories */
+    get(&h, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_STR_EQ(r.body, "<p>root</p>\n");
+    CHECK(has(&r, "\r\nContent-Type: text/html; charset=utf-8\r\n"));
+    get(&h, &c, "GET /sub?x=1 HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_EQ(r.status, 301);
+    CHECK_STR_EQ(field(&r, "\r\nLocation: ", v, sizeof v), "/sub/?x=1");
+    get(&h, &c, "GET /sub/ HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_STR_EQ(r.body, "<p>sub</p>\n");
+    /* What must not be served */
+    static const struct {
+        const char *target;
+        int status;
+    } no[] = {
+        {"/out", 404},                 /* a link out of the root */
+        {"/.secret", 403},             /* hidden */
+        {"/../etc/passwd", 403},       /* above the root */
+        {"/%2e%2e/etc/passwd", 403},   /* the same, encoded */
+        {"/sub%2f..%2f..%2fetc", 403}, /* an encoded slash */
+        {"/missing", 404},
+        {"/a.txt/x", 404},
+    };
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", no[i].target);
+        get(&h, &c, req, &r);
+        if (r.status != no[i].status)
+            fprintf(stderr, "%s: %d\n", no[i].target, r.status);
+        CHECK_EQ(r.status, no[i].status);
+    }
+    get(&h, &c, "GET /in HTTP/1.1\r\nHost: t\r\n\r\n", &r); /* a link inside the root */
+    CHECK_STR_EQ(r.body, "hello file\n");
+    get(&h, &c, "POST /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", &r);
+    CHECK_EQ(r.status, 405);
+    CHECK_STR_EQ(field(&r, "\r\nAllow: ", v, sizeof v), "GET, HEAD");
+    cl_sends(&h, &c, "HEAD /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_head_response(&h, &c, &r);
+    CHECK(has(&r, "\r\nContent-Length: 11\r\n"));
+    get(&h, &c, "GET /sub/index.html HTTP/1.1\r\nHost: t\r\n\r\n", &r); /* right after it */
+    CHECK_STR_EQ(r.body, "<p>sub</p>\n");
+    cl_close(&c);
+    hs_close(&h);
+    mux_http_static_close(&files);
+    /* Clean the directory up. */
+    static const char *names[] = {"a.txt", "index.html", ".secret", "sub/index.html", "out", "in"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        CHECK_EQ(unlink(path), 0);
+    }
+    snprintf(path, sizeof path, "%s/sub", dir);
+    CHECK_EQ(rmdir(path), 0);
+    CHECK_EQ(rmdir(dir), 0);
 }

@@ -192,6 +192,38 @@ mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x);
 int mux_http_respond(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
                      uint32_t nheaders, const void *body, size_t len);
 
+/* ---- static files ------------------------------------------------------------------- */
+
+/* A directory served as files. */
+typedef struct mux_http_static {
+    const char *index; /* the file for a directory: "index.html" when NULL */
+    /* private */
+    int root_fd_;
+    char *root_real_;
+} mux_http_static_t;
+
+/* Opens `root` (a directory) for serving. Returns 0, -errno of open, -ENOMEM, -EINVAL. */
+int mux_http_static_init(mux_http_static_t *st, const char *root);
+void mux_http_static_close(mux_http_static_t *st);
+
+/* Files larger than this are answered 500 for now (their bodies are read into memory; a
+ * sendfile path is to come). */
+#define MUX_HTTP_STATIC_MAX_FILE (64u * 1024 * 1024)
+
+/* Answers `x` with a file below the root, as a static-file server does:
+ *   - GET and HEAD; any other method 405 with Allow: GET, HEAD;
+ *   - the target's path resolved below the root: 400 (malformed), 403 (above the root, an
+ *     encoded '/', a hidden name), 414; never through a symbolic link that leads out of the
+ *     root (404);
+ *   - a directory: its index file; a directory named without the final '/': 301 to it;
+ *   - ETag and Last-Modified; 304 for If-None-Match (which wins over If-Modified-Since);
+ *   - a single byte range: 206 with Content-Range, or 416 with Content-Range: bytes * /len
+ *     (several ranges are answered whole);
+ *   - Content-Type by the file's extension; 404 for a file that does not exist, 403 for one
+ *     that cannot be read.
+ * Returns what mux_http_respond returns. */
+int mux_http_serve_static(mux_http_exchange_t *x, const mux_http_static_t *st);
+
 #ifdef __cplusplus
 }
 #endif
