@@ -679,7 +679,8 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     get(&h, &c, req, &r);
     CHECK_EQ(r.status, 304);
     CHECK_EQ(r.body_len, 0);
-    snprintf(req, sizeof req, "GET /a.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: %s\r\n\r\n", lm);
+    snprintf(req, sizeof req, "GET /a.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: %s\r\n\r\n",
+             lm);
     get(&h, &c, req, &r);
     CHECK_EQ(r.status, 304);
     snprintf(req, sizeof req,
