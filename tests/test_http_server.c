@@ -753,3 +753,59 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     CHECK_EQ(rmdir(path), 0);
     CHECK_EQ(rmdir(dir), 0);
 }
+
+/* The open-file cache: a file changed in place, and one replaced by another under its
+ * name, are served anew once their check is due (a second at most). */
+TEST(http_server_static_file_changed_on_disk_is_served_anew) {
+    char dir[64], path[600];
+    tmpdir_make(dir, sizeof dir);
+    put_file(dir, "f.txt", "version one\n");
+    memset(&files, 0, sizeof files);
+    CHECK_EQ(mux_http_static_init(&files, dir), 0);
+    struct hs h;
+    memset(&h, 0, sizeof h);
+    loop_open(&h.loop);
+    CHECK_EQ(mux_http_server_init(&h.srv, &h.loop, NULL, hs_files), 0);
+    h.srv.data = &h;
+    struct sockaddr_storage ss;
+    socklen_t len = addr_v4(&ss, 0);
+    CHECK_EQ(mux_http_server_listen(&h.srv, (struct sockaddr *)&ss, len, NULL), 0);
+    len = sizeof ss;
+    CHECK_EQ(mux_http_server_address(&h.srv, (struct sockaddr *)&ss, &len), 0);
+    h.port = addr_port(&ss);
+    CHECK_EQ(mux_timer_init(&h.tick, ticker_cb), 0);
+    CHECK_EQ(mux_timer_start(&h.loop, &h.tick, 1 * MS, 1 * MS), 0);
+    static struct hclient c;
+    struct resp r;
+    char tag1[64], tag2[64];
+    cl_open(&h, &c);
+    get(&h, &c, "GET /f.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_STR_EQ(r.body, "version one\n");
+    CHECK(field(&r, "\r\nETag: ", tag1, sizeof tag1) != NULL);
+    /* Changed in place (same size, a later time). */
+    sleep_ms(20);
+    put_file(dir, "f.txt", "version two\n");
+    sleep_ms(1100);
+    get(&h, &c, "GET /f.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_STR_EQ(r.body, "version two\n");
+    CHECK(field(&r, "\r\nETag: ", tag2, sizeof tag2) != NULL);
+    CHECK(strcmp(tag1, tag2) != 0);
+    /* Replaced: a new file renamed over the name. */
+    put_file(dir, "g.tmp", "version three\n");
+    char from[600];
+    snprintf(from, sizeof from, "%s/g.tmp", dir);
+    snprintf(path, sizeof path, "%s/f.txt", dir);
+    CHECK_EQ(rename(from, path), 0);
+    sleep_ms(1100);
+    get(&h, &c, "GET /f.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_STR_EQ(r.body, "version three\n");
+    /* Removed: 404. */
+    CHECK_EQ(unlink(path), 0);
+    sleep_ms(1100);
+    get(&h, &c, "GET /f.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_EQ(r.status, 404);
+    cl_close(&c);
+    hs_close(&h);
+    mux_http_static_close(&files);
+    CHECK_EQ(rmdir(dir), 0);
+}

@@ -194,12 +194,16 @@ int mux_http_respond(mux_http_exchange_t *x, int status, const mux_http_header_t
 
 /* ---- static files ------------------------------------------------------------------- */
 
-/* A directory served as files. */
+/* A directory served as files. It keeps the files it served open, with their metadata,
+ * and checks at most once a second per file that the name still leads to the same file
+ * and that the file did not change (nginx's open_file_cache): one loop's, not to be shared
+ * between threads. */
 typedef struct mux_http_static {
     const char *index; /* the file for a directory: "index.html" when NULL */
     /* private */
     int root_fd_;
     char *root_real_;
+    struct mux__fcache *cache_;
 } mux_http_static_t;
 
 /* Opens `root` (a directory) for serving. Returns 0, -errno of open, -ENOMEM, -EINVAL. */
@@ -222,7 +226,7 @@ void mux_http_static_close(mux_http_static_t *st);
  *   - Content-Type by the file's extension; 404 for a file that does not exist, 403 for one
  *     that cannot be read.
  * Returns what mux_http_respond returns. */
-int mux_http_serve_static(mux_http_exchange_t *x, const mux_http_static_t *st);
+int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *st);
 
 #ifdef __cplusplus
 }

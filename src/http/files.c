@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__) && !defined(MUX_PORTABLE_POSIX)
 #include <linux/openat2.h>
@@ -23,6 +24,139 @@
 #include "http/http_internal.h"
 #include "internal.h"
 
+/* ---- the open-file cache ------------------------------------------------------------- */
+
+#define MUX__FCACHE_BUCKETS 1024u        /* and at most as many files */
+#define MUX__FCACHE_VALID   1000000000ll /* ns between checks of a file */
+
+struct mux__fentry {
+    struct mux__fentry *next;
+    char *key; /* the request's path below the root ("" for the root) */
+    int fd;
+    struct stat sb;
+    int64_t checked; /* CLOCK_MONOTONIC ns of the last check */
+    char *file;      /* the file's path below the root (the index's for a directory) */
+    char etag[48], lastmod[32];
+    size_t el, ll;
+    const char *type;
+};
+
+struct mux__fcache {
+    struct mux__fentry *b[MUX__FCACHE_BUCKETS];
+    uint32_t n;
+};
+
+static uint32_t mux__hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static int64_t mux__mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void mux__fentry_free(struct mux__fentry *e)
+{
+    close(e->fd);
+    free(e->key);
+    free(e->file);
+    free(e);
+}
+
+static void mux__fcache_clear(struct mux__fcache *c)
+{
+    for (uint32_t i = 0; i < MUX__FCACHE_BUCKETS; i++)
+        while (c->b[i]) {
+            struct mux__fentry *e = c->b[i];
+            c->b[i] = e->next;
+            mux__fentry_free(e);
+        }
+    c->n = 0;
+}
+
+/* Drops the entry for `key`, if any. */
+static void mux__fcache_drop(struct mux__fcache *c, const char *key)
+{
+    struct mux__fentry **p = &c->b[mux__hash(key) % MUX__FCACHE_BUCKETS];
+    for (; *p; p = &(*p)->next)
+        if (strcmp((*p)->key, key) == 0) {
+            struct mux__fentry *e = *p;
+            *p = e->next;
+            mux__fentry_free(e);
+            c->n--;
+            return;
+        }
+}
+
+/* The entry for `key`, checked again when its last check is over a second old: the name
+ * must still lead to the same file, and the file must be as it was. NULL when there is
+ * none, or it did not pass (then it is gone). */
+static struct mux__fentry *mux__fcache_get(const mux_http_static_t *st, const char *key)
+{
+    struct mux__fcache *c = st->cache_;
+    if (!c)
+        return NULL;
+    struct mux__fentry *e = c->b[mux__hash(key) % MUX__FCACHE_BUCKETS];
+    while (e && strcmp(e->key, key) != 0)
+        e = e->next;
+    if (!e)
+        return NULL;
+    int64_t now = mux__mono();
+    if (now - e->checked < MUX__FCACHE_VALID)
+        return e;
+    struct stat now_sb, name_sb;
+    if (fstat(e->fd, &now_sb) != 0 || fstatat(st->root_fd_, e->file, &name_sb, 0) != 0 ||
+        name_sb.st_ino != e->sb.st_ino || name_sb.st_dev != e->sb.st_dev ||
+        now_sb.st_size != e->sb.st_size || now_sb.st_mtim.tv_sec != e->sb.st_mtim.tv_sec ||
+        now_sb.st_mtim.tv_nsec != e->sb.st_mtim.tv_nsec) {
+        mux__fcache_drop(c, key);
+        return NULL;
+    }
+    e->checked = now;
+    return e;
+}
+
+/* Keeps `fd` (the file `file`, served for `key`) with its metadata; takes the descriptor.
+ * The entry, or NULL when memory ran out (then the descriptor is closed). */
+static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *key, const char *file,
+                                           int fd, const struct stat *sb)
+{
+    if (!st->cache_ && !(st->cache_ = calloc(1, sizeof *st->cache_))) {
+        close(fd);
+        return NULL;
+    }
+    struct mux__fcache *c = st->cache_;
+    if (c->n >= MUX__FCACHE_BUCKETS)
+        mux__fcache_clear(c); /* full: start again rather than track use */
+    struct mux__fentry *e = calloc(1, sizeof *e);
+    if (!e || !(e->key = strdup(key)) || !(e->file = strdup(file))) {
+        if (e) {
+            free(e->key);
+            free(e);
+        }
+        close(fd);
+        return NULL;
+    }
+    e->fd = fd;
+    e->sb = *sb;
+    e->checked = mux__mono();
+    int64_t mns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+    e->el = mux__http_etag((uint64_t)sb->st_size, mns, e->etag);
+    e->ll = mux__http_date((int64_t)sb->st_mtim.tv_sec, e->lastmod);
+    e->type = mux__http_mime(file);
+    uint32_t i = mux__hash(key) % MUX__FCACHE_BUCKETS;
+    e->next = c->b[i];
+    c->b[i] = e;
+    c->n++;
+    return e;
+}
+
 MUX_EXPORT int mux_http_static_init(mux_http_static_t *st, const char *root)
 {
     if (!st || !root)
@@ -30,6 +164,7 @@ MUX_EXPORT int mux_http_static_init(mux_http_static_t *st, const char *root)
     const char *index = st->index;
     memset(st, 0, sizeof *st);
     st->index = index;
+    st->cache_ = NULL;
     st->root_fd_ = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (st->root_fd_ < 0)
         return -errno;
@@ -47,6 +182,11 @@ MUX_EXPORT void mux_http_static_close(mux_http_static_t *st)
 {
     if (!st || !st->root_real_)
         return;
+    if (st->cache_) {
+        mux__fcache_clear(st->cache_);
+        free(st->cache_);
+        st->cache_ = NULL;
+    }
     close(st->root_fd_);
     free(st->root_real_);
     st->root_real_ = NULL;
@@ -108,7 +248,45 @@ static int mux__plain(mux_http_exchange_t *x, int status, const mux_http_header_
     return mux_http_respond(x, status, h, nh, body, (size_t)n);
 }
 
-MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, const mux_http_static_t *st)
+/* Opens what `rel` names for serving: a regular file, or a directory's index. Fills
+ * `file` with the file's path below the root. The descriptor, or a status to answer
+ * (a negative number: -301 for a directory named without its slash, -404, -403, -414). */
+static int mux__open_file(mux_http_static_t *st, const char *rel, int dir, char *file, size_t cap,
+                          struct stat *sb)
+{
+    int fd = mux__open_beneath(st, rel);
+    if (fd < 0)
+        return -mux__status_of(fd);
+    if (fstat(fd, sb) != 0) {
+        close(fd);
+        return -500;
+    }
+    size_t rl = strlen(rel);
+    if (S_ISDIR(sb->st_mode)) {
+        close(fd);
+        if (!dir && rl)
+            return -301;
+        const char *index = st->index ? st->index : "index.html";
+        if ((size_t)snprintf(file, cap, "%s%s%s", rel, rl ? "/" : "", index) >= cap)
+            return -414;
+        fd = mux__open_beneath(st, file);
+        if (fd < 0)
+            return -mux__status_of(fd);
+        if (fstat(fd, sb) != 0) {
+            close(fd);
+            return -500;
+        }
+    } else {
+        memcpy(file, rel, rl + 1);
+    }
+    if (!S_ISREG(sb->st_mode)) {
+        close(fd);
+        return -404;
+    }
+    return fd;
+}
+
+MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *st)
 {
     const mux_http_request_t *req = mux_http_exchange_request(x);
     if (!req || !st || !st->root_real_)
@@ -118,71 +296,59 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, const mux_http_stat
         mux_http_header_t allow = {{"Allow", 5}, {"GET, HEAD", 9}};
         return mux__plain(x, 405, &allow, 1);
     }
-    char rel[4096];
+    char rel[4096], file[4200];
     int dir = 0;
-    int r = mux__http_path(req->target.base, req->target.len, rel, sizeof rel - 16, &dir);
+    int r = mux__http_path(req->target.base, req->target.len, rel, sizeof rel - 1, &dir);
     if (r != 0)
         return mux__plain(x, r == -EACCES ? 403 : r == -ENAMETOOLONG ? 414 : 400, NULL, 0);
-    int fd = mux__open_beneath(st, rel);
-    if (fd < 0)
-        return mux__plain(x, mux__status_of(fd), NULL, 0);
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        close(fd);
-        return mux__plain(x, 500, NULL, 0);
+    /* The cache's key: a directory named with its slash is not the same request as one
+     * named without (which is a redirect). */
+    size_t rl = strlen(rel);
+    if (dir) {
+        rel[rl] = '/';
+        rel[rl + 1] = 0;
     }
-    if (S_ISDIR(sb.st_mode)) {
-        close(fd);
-        size_t tl = req->target.len;
-        const char *q = memchr(req->target.base, '?', tl);
-        size_t pl = q ? (size_t)(q - req->target.base) : tl;
-        if (!dir && rel[0]) { /* "/sub": the index's links are relative to "/sub/" */
+    struct mux__fentry *e = mux__fcache_get(st, rel);
+    if (!e) {
+        rel[rl] = 0;
+        struct stat sb;
+        int fd = mux__open_file(st, rel, dir, file, sizeof file, &sb);
+        if (fd == -301) {
+            size_t tl = req->target.len;
+            const char *q = memchr(req->target.base, '?', tl);
+            size_t pl = q ? (size_t)(q - req->target.base) : tl;
             char loc[4200];
             int n = snprintf(loc, sizeof loc, "%.*s/%.*s", (int)pl, req->target.base,
                              (int)(tl - pl), req->target.base + pl);
             mux_http_header_t h = {{"Location", 8}, {loc, (size_t)n}};
             return mux__plain(x, 301, &h, 1);
         }
-        const char *index = st->index ? st->index : "index.html";
-        size_t rl = strlen(rel);
-        if (rl + 1 + strlen(index) + 1 > sizeof rel)
-            return mux__plain(x, 414, NULL, 0);
-        snprintf(rel + rl, sizeof rel - rl, "%s%s", rl ? "/" : "", index);
-        fd = mux__open_beneath(st, rel);
         if (fd < 0)
-            return mux__plain(x, mux__status_of(fd), NULL, 0);
-        if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            close(fd);
-            return mux__plain(x, 404, NULL, 0);
+            return mux__plain(x, -fd, NULL, 0);
+        if (dir) {
+            rel[rl] = '/';
+            rel[rl + 1] = 0;
         }
-    } else if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return mux__plain(x, 404, NULL, 0);
+        if (!(e = mux__fcache_put(st, rel, file, fd, &sb)))
+            return mux__plain(x, 500, NULL, 0);
     }
-    uint64_t size = (uint64_t)sb.st_size;
-    int64_t mns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-    char etag[48], lastmod[32];
-    size_t el = mux__http_etag(size, mns, etag);
-    size_t ll = mux__http_date((int64_t)sb.st_mtim.tv_sec, lastmod);
+    uint64_t size = (uint64_t)e->sb.st_size;
     mux_http_header_t h[5];
     uint32_t nh = 0;
-    h[nh++] = (mux_http_header_t){{"ETag", 4}, {etag, el}};
-    h[nh++] = (mux_http_header_t){{"Last-Modified", 13}, {lastmod, ll}};
+    h[nh++] = (mux_http_header_t){{"ETag", 4}, {e->etag, e->el}};
+    h[nh++] = (mux_http_header_t){{"Last-Modified", 13}, {e->lastmod, e->ll}};
     /* 304: If-None-Match, when present, decides alone. */
     mux_http_str_t v;
     int not_modified = 0;
     if (mux_http_header_get(req, "If-None-Match", &v) == 0) {
-        not_modified = mux__http_etag_match(v, etag, el);
+        not_modified = mux__http_etag_match(v, e->etag, e->el);
     } else if (mux_http_header_get(req, "If-Modified-Since", &v) == 0) {
         int64_t since;
-        not_modified = mux__http_date_parse(v, &since) == 0 && sb.st_mtim.tv_sec <= since;
+        not_modified = mux__http_date_parse(v, &since) == 0 && e->sb.st_mtim.tv_sec <= since;
     }
-    if (not_modified) {
-        close(fd);
+    if (not_modified)
         return mux_http_respond(x, 304, h, nh, NULL, 0);
-    }
-    const char *type = mux__http_mime(rel);
-    h[nh++] = (mux_http_header_t){{"Content-Type", 12}, {type, strlen(type)}};
+    h[nh++] = (mux_http_header_t){{"Content-Type", 12}, {e->type, strlen(e->type)}};
     h[nh++] = (mux_http_header_t){{"Accept-Ranges", 13}, {"bytes", 5}};
     uint64_t first = 0, last = size ? size - 1 : 0;
     int status = 200;
@@ -190,7 +356,6 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, const mux_http_stat
     if (mux_http_header_get(req, "Range", &v) == 0) {
         int rr = mux__http_range(v, size, &first, &last);
         if (rr < 0) {
-            close(fd);
             int n = snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
             h[nh - 1] = (mux_http_header_t){{"Content-Range", 13}, {cr, (size_t)n}};
             return mux__plain(x, 416, h + 2, 2);
@@ -203,34 +368,31 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, const mux_http_stat
         }
     }
     uint64_t len = size ? last - first + 1 : 0;
-    if (len > MUX_HTTP_STATIC_MAX_FILE) {
-        close(fd);
+    if (len > MUX_HTTP_STATIC_MAX_FILE)
         return mux__plain(x, 500, NULL, 0);
-    }
-    char *body = NULL;
+    /* The body is read straight into the response (small files on the stack). */
+    char small[16384], *body = small;
+    if (len && !head && len > sizeof small && !(body = malloc((size_t)len)))
+        return mux__plain(x, 500, NULL, 0);
     if (len && !head) {
-        body = malloc((size_t)len);
-        if (!body) {
-            close(fd);
-            return mux__plain(x, 500, NULL, 0);
-        }
         size_t got = 0;
         while (got < len) {
-            ssize_t n = pread(fd, body + got, (size_t)len - got, (off_t)(first + got));
+            ssize_t n = pread(e->fd, body + got, (size_t)len - got, (off_t)(first + got));
             if (n < 0 && errno == EINTR)
                 continue;
-            if (n <= 0) {
-                free(body);
-                close(fd);
-                return mux__plain(x, 500, NULL, 0); /* shrank, or an I/O error */
+            if (n <= 0) { /* shrank, or an I/O error: forget it, and say so */
+                if (body != small)
+                    free(body);
+                rel[rl] = dir ? '/' : 0;
+                mux__fcache_drop(st->cache_, rel);
+                return mux__plain(x, 500, NULL, 0);
             }
             got += (size_t)n;
         }
     }
-    close(fd);
     /* HEAD: the same Content-Length, and no body (the server leaves it out). */
-    static char zero;
-    r = mux_http_respond(x, status, h, nh, body ? body : &zero, head ? (size_t)len : (size_t)len);
-    free(body);
+    r = mux_http_respond(x, status, h, nh, body, (size_t)len);
+    if (body != small)
+        free(body);
     return r;
 }
