@@ -42,11 +42,12 @@ static void hs_handler(mux_http_exchange_t *x)
     CHECK_EQ(mux_http_respond(x, 200, &hdr, 1, out, (size_t)n), 0);
 }
 
-static void hs_open(struct hs *h, const mux_http_server_options_t *o)
+static void hs_open_with(struct hs *h, const mux_http_server_options_t *o,
+                         mux_http_handler_cb cb)
 {
     memset(h, 0, sizeof *h);
     loop_open(&h->loop);
-    CHECK_EQ(mux_http_server_init(&h->srv, &h->loop, o, hs_handler), 0);
+    CHECK_EQ(mux_http_server_init(&h->srv, &h->loop, o, cb), 0);
     h->srv.data = h;
     struct sockaddr_storage ss;
     socklen_t len = addr_v4(&ss, 0);
@@ -56,6 +57,11 @@ static void hs_open(struct hs *h, const mux_http_server_options_t *o)
     h->port = addr_port(&ss);
     CHECK_EQ(mux_timer_init(&h->tick, ticker_cb), 0);
     CHECK_EQ(mux_timer_start(&h->loop, &h->tick, 1 * MS, 1 * MS), 0);
+}
+
+static void hs_open(struct hs *h, const mux_http_server_options_t *o)
+{
+    hs_open_with(h, o, hs_handler);
 }
 
 static void hs_srv_closed(mux_http_server_t *srv)
@@ -649,18 +655,7 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     CHECK_EQ(mux_http_static_init(&files, dir), 0);
 
     struct hs h;
-    memset(&h, 0, sizeof h);
-    loop_open(&h.loop);
-    CHECK_EQ(mux_http_server_init(&h.srv, &h.loop, NULL, hs_files), 0);
-    h.srv.data = &h;
-    struct sockaddr_storage ss;
-    socklen_t len = addr_v4(&ss, 0);
-    CHECK_EQ(mux_http_server_listen(&h.srv, (struct sockaddr *)&ss, len, NULL), 0);
-    len = sizeof ss;
-    CHECK_EQ(mux_http_server_address(&h.srv, (struct sockaddr *)&ss, &len), 0);
-    h.port = addr_port(&ss);
-    CHECK_EQ(mux_timer_init(&h.tick, ticker_cb), 0);
-    CHECK_EQ(mux_timer_start(&h.loop, &h.tick, 1 * MS, 1 * MS), 0);
+    hs_open_with(&h, NULL, hs_files);
 
     static struct hclient c;
     struct resp r;
@@ -763,18 +758,7 @@ TEST(http_server_static_file_changed_on_disk_is_served_anew) {
     memset(&files, 0, sizeof files);
     CHECK_EQ(mux_http_static_init(&files, dir), 0);
     struct hs h;
-    memset(&h, 0, sizeof h);
-    loop_open(&h.loop);
-    CHECK_EQ(mux_http_server_init(&h.srv, &h.loop, NULL, hs_files), 0);
-    h.srv.data = &h;
-    struct sockaddr_storage ss;
-    socklen_t len = addr_v4(&ss, 0);
-    CHECK_EQ(mux_http_server_listen(&h.srv, (struct sockaddr *)&ss, len, NULL), 0);
-    len = sizeof ss;
-    CHECK_EQ(mux_http_server_address(&h.srv, (struct sockaddr *)&ss, &len), 0);
-    h.port = addr_port(&ss);
-    CHECK_EQ(mux_timer_init(&h.tick, ticker_cb), 0);
-    CHECK_EQ(mux_timer_start(&h.loop, &h.tick, 1 * MS, 1 * MS), 0);
+    hs_open_with(&h, NULL, hs_files);
     static struct hclient c;
     struct resp r;
     char tag1[64], tag2[64];
