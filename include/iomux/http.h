@@ -224,7 +224,8 @@ void mux_http_static_close(mux_http_static_t *st);
  *   - a single byte range: 206 with Content-Range, or 416 with Content-Range: bytes * /len
  *     (several ranges are answered whole);
  *   - Content-Type by the file's extension; 404 for a file that does not exist, 403 for one
- *     that cannot be read.
+ *     that cannot be read, 500 for a failure of the server's own (EMFILE, ENOMEM, EIO),
+ *     which goes to on_error too.
  * Returns what mux_http_respond returns. */
 int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *st);
 

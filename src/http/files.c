@@ -236,9 +236,17 @@ static int mux__open_beneath(const mux_http_static_t *st, const char *rel)
     return fd2;
 }
 
-static int mux__status_of(int err)
+/* The status for an open that failed: 404 for what is not there (or not below the root),
+ * 403 for what may not be read, 500 for a failure of the server's own (EMFILE, ENOMEM,
+ * EIO), which is reported too. */
+static int mux__status_of(mux_http_exchange_t *x, int err)
 {
-    return err == -ENOENT || err == -ENOTDIR || err == -EXDEV || err == -ELOOP ? 404 : 403;
+    if (err == -ENOENT || err == -ENOTDIR || err == -EXDEV || err == -ELOOP || err == -ENAMETOOLONG)
+        return 404;
+    if (err == -EACCES || err == -EPERM)
+        return 403;
+    mux__http_exchange_error(x, err);
+    return 500;
 }
 
 static int mux__plain(mux_http_exchange_t *x, int status, const mux_http_header_t *h, uint32_t nh)
@@ -251,15 +259,16 @@ static int mux__plain(mux_http_exchange_t *x, int status, const mux_http_header_
 /* Opens what `rel` names for serving: a regular file, or a directory's index. Fills
  * `file` with the file's path below the root. The descriptor, or a status to answer
  * (a negative number: -301 for a directory named without its slash, -404, -403, -414). */
-static int mux__open_file(mux_http_static_t *st, const char *rel, int dir, char *file, size_t cap,
-                          struct stat *sb)
+static int mux__open_file(mux_http_exchange_t *x, mux_http_static_t *st, const char *rel, int dir,
+                          char *file, size_t cap, struct stat *sb)
 {
     int fd = mux__open_beneath(st, rel);
     if (fd < 0)
-        return -mux__status_of(fd);
+        return -mux__status_of(x, fd);
     if (fstat(fd, sb) != 0) {
+        int err = -errno;
         close(fd);
-        return -500;
+        return -mux__status_of(x, err);
     }
     size_t rl = strlen(rel);
     if (S_ISDIR(sb->st_mode)) {
@@ -271,10 +280,11 @@ static int mux__open_file(mux_http_static_t *st, const char *rel, int dir, char 
             return -414;
         fd = mux__open_beneath(st, file);
         if (fd < 0)
-            return -mux__status_of(fd);
+            return -mux__status_of(x, fd);
         if (fstat(fd, sb) != 0) {
+            int err = -errno;
             close(fd);
-            return -500;
+            return -mux__status_of(x, err);
         }
     } else {
         memcpy(file, rel, rl + 1);
@@ -312,7 +322,7 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
     if (!e) {
         rel[rl] = 0;
         struct stat sb;
-        int fd = mux__open_file(st, rel, dir, file, sizeof file, &sb);
+        int fd = mux__open_file(x, st, rel, dir, file, sizeof file, &sb);
         if (fd == -301) {
             size_t tl = req->target.len;
             const char *q = memchr(req->target.base, '?', tl);
@@ -329,8 +339,10 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
             rel[rl] = '/';
             rel[rl + 1] = 0;
         }
-        if (!(e = mux__fcache_put(st, rel, file, fd, &sb)))
+        if (!(e = mux__fcache_put(st, rel, file, fd, &sb))) {
+            mux__http_exchange_error(x, -ENOMEM);
             return mux__plain(x, 500, NULL, 0);
+        }
     }
     uint64_t size = (uint64_t)e->sb.st_size;
     mux_http_header_t h[5];
@@ -368,12 +380,16 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
         }
     }
     uint64_t len = size ? last - first + 1 : 0;
-    if (len > MUX_HTTP_STATIC_MAX_FILE)
+    if (len > MUX_HTTP_STATIC_MAX_FILE) {
+        mux__http_exchange_error(x, -EFBIG);
         return mux__plain(x, 500, NULL, 0);
+    }
     /* The body is read straight into the response (small files on the stack). */
     char small[16384], *body = small;
-    if (len && !head && len > sizeof small && !(body = malloc((size_t)len)))
+    if (len && !head && len > sizeof small && !(body = malloc((size_t)len))) {
+        mux__http_exchange_error(x, -ENOMEM);
         return mux__plain(x, 500, NULL, 0);
+    }
     if (len && !head) {
         size_t got = 0;
         while (got < len) {
@@ -381,6 +397,7 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0) { /* shrank, or an I/O error: forget it, and say so */
+                mux__http_exchange_error(x, n < 0 ? -errno : -EIO);
                 if (body != small)
                     free(body);
                 rel[rl] = dir ? '/' : 0;

@@ -47,4 +47,7 @@ size_t mux__http_etag(uint64_t size, int64_t mtime_ns, char out[48]);
  * by the weak comparison (W/ ignored). 1 or 0; a malformed list matches nothing. */
 int mux__http_etag_match(mux_http_str_t inm, const char *etag, size_t etag_len);
 
+/* Reports a failure of the server's own while answering `x` (server.c): its on_error. */
+void mux__http_exchange_error(const mux_http_exchange_t *x, int err);
+
 #endif

@@ -565,6 +565,12 @@ MUX_EXPORT mux_http_str_t mux_http_exchange_body(const mux_http_exchange_t *x)
     return (mux_http_str_t){x->c->body, x->c->body_len};
 }
 
+void mux__http_exchange_error(const mux_http_exchange_t *x, int err)
+{
+    if (x && x->c)
+        mux__srv_error(x->c->srv, err);
+}
+
 MUX_EXPORT mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x)
 {
     return x && x->c ? x->c->srv->pub : NULL;

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -387,6 +388,58 @@ int mux_fault_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
 pid_t mux_fault_waitpid(pid_t pid, int *status, int options)
 {
     return hit(P_waitpid) ? -1 : waitpid(pid, status, options);
+}
+
+int mux_fault_open(const char *path, int flags, ...)
+{
+    if (hit(P_open))
+        return -1;
+    va_list ap;
+    va_start(ap, flags);
+    int mode = flags & O_CREAT ? va_arg(ap, int) : 0;
+    va_end(ap);
+    return open(path, flags, mode);
+}
+
+int mux_fault_openat(int dirfd, const char *path, int flags, ...)
+{
+    if (hit(P_openat))
+        return -1;
+    va_list ap;
+    va_start(ap, flags);
+    int mode = flags & O_CREAT ? va_arg(ap, int) : 0;
+    va_end(ap);
+    return openat(dirfd, path, flags, mode);
+}
+
+int mux_fault_fstat(int fd, struct stat *sb)
+{
+    return hit(P_fstat) ? -1 : fstat(fd, sb);
+}
+
+int mux_fault_fstatat(int dirfd, const char *path, struct stat *sb, int flags)
+{
+    return hit(P_fstatat) ? -1 : fstatat(dirfd, path, sb, flags);
+}
+
+ssize_t mux_fault_pread(int fd, void *buf, size_t len, off_t off)
+{
+    return hit(P_pread) ? -1 : pread(fd, buf, len, off);
+}
+
+ssize_t mux_fault_readlink(const char *path, char *buf, size_t len)
+{
+    return hit(P_readlink) ? -1 : readlink(path, buf, len);
+}
+
+char *mux_fault_strdup(const char *s)
+{
+    return hit(P_strdup) ? NULL : strdup(s);
+}
+
+char *mux_fault_realpath(const char *path, char *resolved)
+{
+    return hit(P_realpath) ? NULL : realpath(path, resolved);
 }
 
 /* The library's raw system calls; six arguments at most, all passed on as longs. */
