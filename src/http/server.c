@@ -456,6 +456,8 @@ static int mux__conn_body(struct mux__http_conn *c)
     char *p = c->buf + c->head_len;
     size_t avail = c->len - c->head_len;
     if (c->chunked) {
+        if (avail == 0)
+            return 0; /* the head came alone: the chunks are still to come */
         if (mux__append(&c->body, &c->body_cap, c->body_len, p, avail) != 0) {
             mux__conn_fail(c, -ENOMEM);
             return -1;
