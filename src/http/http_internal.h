@@ -47,6 +47,9 @@ size_t mux__http_etag(uint64_t size, int64_t mtime_ns, char out[48]);
  * by the weak comparison (W/ ignored). 1 or 0; a malformed list matches nothing. */
 int mux__http_etag_match(mux_http_str_t inm, const char *etag, size_t etag_len);
 
+/* tchar (RFC 9110, 5.6.2): 1 for the bytes of a token (parser.c). */
+extern const uint8_t mux__http_tchar[256];
+
 /* Reports a failure of the server's own while answering `x` (server.c): its on_error. */
 void mux__http_exchange_error(const mux_http_exchange_t *x, int err);
 

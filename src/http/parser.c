@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <string.h>
 
+#include "http/http_internal.h"
 #include "internal.h"
-#include "iomux/http.h"
 
 /* tchar (RFC 9110, 5.6.2): the bytes of a token. */
 /* clang-format off */
-static const uint8_t mux__tchar[256] = {
+const uint8_t mux__http_tchar[256] = {
     ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
     ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1,
     ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
@@ -116,7 +116,7 @@ static ssize_t mux__request_line(mux_http_request_t *req, struct mux__cursor *c,
                                  const mux_http_limits_t *lim, int complete)
 {
     const char *m = c->p;
-    while (c->p < c->end && mux__tchar[(unsigned char)*c->p])
+    while (c->p < c->end && mux__http_tchar[(unsigned char)*c->p])
         c->p++;
     if (c->p == c->end)
         return complete ? mux__refuse(req, 400) : -EAGAIN;
@@ -172,7 +172,7 @@ static ssize_t mux__field(mux_http_request_t *req, struct mux__cursor *c, uint32
     if (*c->p == ' ' || *c->p == '\t')
         return mux__refuse(req, 400); /* obs-fold, or white space before the first field */
     const char *n = c->p;
-    while (c->p < c->end && mux__tchar[(unsigned char)*c->p])
+    while (c->p < c->end && mux__http_tchar[(unsigned char)*c->p])
         c->p++;
     if (c->p == c->end)
         return complete ? mux__refuse(req, 400) : -EAGAIN;
@@ -234,7 +234,7 @@ static int mux__te_elem(mux_http_str_t e, void *arg)
     struct mux__framing *f = arg;
     /* A coding may carry parameters (";q=..."): only its name matters here. */
     size_t n = 0;
-    while (n < e.len && mux__tchar[(unsigned char)e.base[n]])
+    while (n < e.len && mux__http_tchar[(unsigned char)e.base[n]])
         n++;
     mux_http_str_t name = {e.base, n};
     if (n == 0)
@@ -476,7 +476,7 @@ MUX_EXPORT ssize_t mux_http_chunked_decode(mux_http_chunked_t *d, char *buf, siz
             } else if (ch == '\n') {
                 goto size_done;
             } else if (ch != ';' && ch != '=' && ch != ' ' && ch != '\t' && ch != '"' &&
-                       ch != '\\' && !mux__tchar[ch] && ch < 0x80) {
+                       ch != '\\' && !mux__http_tchar[ch] && ch < 0x80) {
                 return -EBADMSG; /* not what chunk-ext = *( BWS ";" BWS ext-name ... ) has */
             }
             break;
@@ -523,7 +523,7 @@ MUX_EXPORT ssize_t mux_http_chunked_decode(mux_http_chunked_t *d, char *buf, siz
                 d->state = CH_END_LF;
                 break;
             }
-            if (!mux__tchar[ch])
+            if (!mux__http_tchar[ch])
                 return -EBADMSG; /* a field name starts with a token byte */
             d->line = 1;
             d->hexdig = 0; /* here: the colon was seen */
@@ -538,7 +538,7 @@ MUX_EXPORT ssize_t mux_http_chunked_decode(mux_http_chunked_t *d, char *buf, siz
             if (!d->hexdig) { /* still in the name */
                 if (ch == ':')
                     d->hexdig = 1;
-                else if (!mux__tchar[ch])
+                else if (!mux__http_tchar[ch])
                     return -EBADMSG;
             } else if (ch == '\r') {
                 d->state = CH_TFIELD_LF;

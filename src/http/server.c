@@ -46,6 +46,7 @@ struct mux__http_srv {
     uint32_t nconns;
     int64_t date_sec;
     char date[32];
+    size_t date_len;
 };
 
 struct mux__http_conn {
@@ -316,7 +317,7 @@ static const char *mux__date(struct mux__http_srv *srv)
 {
     int64_t now = mux_wall_now(srv->loop) / (int64_t)MUX__NS_PER_S;
     if (now != srv->date_sec) {
-        mux__http_date(now, srv->date);
+        srv->date_len = mux__http_date(now, srv->date);
         srv->date_sec = now;
     }
     return srv->date;
@@ -578,13 +579,31 @@ MUX_EXPORT mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t
     return x && x->c ? x->c->srv->pub : NULL;
 }
 
+static char *mux__put(char *p, const char *s, size_t n)
+{
+    memcpy(p, s, n);
+    return p + n;
+}
+
+static char *mux__put_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
 static int mux__field_ok(const mux_http_header_t *h)
 {
     if (!h->name.base || h->name.len == 0 || (h->value.len && !h->value.base))
         return 0;
     for (size_t i = 0; i < h->name.len; i++) {
         unsigned char ch = (unsigned char)h->name.base[i];
-        if (ch <= 0x20 || ch >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", ch))
+        if (!mux__http_tchar[ch])
             return 0;
     }
     for (size_t i = 0; i < h->value.len; i++) {
@@ -630,12 +649,22 @@ MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
         return -ENOMEM;
     }
     char *p = o->data;
-    p += sprintf(p, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, mux__reason(status),
-                 mux__date(c->srv));
-    if (!nobody)
-        p += sprintf(p, "Content-Length: %zu\r\n", len);
+    const char *reason = mux__reason(status);
+    p = mux__put(p, "HTTP/1.1 ", 9);
+    p = mux__put_u64(p, (uint64_t)status);
+    *p++ = ' ';
+    p = mux__put(p, reason, strlen(reason));
+    p = mux__put(p, "\r\nDate: ", 8);
+    const char *date = mux__date(c->srv);
+    p = mux__put(p, date, c->srv->date_len);
+    p = mux__put(p, "\r\n", 2);
+    if (!nobody) {
+        p = mux__put(p, "Content-Length: ", 16);
+        p = mux__put_u64(p, len);
+        p = mux__put(p, "\r\n", 2);
+    }
     if (!c->keep)
-        p += sprintf(p, "Connection: close\r\n");
+        p = mux__put(p, "Connection: close\r\n", 19);
     for (uint32_t i = 0; i < nheaders; i++) {
         memcpy(p, headers[i].name.base, headers[i].name.len);
         p += headers[i].name.len;
