@@ -209,6 +209,16 @@ static void cl_wait_eof(struct hs *h, struct hclient *c)
     CHECK_EQ(c->len, 0);
 }
 
+/* Pumps until the handler kept an exchange (h->defer). */
+static void cl_wait_pending(struct hs *h, struct hclient *c)
+{
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (!h->pending) {
+        cl_pump(h, c);
+        CHECK_LT(mono_ns(), end);
+    }
+}
+
 static void cl_close(struct hclient *c)
 {
     close(c->fd);
@@ -461,11 +471,7 @@ TEST(http_server_answer_later_and_close_while_one_waits) {
     struct resp r;
     cl_open(&h, &c);
     cl_sends(&h, &c, "GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
-    uint64_t end = mono_ns() + 5000 * MS;
-    while (!h.pending) {
-        cl_pump(&h, &c);
-        CHECK_LT(mono_ns(), end);
-    }
+    cl_wait_pending(&h, &c);
     run_ms(&h.loop, 20);
     CHECK_EQ(h.calls, 1); /* the second waits for the first's answer */
     mux_timer_t later;
@@ -476,10 +482,7 @@ TEST(http_server_answer_later_and_close_while_one_waits) {
     CHECK_EQ(r.status, 201);
     CHECK_STR_EQ(r.body, "later");
     CHECK_EQ(h.pending_result, 0);
-    while (!h.pending) {
-        cl_pump(&h, &c);
-        CHECK_LT(mono_ns(), end);
-    }
+    cl_wait_pending(&h, &c);
     CHECK_EQ(h.calls, 2);
     /* Closed while the second waits: its answer is refused, and the close completes. */
     mux_http_exchange_t *x = h.pending;
@@ -487,7 +490,7 @@ TEST(http_server_answer_later_and_close_while_one_waits) {
     run_ms(&h.loop, 20);
     CHECK_EQ(h.closed, 0);
     CHECK_EQ(mux_http_respond(x, 200, NULL, 0, "x", 1), -ECANCELED);
-    end = mono_ns() + 5000 * MS;
+    uint64_t end = mono_ns() + 5000 * MS;
     while (!h.closed) {
         CHECK_GE(mux_run(&h.loop, MUX_RUN_ONCE), 0);
         CHECK_LT(mono_ns(), end);
@@ -506,11 +509,7 @@ TEST(http_server_respond_refuses_bad_arguments) {
     struct resp r;
     cl_open(&h, &c);
     cl_sends(&h, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    uint64_t end = mono_ns() + 5000 * MS;
-    while (!h.pending) {
-        cl_pump(&h, &c);
-        CHECK_LT(mono_ns(), end);
-    }
+    cl_wait_pending(&h, &c);
     mux_http_header_t cl = {{"Content-Length", 14}, {"5", 1}};
     mux_http_header_t crlf = {{"X-A", 3}, {"a\r\nb", 4}};
     mux_http_header_t sp = {{"X A", 3}, {"v", 1}};
@@ -542,11 +541,7 @@ TEST(http_server_answers_a_client_that_half_closed) {
     struct resp r;
     cl_open(&h, &c);
     cl_sends(&h, &c, "GET /h HTTP/1.1\r\nHost: t\r\n\r\n");
-    uint64_t end = mono_ns() + 5000 * MS;
-    while (!h.pending) {
-        cl_pump(&h, &c);
-        CHECK_LT(mono_ns(), end);
-    }
+    cl_wait_pending(&h, &c);
     CHECK_EQ(shutdown(c.fd, SHUT_WR), 0);
     run_ms(&h.loop, 20); /* the server sees the end of the stream while the handler waits */
     CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, "ok", 2), 0);
@@ -571,11 +566,7 @@ TEST(http_server_request_stays_valid_while_pipelined_bytes_arrive) {
     struct resp r;
     cl_open(&h, &c);
     cl_sends(&h, &c, "GET /first HTTP/1.1\r\nHost: t\r\nX-Keep: this value\r\n\r\n");
-    uint64_t end = mono_ns() + 5000 * MS;
-    while (!h.pending) {
-        cl_pump(&h, &c);
-        CHECK_LT(mono_ns(), end);
-    }
+    cl_wait_pending(&h, &c);
     size_t n = 0;
     while (n + 40 < sizeof more)
         n += (size_t)sprintf(more + n, "GET /next HTTP/1.1\r\nHost: t\r\n\r\n");

@@ -256,13 +256,11 @@ static int mux__plain(mux_http_exchange_t *x, int status, const mux_http_header_
     return mux_http_respond(x, status, h, nh, body, (size_t)n);
 }
 
-/* Opens what `rel` names for serving: a regular file, or a directory's index. Fills
- * `file` with the file's path below the root. The descriptor, or a status to answer
- * (a negative number: -301 for a directory named without its slash, -404, -403, -414). */
-static int mux__open_file(mux_http_exchange_t *x, mux_http_static_t *st, const char *rel, int dir,
-                          char *file, size_t cap, struct stat *sb)
+/* Opens `path` below the root and stats it: the descriptor, or minus the status to answer. */
+static int mux__open_stat(mux_http_exchange_t *x, mux_http_static_t *st, const char *path,
+                          struct stat *sb)
 {
-    int fd = mux__open_beneath(st, rel);
+    int fd = mux__open_beneath(st, path);
     if (fd < 0)
         return -mux__status_of(x, fd);
     if (fstat(fd, sb) != 0) {
@@ -270,6 +268,18 @@ static int mux__open_file(mux_http_exchange_t *x, mux_http_static_t *st, const c
         close(fd);
         return -mux__status_of(x, err);
     }
+    return fd;
+}
+
+/* Opens what `rel` names for serving: a regular file, or a directory's index. Fills
+ * `file` with the file's path below the root. The descriptor, or a status to answer
+ * (a negative number: -301 for a directory named without its slash, -404, -403, -414). */
+static int mux__open_file(mux_http_exchange_t *x, mux_http_static_t *st, const char *rel, int dir,
+                          char *file, size_t cap, struct stat *sb)
+{
+    int fd = mux__open_stat(x, st, rel, sb);
+    if (fd < 0)
+        return fd;
     size_t rl = strlen(rel);
     if (S_ISDIR(sb->st_mode)) {
         close(fd);
@@ -278,14 +288,8 @@ static int mux__open_file(mux_http_exchange_t *x, mux_http_static_t *st, const c
         const char *index = st->index ? st->index : "index.html";
         if ((size_t)snprintf(file, cap, "%s%s%s", rel, rl ? "/" : "", index) >= cap)
             return -414;
-        fd = mux__open_beneath(st, file);
-        if (fd < 0)
-            return -mux__status_of(x, fd);
-        if (fstat(fd, sb) != 0) {
-            int err = -errno;
-            close(fd);
-            return -mux__status_of(x, err);
-        }
+        if ((fd = mux__open_stat(x, st, file, sb)) < 0)
+            return fd;
     } else {
         memcpy(file, rel, rl + 1);
     }

@@ -63,8 +63,10 @@ struct mux__http_conn {
     size_t body_len, body_cap;
     uint64_t body_left;
     mux_http_chunked_t ch;
-    uint32_t requests, writes;
+    uint32_t requests;
     uint8_t state, tkind, reading, closing, closed, keep, head, chunked, in_process;
+    uint8_t body_to;             /* the stream's read timeout is the body's (else none) */
+    struct mux__http_out *spare; /* a response buffer kept for the next response */
     char rbuf[MUX__HTTP_READ];
 };
 
@@ -72,6 +74,7 @@ struct mux__http_out {
     mux_write_t w;
     mux_buf_t b;
     struct mux__http_conn *c;
+    size_t cap;
     char data[];
 };
 
@@ -208,6 +211,7 @@ static void mux__conn_free(struct mux__http_conn *c)
     free(c->buf);
     free(c->body);
     free(c->hdrs);
+    free(c->spare);
     free(c);
     mux__srv_maybe_done(srv);
 }
@@ -238,6 +242,18 @@ static void mux__conn_timer(struct mux__http_conn *c, int kind, uint64_t ns)
     int r;
     if (kind != T_NONE && ns && (r = mux_timer_start(c->srv->loop, &c->timer, ns, 0)) != 0)
         mux__conn_fail(c, r); /* no timer, no bound on how long it may hold on */
+}
+
+/* The stream's timeouts: always the write timeout, and the body's read timeout while a
+ * body is read. Set only when that changes. */
+static void mux__conn_body_timeout(struct mux__http_conn *c, int on)
+{
+    if (on == c->body_to)
+        return;
+    c->body_to = (uint8_t)on;
+    mux_stream_timeouts_t to = {.read_ns = on ? c->srv->o.body_timeout_ns : 0,
+                                .write_ns = c->srv->o.write_timeout_ns};
+    mux_stream_set_timeouts(&c->s, &to);
 }
 
 static void mux__conn_reading(struct mux__http_conn *c, int on)
@@ -281,22 +297,35 @@ static void mux__conn_shut(mux_stream_t *s, int status)
     mux__conn_timer(c, T_LINGER, MUX__HTTP_LINGER);
 }
 
+/* Response buffers up to this size are kept for the connection's next response. */
+#define MUX__HTTP_SPARE 65536
+
 static void mux__conn_written(mux_write_t *w, int status)
 {
     struct mux__http_out *o = mux__container_of(w, struct mux__http_out, w);
     struct mux__http_conn *c = o->c;
-    free(o);
-    c->writes--;
+    if (!c->spare && o->cap <= MUX__HTTP_SPARE)
+        c->spare = o; /* a keep-alive connection answers the next one without malloc */
+    else
+        free(o);
     if (status != 0)
         mux__conn_fail(c, status);
 }
 
-/* Queues `len` bytes made by `fill` after the caller set them up in o->data. */
+/* A buffer for a response of `len` bytes: the connection's spare when it is big enough. */
 static struct mux__http_out *mux__out_new(struct mux__http_conn *c, size_t len)
 {
-    struct mux__http_out *o = malloc(sizeof *o + len);
-    if (o)
+    struct mux__http_out *o = c->spare;
+    if (o && o->cap >= len) {
+        c->spare = NULL;
+        return o;
+    }
+    size_t cap = len < 1024 ? 1024 : len;
+    o = malloc(sizeof *o + cap);
+    if (o) {
         o->c = c;
+        o->cap = cap;
+    }
     return o;
 }
 
@@ -309,7 +338,6 @@ static int mux__out_send(struct mux__http_conn *c, struct mux__http_out *o, size
         mux__conn_fail(c, r);
         return r;
     }
-    c->writes++;
     return 0;
 }
 
@@ -443,8 +471,7 @@ static void mux__conn_handle(struct mux__http_conn *c)
         return;
     }
     c->state = ST_HANDLER;
-    mux_stream_timeouts_t to = {.write_ns = c->srv->o.write_timeout_ns};
-    mux_stream_set_timeouts(&c->s, &to);
+    mux__conn_body_timeout(c, 0);
     c->x.c = c;
     c->srv->cb(&c->x);
 }
@@ -504,11 +531,12 @@ static void mux__conn_process(struct mux__http_conn *c)
                     mux__conn_timer(c, T_IDLE, srv->o.idle_timeout_ns);
                 break;
             }
-            if (c->tkind != T_HEADER)
-                mux__conn_timer(c, T_HEADER, srv->o.header_timeout_ns);
             ssize_t r =
                 mux_http_parse_request(&c->req, c->buf, c->len, c->prev_len, &srv->o.limits);
             if (r == -EAGAIN) {
+                /* Part of a head: the rest must come in time (from the first part on). */
+                if (c->tkind != T_HEADER)
+                    mux__conn_timer(c, T_HEADER, srv->o.header_timeout_ns);
                 c->prev_len = c->len;
                 break;
             }
@@ -525,12 +553,11 @@ static void mux__conn_process(struct mux__http_conn *c)
             c->body_len = 0;
             if (c->chunked)
                 mux_http_chunked_init(&c->ch);
-            mux__conn_timer(c, T_NONE, 0);
+            if (c->tkind != T_NONE)
+                mux__conn_timer(c, T_NONE, 0);
             c->state = ST_BODY;
             if (c->chunked || c->body_left) {
-                mux_stream_timeouts_t to = {.read_ns = srv->o.body_timeout_ns,
-                                            .write_ns = srv->o.write_timeout_ns};
-                mux_stream_set_timeouts(&c->s, &to);
+                mux__conn_body_timeout(c, 1);
                 if ((c->req.flags & MUX_HTTP_EXPECT_CONTINUE) && c->len == c->head_len) {
                     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
                     struct mux__http_out *o = mux__out_new(c, sizeof cont - 1);
@@ -697,8 +724,6 @@ MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
         return 0;
     }
     c->state = ST_HEAD;
-    mux_stream_timeouts_t to = {.write_ns = c->srv->o.write_timeout_ns};
-    mux_stream_set_timeouts(&c->s, &to);
     mux__conn_process(c);
     return 0;
 }
