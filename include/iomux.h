@@ -539,6 +539,11 @@ struct mux__op {
             uint32_t len;
         } addr;         /* connect: read during the submitting call only */
         unsigned batch; /* accept: connections taken per readiness */
+        struct {
+            uint64_t off;
+            uint32_t len;
+            int fd;
+        } file; /* send from a file */
     } a_;
     union {
         mux_io_t io;   /* the readiness emulation's watcher */
@@ -603,8 +608,8 @@ int mux_bufpool_put(mux_bufpool_t *pool, char *buf);
 /* Returns the number of free buffers, or -EINVAL. */
 int mux_bufpool_available(const mux_bufpool_t *pool);
 
-/* A write request: caller-owned, passed to mux_write, the caller's again in its callback;
- * until then it must not be passed to mux_write again. */
+/* A write request: caller-owned, passed to mux_write or mux_write_file, the caller's again
+ * in its callback; until then it must not be passed to either again. */
 struct mux_write {
     void *data;
     mux_write_cb cb_;
@@ -612,8 +617,10 @@ struct mux_write {
     const mux_buf_t *bufs_;
     uint32_t nbufs_, idx_;
     size_t off_;  /* bytes of bufs_[idx_] already written */
-    size_t left_; /* bytes not yet written */
+    size_t left_; /* bytes not yet written, the file's included (its last part) */
     int status_;
+    int ffd_;       /* the file after the buffers, or -1 */
+    uint64_t foff_; /* where its next byte is read from */
 };
 
 /* Per-stream timeouts, in nanoseconds; 0 disables one. When one expires, the read
@@ -694,6 +701,16 @@ int mux_read_stop(mux_stream_t *s);
  * -ENOTCONN, without calling cb. */
 int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
               mux_write_cb cb);
+/* As mux_write, followed by `len` bytes of the file `fd` from offset `off`: a response's
+ * head and its body, say. The file's bytes go from the kernel's page cache to the socket
+ * (sendfile) where the system has that, else through a buffer, read as they are sent: the
+ * file must stay open, and its bytes in place, until `cb`. A file that ends before `len`
+ * bytes fails the write, and the writes queued after it, with -ENODATA (what went before
+ * stays sent); a read error as a send error does. Returns what mux_write returns, and -EINVAL for a negative `fd` or `off`, or a
+ * range that ends past INT64_MAX; a descriptor that is not a readable file shows in `cb`
+ * (-EBADF, -EINVAL). */
+int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
+                   int fd, int64_t off, uint64_t len, mux_write_cb cb);
 /* Returns the bytes queued and not yet written (for back-pressure), or -EINVAL. */
 ssize_t mux_stream_write_queue_size(const mux_stream_t *s);
 /* Shuts down the write side once every queued write is done (half-close); `cb` is called

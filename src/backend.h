@@ -23,10 +23,10 @@
  *
  * The operation half: what the stream layer runs on. An operation (struct mux__op, in
  * iomux.h) is a receive into a caller buffer or into a pool's buffer, a send of one or
- * several buffers, an accept, a connect or a shutdown, on one socket. The owner (a stream or
- * a listener) fills its kind and arguments and calls mux__op_submit() (op.h); the operation
- * is in flight (MUX__OPF_FLIGHT) until its last completion. A backend runs natively the kinds
- * whose MUX__CAP_ bit it has (loop->caps); every other kind is emulated with non-blocking
+ * several buffers or from a file, an accept, a connect or a shutdown, on one socket. The owner (a
+ * stream or a listener) fills its kind and arguments and calls mux__op_submit() (op.h); the
+ * operation is in flight (MUX__OPF_FLIGHT) until its last completion. A backend runs natively the
+ * kinds whose MUX__CAP_ bit it has (loop->caps); every other kind is emulated with non-blocking
  * system calls over the readiness half (backend/ready_ops.c), so a readiness backend
  * implements none of this half and io_uring only the kinds that pay. The rules, for both:
  * - Completion. The backend calls mux__op_complete(op, res, buf, flags): `res` is the byte
@@ -90,6 +90,7 @@ enum {
     MUX__OP_ACCEPT,    /* a_.batch: connections per readiness (emulation) */
     MUX__OP_CONNECT,   /* to a_.addr */
     MUX__OP_SHUTDOWN,  /* of the write side */
+    MUX__OP_SENDFILE,  /* a_.file.len bytes of a_.file.fd from a_.file.off */
 };
 #define MUX__CAP(kind) (1u << (kind))
 

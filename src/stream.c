@@ -131,11 +131,11 @@ static void mux__write_pop_done(mux_stream_t *s, mux_write_t *req)
     mux__write_done(s, req, 0);
 }
 
-/* Advances `req` by `n` written bytes. */
+/* Advances `req` by `n` written bytes: its buffers', then its file's. */
 static void mux__write_advance(mux_write_t *req, size_t n)
 {
     req->left_ -= n;
-    while (n > 0) {
+    while (n > 0 && req->idx_ < req->nbufs_) {
         size_t room = req->bufs_[req->idx_].len - req->off_;
         if (n < room) {
             req->off_ += n;
@@ -145,6 +145,7 @@ static void mux__write_advance(mux_write_t *req, size_t n)
         req->off_ = 0;
         req->idx_++;
     }
+    req->foff_ += n; /* the rest is the file's */
 }
 
 static int mux__stream_connecting(const mux_stream_t *s)
@@ -154,7 +155,8 @@ static int mux__stream_connecting(const mux_stream_t *s)
 
 static int mux__wop_is_send(const mux_stream_t *s)
 {
-    return s->wop_.kind_ == MUX__OP_SEND || s->wop_.kind_ == MUX__OP_SENDV;
+    return s->wop_.kind_ == MUX__OP_SEND || s->wop_.kind_ == MUX__OP_SENDV ||
+           s->wop_.kind_ == MUX__OP_SENDFILE;
 }
 
 /* Every queued write fails with `status`. A send in flight is cancelled, and the failed
@@ -178,14 +180,14 @@ static void mux__writes_fail(mux_stream_t *s, int status)
 }
 
 /* Fills gv_ with what is left of the queued writes from `req`, the head, on: at most
- * MUX__GATHER_MAX buffers, empty ones left out. Returns how many, 0 when gv_ cannot be had
- * (the head then goes alone). */
+ * MUX__GATHER_MAX buffers, empty ones left out, up to the first file (its bytes go in a send
+ * of their own). Returns how many, 0 when gv_ cannot be had (the head then goes alone). */
 static uint32_t mux__stream_gather(mux_stream_t *s, const mux_write_t *req)
 {
     if (!s->gv_ && !(s->gv_ = malloc(MUX__GATHER_MAX * sizeof *s->gv_)))
         return 0;
     uint32_t k = 0;
-    for (; req; req = req->next_)
+    for (; req; req = req->next_) {
         for (uint32_t i = req->idx_; i < req->nbufs_; i++) {
             size_t off = i == req->idx_ ? req->off_ : 0;
             if (req->bufs_[i].len == off)
@@ -196,6 +198,9 @@ static uint32_t mux__stream_gather(mux_stream_t *s, const mux_write_t *req)
             s->gv_[k].len = req->bufs_[i].len - off;
             k++;
         }
+        if (req->ffd_ >= 0)
+            return k;
+    }
     return k;
 }
 
@@ -219,23 +224,27 @@ static void mux__stream_send_next(mux_stream_t *s)
         }
         return;
     }
-    while (req->bufs_[req->idx_].len == req->off_) { /* empty or finished buffers */
-        req->idx_++;
+    while (req->idx_ < req->nbufs_ && req->bufs_[req->idx_].len == req->off_) {
+        req->idx_++; /* empty or finished buffers */
         req->off_ = 0;
     }
-    const mux_buf_t *cur = &req->bufs_[req->idx_];
     uint32_t n;
-    if (req->next_ && (n = mux__stream_gather(s, req)) > 1) {
+    if (req->idx_ == req->nbufs_) { /* the buffers are out: the file's bytes */
+        op->kind_ = MUX__OP_SENDFILE;
+        op->a_.file.fd = req->ffd_;
+        op->a_.file.off = req->foff_;
+        op->a_.file.len = req->left_ < UINT32_MAX ? (uint32_t)req->left_ : UINT32_MAX;
+    } else if ((req->next_ || req->ffd_ >= 0) && (n = mux__stream_gather(s, req)) > 1) {
         op->kind_ = MUX__OP_SENDV;
         op->a_.bufs.v = s->gv_;
         op->a_.bufs.n = n;
-    } else if (req->off_ > 0 || req->idx_ + 1 == req->nbufs_) { /* one buffer, or the rest */
+    } else if (req->off_ > 0 || req->idx_ + 1 == req->nbufs_) { /* one buffer, or the last */
         op->kind_ = MUX__OP_SEND;
-        op->a_.buf.base = cur->base + req->off_;
-        op->a_.buf.len = cur->len - req->off_;
+        op->a_.buf.base = req->bufs_[req->idx_].base + req->off_;
+        op->a_.buf.len = req->bufs_[req->idx_].len - req->off_;
     } else {
         op->kind_ = MUX__OP_SENDV;
-        op->a_.bufs.v = cur;
+        op->a_.bufs.v = &req->bufs_[req->idx_];
         op->a_.bufs.n = req->nbufs_ - req->idx_;
     }
     mux__op_hint(op, s->flags_ & S_WFULL ? MUX__OPF_POLL_FIRST : 0);
@@ -791,8 +800,8 @@ static int mux__stream_send_direct(mux_stream_t *s, mux_write_t *req, const mux_
     return 0;
 }
 
-MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
-                         mux_write_cb cb)
+static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
+                      int fd, uint64_t off, uint64_t flen, mux_write_cb cb)
 {
     if (!mux__stream_valid(s) || !req || !cb || nbufs > INT32_MAX || (nbufs > 0 && !bufs))
         return -EINVAL;
@@ -804,6 +813,8 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
     for (unsigned i = 0; i < nbufs; i++)
         if (__builtin_add_overflow(left, (size_t)bufs[i].len, &left))
             return -EINVAL; /* more bytes than a size_t counts */
+    if (flen > SIZE_MAX || __builtin_add_overflow(left, (size_t)flen, &left))
+        return -EINVAL;
     req->cb_ = cb;
     req->next_ = NULL;
     req->bufs_ = bufs;
@@ -812,8 +823,10 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
     req->off_ = 0;
     req->left_ = left;
     req->status_ = 0;
+    req->ffd_ = fd;
+    req->foff_ = off;
     int first = s->wq_head_ == NULL;
-    if (first && mux__stream_send_direct(s, req, bufs, nbufs, &left))
+    if (first && !flen && mux__stream_send_direct(s, req, bufs, nbufs, &left))
         return 0;
     if (first) {
         s->wq_head_ = req;
@@ -830,6 +843,20 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
             mux__stream_deadline(s, s->to_.write_ns, s->last_write_);
     }
     return 0;
+}
+
+MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
+                         mux_write_cb cb)
+{
+    return mux__write(s, req, bufs, nbufs, -1, 0, 0, cb);
+}
+
+MUX_EXPORT int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs,
+                              unsigned nbufs, int fd, int64_t off, uint64_t len, mux_write_cb cb)
+{
+    if (fd < 0 || off < 0 || len > (uint64_t)(INT64_MAX - off))
+        return -EINVAL;
+    return mux__write(s, req, bufs, nbufs, fd, (uint64_t)off, len, cb);
 }
 
 MUX_EXPORT ssize_t mux_stream_write_queue_size(const mux_stream_t *s)

@@ -805,3 +805,177 @@ TEST(http_server_chunked_head_alone_then_its_chunks) {
     cl_close(&c);
     hs_close(&h);
 }
+
+/* ---- bodies from buffers and from files ---- */
+
+#define FB_FILE (300u * 1024)
+#define FB_OFF  1000u
+#define FB_LEN  100000u
+
+struct fb {
+    int fd, done_calls, done_status;
+};
+static struct fb fb;
+
+static void fb_done(void *arg, int status)
+{
+    struct fb *f = arg;
+    f->done_calls++;
+    f->done_status = status;
+}
+
+static void hs_bodies(mux_http_exchange_t *x)
+{
+    struct hs *h = mux_http_exchange_server(x)->data;
+    h->calls++;
+    const mux_http_request_t *req = mux_http_exchange_request(x);
+    if (req->target.len == 2 && memcmp(req->target.base, "/v", 2) == 0) {
+        mux_buf_t v[4] = {mux_buf_init("one,", 4), mux_buf_init(NULL, 0), mux_buf_init("two,", 4),
+                          mux_buf_init("three", 5)};
+        CHECK_EQ(mux_http_respond_v(x, 200, NULL, 0, v, 4), 0);
+    } else {
+        mux_http_header_t t = {{"Content-Type", 12}, {"application/octet-stream", 24}};
+        CHECK_EQ(mux_http_respond_file(x, 200, &t, 1, fb.fd, FB_OFF, FB_LEN, fb_done, &fb), 0);
+    }
+}
+
+/* Waits for a response whose body is `blen` bytes, checks the body against the pattern from
+ * `off`, and takes it out of the client's buffer. */
+static void cl_pattern_response(struct hs *h, struct hclient *c, uint64_t off, size_t blen)
+{
+    uint64_t end = mono_ns() + 10000 * MS;
+    char *e;
+    size_t hl = 0;
+    while (!(e = memmem(c->buf, c->len, "\r\n\r\n", 4)) ||
+           c->len < (hl = (size_t)(e - c->buf) + 4) + blen) {
+        CHECK(!c->eof);
+        cl_pump(h, c);
+        CHECK_LT(mono_ns(), end);
+    }
+    char cl[64];
+    snprintf(cl, sizeof cl, "\r\nContent-Length: %zu\r\n", blen);
+    CHECK(memmem(c->buf, hl, cl, strlen(cl)) != NULL);
+    CHECK(strncmp(c->buf, "HTTP/1.1 200 OK\r\n", 17) == 0);
+    CHECK(pattern_ok(c->buf + hl, off, blen));
+    memmove(c->buf, c->buf + hl + blen, c->len - hl - blen);
+    c->len -= hl + blen;
+}
+
+/* A body gathered from buffers (one empty); a file's range with its done callback called
+ * once it is sent, a HEAD of it (no body; done still called), and a pipelined pair of them,
+ * answered in order; the arguments refused. */
+TEST(http_server_bodies_from_buffers_and_from_a_file) {
+    pattern_init();
+    char path[] = "/tmp/iomux-http-file-XXXXXX";
+    fb = (struct fb){.fd = mkstemp(path)};
+    CHECK_GE(fb.fd, 0);
+    CHECK_EQ(unlink(path), 0);
+    static char content[FB_FILE];
+    pattern_fill(content, 0, sizeof content);
+    CHECK_EQ(write(fb.fd, content, sizeof content), (ssize_t)sizeof content);
+    struct hs h;
+    hs_open_with(&h, NULL, hs_bodies);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    get(&h, &c, "GET /v HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_EQ(r.status, 200);
+    CHECK_STR_EQ(r.body, "one,two,three");
+    cl_sends(&h, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_pattern_response(&h, &c, FB_OFF, FB_LEN);
+    CHECK_EQ(fb.done_calls, 1);
+    CHECK_EQ(fb.done_status, 0);
+    cl_sends(&h, &c, "HEAD /f HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_head_response(&h, &c, &r);
+    CHECK(has(&r, "\r\nContent-Length: 100000\r\n"));
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (fb.done_calls < 2) {
+        cl_pump(&h, &c);
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(fb.done_status, 0);
+    CHECK_EQ(c.len, 0);
+    cl_sends(&h, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\nGET /v HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_pattern_response(&h, &c, FB_OFF, FB_LEN);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "one,two,three");
+    CHECK_EQ(fb.done_calls, 3);
+    CHECK_EQ(h.calls, 5);
+    cl_close(&c);
+    hs_close(&h);
+    CHECK_EQ(close(fb.fd), 0);
+}
+
+static int open_fds(void)
+{
+    int n = 0;
+    char p[64];
+    for (int fd = 0; fd < 1024; fd++) {
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        n += access(p, F_OK) == 0;
+    }
+    return n;
+}
+
+/* A file above MUX_HTTP_STATIC_INLINE goes from its descriptor, whole and as a range. A
+ * response still sending when the static files are closed finishes from the descriptor it
+ * holds, and that descriptor is closed once it is done. */
+TEST(http_server_static_big_file_is_sent_from_its_descriptor) {
+    pattern_init();
+    char dir[64], path[600];
+    tmpdir_make(dir, sizeof dir);
+    size_t big = 3u << 20;
+    char *content = malloc(big);
+    CHECK(content != NULL);
+    pattern_fill(content, 0, big);
+    snprintf(path, sizeof path, "%s/big.bin", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    CHECK_EQ(fwrite(content, 1, big, f), big);
+    CHECK_EQ(fclose(f), 0);
+    free(content);
+    int fds_before = open_fds();
+    memset(&files, 0, sizeof files);
+    CHECK_EQ(mux_http_static_init(&files, dir), 0);
+    struct hs h;
+    hs_open_with(&h, NULL, hs_files);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    get(&h, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=100-4194\r\n\r\n", &r);
+    CHECK_EQ(r.status, 206);
+    CHECK(has(&r, "\r\nContent-Range: bytes 100-4194/3145728\r\n"));
+    CHECK_EQ(r.body_len, 4095);
+    CHECK(pattern_ok(r.body, 100, 4095));
+    /* The whole: more than the socket buffers hold while the client does not read. */
+    cl_sends(&h, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+    run_ms(&h.loop, 50);
+    mux_http_static_close(&files);
+    size_t got = 0, hl = 0;
+    uint64_t end = mono_ns() + 10000 * MS;
+    while (got < big) { /* the body does not fit the client's buffer: checked as it comes */
+        cl_pump(&h, &c);
+        if (!hl) {
+            char *e = memmem(c.buf, c.len, "\r\n\r\n", 4);
+            if (!e)
+                continue;
+            hl = (size_t)(e - c.buf) + 4;
+            CHECK(strncmp(c.buf, "HTTP/1.1 200 OK\r\n", 17) == 0);
+            CHECK(memmem(c.buf, hl, "\r\nContent-Length: 3145728\r\n", 27) != NULL);
+            memmove(c.buf, c.buf + hl, c.len - hl);
+            c.len -= hl;
+        }
+        CHECK_LE(got + c.len, big);
+        CHECK(pattern_ok(c.buf, got, c.len));
+        got += c.len;
+        c.len = 0;
+        CHECK(!c.eof);
+        CHECK_LT(mono_ns(), end);
+    }
+    run_ms(&h.loop, 20);
+    cl_close(&c);
+    hs_close(&h);
+    CHECK_EQ(open_fds(), fds_before); /* the cache's descriptor too */
+    CHECK_EQ(unlink(path), 0);
+    CHECK_EQ(rmdir(dir), 0);
+}

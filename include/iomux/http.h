@@ -191,13 +191,35 @@ mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x);
  * -ECANCELED when the connection was closed meanwhile (the exchange is gone too), -ENOMEM. */
 int mux_http_respond(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
                      uint32_t nheaders, const void *body, size_t len);
+/* As mux_http_respond, with the body gathered from the `nbufs` buffers of `bufs` (copied:
+ * the caller's again when it returns). */
+int mux_http_respond_v(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
+                       uint32_t nheaders, const mux_buf_t *bufs, unsigned nbufs);
+/* As mux_http_respond, with `len` bytes of the file `fd` from `off` as the body, sent from
+ * the kernel's page cache where it can (mux_write_file), not copied. The file is read until
+ * `done` (may be NULL) is called, with 0 once its bytes are sent, or a negative errno when
+ * the connection failed or closed first (-ENODATA: the file was shorter than `len`); until
+ * then it must stay open and unchanged. `done` comes from the loop, never from inside this
+ * call, and only when this returns 0 (also for HEAD, 304 and 204, which send no body). A
+ * file that fails mid-body leaves the response short: the connection is closed. Returns what
+ * mux_http_respond returns, and -EINVAL for a negative `fd` or `off`. */
+int mux_http_respond_file(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
+                          uint32_t nheaders, int fd, int64_t off, uint64_t len,
+                          void (*done)(void *arg, int status), void *arg);
 
 /* ---- static files ------------------------------------------------------------------- */
 
 /* A directory served as files. It keeps the files it served open, with their metadata,
  * and checks at most once a second per file that the name still leads to the same file
- * and that the file did not change (nginx's open_file_cache): one loop's, not to be shared
- * between threads. */
+ * and that the file did not change (nginx's open_file_cache); a file that did is opened
+ * again. Bodies go from the page cache to the socket (mux_http_respond_file), except those
+ * of files up to MUX_HTTP_STATIC_INLINE bytes, which are read once into the cache with the
+ * metadata and sent with the head in one send: a file changed in place within the second
+ * between two checks is served as it was, as its ETag and length already are. One loop's,
+ * not to be shared between threads; closing it while responses are in flight is allowed
+ * (the files they send stay open until they are sent). */
+#define MUX_HTTP_STATIC_INLINE 16384u
+
 typedef struct mux_http_static {
     const char *index; /* the file for a directory: "index.html" when NULL */
     /* private */
@@ -209,10 +231,6 @@ typedef struct mux_http_static {
 /* Opens `root` (a directory) for serving. Returns 0, -errno of open, -ENOMEM, -EINVAL. */
 int mux_http_static_init(mux_http_static_t *st, const char *root);
 void mux_http_static_close(mux_http_static_t *st);
-
-/* Files larger than this are answered 500 for now (their bodies are read into memory; a
- * sendfile path is to come). */
-#define MUX_HTTP_STATIC_MAX_FILE (64u * 1024 * 1024)
 
 /* Answers `x` with a file below the root, as a static-file server does:
  *   - GET and HEAD; any other method 405 with Allow: GET, HEAD;

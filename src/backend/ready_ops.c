@@ -18,8 +18,9 @@
  *   MUX__READ_BUDGET times per loop iteration, and accepts `a_.batch` times; past that, the
  *   operation waits for the next readiness report. Sends have no budget: the program itself
  *   makes them.
- * - Sends go on while the socket takes bytes (a partial send is followed by another at
- *   once), and complete with the total once it is all sent or the socket is full.
+ * - Sends, from buffers or from a file, go on while the socket takes bytes (a partial send
+ *   is followed by another at once), and complete with the total once it is all sent or
+ *   the socket is full.
  * - A receive's or accept's watcher stays started after a completion, since the owner
  *   usually submits the next one at once: starting and stopping it every time would touch
  *   the fd's interest twice per operation. A report to an idle operation stops it. A send's
@@ -218,6 +219,22 @@ static struct mux__attempt mux__ready_send(struct mux__op *op)
     return w == -EAGAIN ? MUX__AGAIN : mux__done((int)w, NULL, 0);
 }
 
+/* Sends the file's bytes while the socket takes them, as mux__ready_send does. */
+static struct mux__attempt mux__ready_sendfile(struct mux__op *op)
+{
+    size_t total = 0, len = op->a_.file.len < MUX__RES_MAX ? op->a_.file.len : MUX__RES_MAX;
+    ssize_t w = 0;
+    while (total < len) {
+        w = mux__sock_sendfile(op->sock_, op->a_.file.fd, op->a_.file.off + total, len - total);
+        if (w <= 0)
+            break;
+        total += (size_t)w;
+    }
+    if (total > 0) /* an error after some bytes shows on the next send */
+        return mux__done((int)total, NULL, w == -EAGAIN ? MUX__OPC_FULL : 0);
+    return w == -EAGAIN ? MUX__AGAIN : mux__done((int)w, NULL, 0);
+}
+
 static struct mux__attempt mux__ready_accept(struct mux__op *op)
 {
     for (;;) {
@@ -245,6 +262,8 @@ static struct mux__attempt mux__ready_try(struct mux__op *op)
     case MUX__OP_SEND:
     case MUX__OP_SENDV:
         return mux__ready_send(op);
+    case MUX__OP_SENDFILE:
+        return mux__ready_sendfile(op);
     case MUX__OP_ACCEPT:
         return mux__ready_accept(op);
     case MUX__OP_CONNECT: /* writable: the connect has finished, one way or the other */

@@ -4,8 +4,13 @@
  *
  * A file is opened below the root's descriptor. Where the kernel has openat2, with
  * RESOLVE_BENEATH, so that no symbolic link or ".." leads out of the root; elsewhere the
- * real path of what was opened must lie under the root's real path. Its body is read into
- * the response (up to MUX_HTTP_STATIC_MAX_FILE for now).
+ * real path of what was opened must lie under the root's real path.
+ *
+ * The cache keeps the descriptor, the metadata and the response fields made from it, and
+ * the bytes of a file up to MUX_HTTP_STATIC_INLINE, read when it is opened. A larger body
+ * goes with mux_http_respond_file, and its response holds a reference to the entry: an
+ * entry dropped from the cache (changed, or the cache closed) closes its descriptor once
+ * the last response that sends from it is done.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +44,8 @@ struct mux__fentry {
     char etag[48], lastmod[32];
     size_t el, ll;
     const char *type;
+    char *data;    /* the bytes of a file up to MUX_HTTP_STATIC_INLINE (NULL when empty) */
+    uint32_t refs; /* the cache's, and one per response sending from fd */
 };
 
 struct mux__fcache {
@@ -61,12 +68,22 @@ static int64_t mux__mono(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void mux__fentry_free(struct mux__fentry *e)
+static void mux__fentry_unref(struct mux__fentry *e)
 {
+    if (--e->refs)
+        return;
     close(e->fd);
     free(e->key);
     free(e->file);
+    free(e->data);
     free(e);
+}
+
+/* A response that sent from the entry's descriptor is done with it. */
+static void mux__fentry_sent(void *arg, int status)
+{
+    (void)status; /* a failure closed that connection; the entry is checked as usual */
+    mux__fentry_unref(arg);
 }
 
 static void mux__fcache_clear(struct mux__fcache *c)
@@ -75,7 +92,7 @@ static void mux__fcache_clear(struct mux__fcache *c)
         while (c->b[i]) {
             struct mux__fentry *e = c->b[i];
             c->b[i] = e->next;
-            mux__fentry_free(e);
+            mux__fentry_unref(e);
         }
     c->n = 0;
 }
@@ -88,7 +105,7 @@ static void mux__fcache_drop(struct mux__fcache *c, const char *key)
         if (strcmp((*p)->key, key) == 0) {
             struct mux__fentry *e = *p;
             *p = e->next;
-            mux__fentry_free(e);
+            mux__fentry_unref(e);
             c->n--;
             return;
         }
@@ -122,11 +139,28 @@ static struct mux__fentry *mux__fcache_get(const mux_http_static_t *st, const ch
     return e;
 }
 
-/* Keeps `fd` (the file `file`, served for `key`) with its metadata; takes the descriptor.
- * The entry, or NULL when memory ran out (then the descriptor is closed). */
-static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *key, const char *file,
-                                           int fd, const struct stat *sb)
+/* Reads the whole of a small file into `out`. 0, or -errno (-EIO when it shrank). */
+static int mux__read_all(int fd, char *out, size_t len)
 {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, out + got, len - got, (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+/* Keeps `fd` (the file `file`, served for `key`) with its metadata, and its bytes when it is
+ * small; takes the descriptor. The entry, or NULL with *err set (-ENOMEM, or a read's
+ * error; the descriptor is closed then). */
+static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *key, const char *file,
+                                           int fd, const struct stat *sb, int *err)
+{
+    *err = -ENOMEM;
     if (!st->cache_ && !(st->cache_ = calloc(1, sizeof *st->cache_))) {
         close(fd);
         return NULL;
@@ -144,6 +178,13 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
         return NULL;
     }
     e->fd = fd;
+    e->refs = 1;
+    size_t size = (size_t)sb->st_size;
+    if (size && size <= MUX_HTTP_STATIC_INLINE &&
+        (!(e->data = malloc(size)) || (*err = mux__read_all(fd, e->data, size)) != 0)) {
+        mux__fentry_unref(e); /* closes fd */
+        return NULL;
+    }
     e->sb = *sb;
     e->checked = mux__mono();
     int64_t mns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
@@ -343,8 +384,9 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
             rel[rl] = '/';
             rel[rl + 1] = 0;
         }
-        if (!(e = mux__fcache_put(st, rel, file, fd, &sb))) {
-            mux__http_exchange_error(x, -ENOMEM);
+        int err;
+        if (!(e = mux__fcache_put(st, rel, file, fd, &sb, &err))) {
+            mux__http_exchange_error(x, err);
             return mux__plain(x, 500, NULL, 0);
         }
     }
@@ -384,36 +426,12 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
         }
     }
     uint64_t len = size ? last - first + 1 : 0;
-    if (len > MUX_HTTP_STATIC_MAX_FILE) {
-        mux__http_exchange_error(x, -EFBIG);
-        return mux__plain(x, 500, NULL, 0);
-    }
-    /* The body is read straight into the response (small files on the stack). */
-    char small[16384], *body = small;
-    if (len && !head && len > sizeof small && !(body = malloc((size_t)len))) {
-        mux__http_exchange_error(x, -ENOMEM);
-        return mux__plain(x, 500, NULL, 0);
-    }
-    if (len && !head) {
-        size_t got = 0;
-        while (got < len) {
-            ssize_t n = pread(e->fd, body + got, (size_t)len - got, (off_t)(first + got));
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) { /* shrank, or an I/O error: forget it, and say so */
-                mux__http_exchange_error(x, n < 0 ? -errno : -EIO);
-                if (body != small)
-                    free(body);
-                rel[rl] = dir ? '/' : 0;
-                mux__fcache_drop(st->cache_, rel);
-                return mux__plain(x, 500, NULL, 0);
-            }
-            got += (size_t)n;
-        }
-    }
     /* HEAD: the same Content-Length, and no body (the server leaves it out). */
-    r = mux_http_respond(x, status, h, nh, body, (size_t)len);
-    if (body != small)
-        free(body);
+    if (e->data || len == 0)
+        return mux_http_respond(x, status, h, nh, len ? e->data + first : NULL, (size_t)len);
+    e->refs++; /* until the response is done with the descriptor */
+    r = mux_http_respond_file(x, status, h, nh, e->fd, (int64_t)first, len, mux__fentry_sent, e);
+    if (r != 0)
+        mux__fentry_unref(e);
     return r;
 }

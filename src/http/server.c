@@ -75,6 +75,8 @@ struct mux__http_out {
     mux_buf_t b;
     struct mux__http_conn *c;
     size_t cap;
+    void (*done)(void *arg, int status); /* a file body's: the file is no longer read */
+    void *arg;
     char data[];
 };
 
@@ -304,6 +306,10 @@ static void mux__conn_written(mux_write_t *w, int status)
 {
     struct mux__http_out *o = mux__container_of(w, struct mux__http_out, w);
     struct mux__http_conn *c = o->c;
+    if (o->done) {
+        o->done(o->arg, status);
+        o->done = NULL;
+    }
     if (!c->spare && o->cap <= MUX__HTTP_SPARE)
         c->spare = o; /* a keep-alive connection answers the next one without malloc */
     else
@@ -325,20 +331,33 @@ static struct mux__http_out *mux__out_new(struct mux__http_conn *c, size_t len)
     if (o) {
         o->c = c;
         o->cap = cap;
+        o->done = NULL;
     }
     return o;
 }
 
-static int mux__out_send(struct mux__http_conn *c, struct mux__http_out *o, size_t len)
+/* Sends the `len` bytes of `o`, and then `flen` bytes of the file `fd` from `foff` when
+ * `flen` is not 0. On failure the connection fails, and a file's `done` hears of it. */
+static int mux__out_send_file(struct mux__http_conn *c, struct mux__http_out *o, size_t len, int fd,
+                              uint64_t foff, uint64_t flen)
 {
     o->b = (mux_buf_t){.base = o->data, .len = len};
-    int r = mux_write(&c->s, &o->w, &o->b, 1, mux__conn_written);
+    int r = flen
+                ? mux_write_file(&c->s, &o->w, &o->b, 1, fd, (int64_t)foff, flen, mux__conn_written)
+                : mux_write(&c->s, &o->w, &o->b, 1, mux__conn_written);
     if (r != 0) {
+        if (o->done)
+            o->done(o->arg, r);
         free(o);
         mux__conn_fail(c, r);
         return r;
     }
     return 0;
+}
+
+static int mux__out_send(struct mux__http_conn *c, struct mux__http_out *o, size_t len)
+{
+    return mux__out_send_file(c, o, len, -1, 0, 0);
 }
 
 static const char *mux__date(struct mux__http_srv *srv)
@@ -642,15 +661,25 @@ static int mux__field_ok(const mux_http_header_t *h)
            !mux__same(h->name, "connection") && !mux__same(h->name, "transfer-encoding");
 }
 
-MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
-                                const mux_http_header_t *headers, uint32_t nheaders,
-                                const void *body, size_t len)
+/* A response's body: bytes in buffers (copied), or a file's range. */
+struct mux__body {
+    const mux_buf_t *v;
+    unsigned n;
+    size_t len; /* the buffers', or the file's */
+    int fd;     /* -1: the buffers */
+    uint64_t off;
+    void (*done)(void *arg, int status);
+    void *arg;
+};
+
+static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
+                        uint32_t nheaders, const struct mux__body *b)
 {
     if (!x || !x->c || x->c->state != ST_HANDLER || status < 200 || status > 599 ||
-        (nheaders && !headers) || (len && !body))
+        (nheaders && !headers))
         return -EINVAL;
     struct mux__http_conn *c = x->c;
-    size_t hbytes = 0;
+    size_t hbytes = 0, len = b->len;
     for (uint32_t i = 0; i < nheaders; i++) {
         if (!mux__field_ok(&headers[i]))
             return -EINVAL;
@@ -667,14 +696,17 @@ MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
         return -ECANCELED;
     }
     int nobody = status == 204 || status == 304;
-    int send_body = !nobody && !c->head;
-    size_t cap = 160 + hbytes + (send_body ? len : 0);
+    int send_body = !nobody && !c->head && len;
+    int file = b->fd >= 0 && send_body;
+    size_t cap = 160 + hbytes + (send_body && !file ? len : 0);
     struct mux__http_out *o = mux__out_new(c, cap);
     if (!o) {
         mux__conn_fail(c, -ENOMEM);
         c->state = ST_DONE;
         return -ENOMEM;
     }
+    o->done = b->done;
+    o->arg = b->arg;
     char *p = o->data;
     const char *reason = mux__reason(status);
     p = mux__put(p, "HTTP/1.1 ", 9);
@@ -705,17 +737,19 @@ MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
     }
     *p++ = '\r';
     *p++ = '\n';
-    if (send_body && len) {
-        memcpy(p, body, len);
-        p += len;
-    }
+    if (send_body && !file)
+        for (unsigned i = 0; i < b->n; i++) {
+            if (b->v[i].len)
+                memcpy(p, b->v[i].base, b->v[i].len);
+            p += b->v[i].len;
+        }
     c->requests++;
     /* The head is no longer needed: what follows it is the next request. */
     memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
     c->len -= c->head_len;
     c->head_len = 0;
     c->body_len = 0;
-    if (mux__out_send(c, o, (size_t)(p - o->data)) != 0) {
+    if (mux__out_send_file(c, o, (size_t)(p - o->data), b->fd, b->off, file ? len : 0) != 0) {
         c->state = ST_DONE;
         return 0; /* the connection is closing: the answer is lost with it */
     }
@@ -726,6 +760,42 @@ MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
     c->state = ST_HEAD;
     mux__conn_process(c);
     return 0;
+}
+
+MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
+                                const mux_http_header_t *headers, uint32_t nheaders,
+                                const void *body, size_t len)
+{
+    if (len && !body)
+        return -EINVAL;
+    mux_buf_t v = {.base = (char *)(uintptr_t)body, .len = len};
+    struct mux__body b = {.v = &v, .n = 1, .len = len, .fd = -1};
+    return mux__respond(x, status, headers, nheaders, &b);
+}
+
+MUX_EXPORT int mux_http_respond_v(mux_http_exchange_t *x, int status,
+                                  const mux_http_header_t *headers, uint32_t nheaders,
+                                  const mux_buf_t *bufs, unsigned nbufs)
+{
+    if (nbufs && !bufs)
+        return -EINVAL;
+    struct mux__body b = {.v = bufs, .n = nbufs, .fd = -1};
+    for (unsigned i = 0; i < nbufs; i++)
+        if ((bufs[i].len && !bufs[i].base) || __builtin_add_overflow(b.len, bufs[i].len, &b.len))
+            return -EINVAL;
+    return mux__respond(x, status, headers, nheaders, &b);
+}
+
+MUX_EXPORT int mux_http_respond_file(mux_http_exchange_t *x, int status,
+                                     const mux_http_header_t *headers, uint32_t nheaders, int fd,
+                                     int64_t off, uint64_t len, void (*done)(void *arg, int status),
+                                     void *arg)
+{
+    if (fd < 0 || off < 0 || len > (uint64_t)(INT64_MAX - off) || len > SIZE_MAX)
+        return -EINVAL;
+    struct mux__body b = {
+        .len = (size_t)len, .fd = fd, .off = (uint64_t)off, .done = done, .arg = arg};
+    return mux__respond(x, status, headers, nheaders, &b);
 }
 
 /* ---- the server ------------------------------------------------------------------------ */

@@ -15,6 +15,10 @@
  *   or else a non-blocking pipe, whose fullness means a wake-up is already pending.
  * - Only Linux tells a program that the wall clock was set (a timerfd with
  *   TFD_TIMER_CANCEL_ON_SET); elsewhere the loop compares the clocks each iteration.
+ * - A file's bytes go to a socket with Linux's sendfile (the kernel copies from the page
+ *   cache). The BSDs' and macOS's sendfile differ in their arguments and in how they block,
+ *   so elsewhere (and when Linux refuses a file) they go through pread into a buffer on the
+ *   stack and send; what the socket did not take is read again next time.
  * - struct iovec and mux_buf_t have the same layout here (asserted below), so an array of
  *   buffers goes to sendmsg as it is.
  */
@@ -29,6 +33,9 @@
 #endif
 #ifndef MUX_HAVE_TIMERFD
 #define MUX_HAVE_TIMERFD 0
+#endif
+#ifndef MUX_HAVE_SENDFILE
+#define MUX_HAVE_SENDFILE 0
 #endif
 
 #include <errno.h>
@@ -46,6 +53,9 @@
 #endif
 #if MUX_HAVE_TIMERFD
 #include <sys/timerfd.h>
+#endif
+#if MUX_HAVE_SENDFILE
+#include <sys/sendfile.h>
 #endif
 
 #include "internal.h"
@@ -221,6 +231,44 @@ ssize_t mux__sock_send(mux_os_sock_t sock, const mux_buf_t *bufs, uint32_t n)
         if (errno != EINTR)
             return errno == EWOULDBLOCK ? -EAGAIN : -errno;
     }
+}
+
+/* pread into a buffer, then send: the path where sendfile is not had. */
+static ssize_t mux__sock_sendfile_copy(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
+{
+    char buf[16384];
+    if (len > sizeof buf)
+        len = sizeof buf;
+    ssize_t r;
+    do
+        r = pread(fd, buf, len, (off_t)off);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0)
+        return r == 0 ? -ENODATA : -errno;
+    mux_buf_t b = {.base = buf, .len = (size_t)r};
+    return mux__sock_send(sock, &b, 1);
+}
+
+ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
+{
+    if (off > (uint64_t)INT64_MAX - len)
+        return -EINVAL;
+#if MUX_HAVE_SENDFILE
+    for (;;) {
+        off_t o = (off_t)off;
+        ssize_t w = sendfile(sock, fd, &o, len);
+        if (w > 0)
+            return w;
+        if (w == 0)
+            return -ENODATA; /* the file ended before `len` bytes */
+        if (errno == EINTR)
+            continue;
+        if (errno == EINVAL || errno == ENOSYS)
+            break; /* a file sendfile cannot read from (or no sendfile): copy */
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    }
+#endif
+    return mux__sock_sendfile_copy(sock, fd, off, len);
 }
 
 int mux__sock_shutdown(mux_os_sock_t sock)

@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -425,6 +426,11 @@ int mux_fault_fstatat(int dirfd, const char *path, struct stat *sb, int flags)
 ssize_t mux_fault_pread(int fd, void *buf, size_t len, off_t off)
 {
     return hit(P_pread) ? -1 : pread(fd, buf, len, off);
+}
+
+ssize_t mux_fault_sendfile(int out, int in, off_t *off, size_t len)
+{
+    return hit(P_sendfile) ? -1 : sendfile(out, in, off, len);
 }
 
 ssize_t mux_fault_readlink(const char *path, char *buf, size_t len)

@@ -1091,13 +1091,16 @@ static void sc_handler(mux_http_exchange_t *x)
         note(hc->c, r);
 }
 
-/* Three answers: the index, a range of a file, and a 304. */
+/* Four answers: the index, a range of a small file (sent from the cache's copy), a 304,
+ * and the end of a file too big to be copied (sent from its descriptor). */
 static int sc_done(const char *got)
 {
     const char *a = strstr(got, "<p>index</p>");
     const char *b = a ? strstr(a, "HTTP/1.1 206 ") : NULL;
     const char *d = b ? strstr(b, "\r\n\r\nbcd") : NULL;
-    return d && strstr(d, "HTTP/1.1 304 ");
+    const char *e = d ? strstr(d, "HTTP/1.1 304 ") : NULL;
+    const char *f = e ? strstr(e, "HTTP/1.1 206 ") : NULL;
+    return f && strstr(f, "\r\n\r\n0123456789");
 }
 
 static void case_static(struct cx *c)
@@ -1107,9 +1110,12 @@ static void case_static(struct cx *c)
         bad(c, "mkdtemp: %s", strerror(errno));
         return;
     }
-    static const char *names[] = {"index.html", "f.txt"};
-    static const char *texts[] = {"<p>index</p>\n", "abcdefgh\n"};
-    for (int i = 0; i < 2; i++) {
+    static const char *names[] = {"index.html", "f.txt", "big.bin"};
+    static char big[MUX_HTTP_STATIC_INLINE + 11];
+    memset(big, 'x', sizeof big - 11);
+    memcpy(big + sizeof big - 11, "0123456789", 11);
+    const char *texts[] = {"<p>index</p>\n", "abcdefgh\n", big};
+    for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         FILE *f = fopen(path, "w");
         if (!f || fputs(texts[i], f) < 0 || fclose(f) != 0)
@@ -1121,11 +1127,12 @@ static void case_static(struct cx *c)
                  "GET / HTTP/1.1\r\nHost: t\r\n\r\n"
                  "GET /f.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=1-3\r\n\r\n"
                  "GET /f.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Fri, 01 Jan 2100 "
-                 "00:00:00 GMT\r\n\r\n",
-                 sc_done, 3);
+                 "00:00:00 GMT\r\n\r\n"
+                 "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=-10\r\n\r\n",
+                 sc_done, 4);
         mux_http_static_close(&sc_files);
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         unlink(path);
     }
