@@ -979,3 +979,257 @@ TEST(http_server_static_big_file_is_sent_from_its_descriptor) {
     CHECK_EQ(unlink(path), 0);
     CHECK_EQ(rmdir(dir), 0);
 }
+
+/* ---- bodies streamed to the handler ---- */
+
+struct sb {
+    size_t total;
+    int pieces, ends, end_status, in_read_call, read_rc;
+    uint32_t sum; /* of the bytes, in order */
+    char first[32];
+    mux_http_exchange_t *x;
+};
+static struct sb sb;
+
+static void sb_answer(mux_http_exchange_t *x)
+{
+    char out[160];
+    int n = snprintf(out, sizeof out, "n=%zu pieces=%d sum=%u first=%s end=%d", sb.total, sb.pieces,
+                     sb.sum, sb.first, sb.end_status);
+    int r = mux_http_respond(x, 200, NULL, 0, out, (size_t)n);
+    CHECK(r == 0 || r == -ECANCELED);
+}
+
+static void sb_body(mux_http_exchange_t *x, const char *data, ssize_t len)
+{
+    CHECK_EQ(sb.in_read_call, 0); /* never from inside mux_http_exchange_read */
+    if (len > 0) {
+        if (sb.total < sizeof sb.first - 1) {
+            size_t k = sizeof sb.first - 1 - sb.total;
+            memcpy(sb.first + sb.total, data, (size_t)len < k ? (size_t)len : k);
+        }
+        for (ssize_t i = 0; i < len; i++)
+            sb.sum = sb.sum * 31 + (unsigned char)data[i];
+        sb.total += (size_t)len;
+        sb.pieces++;
+        return;
+    }
+    sb.ends++;
+    sb.end_status = (int)len;
+    sb_answer(x);
+}
+
+/* /read: reads the body, answers at its end (or its error); /ignore: answers at once;
+ * /later: keeps the exchange for the case to read. */
+static void hs_stream(mux_http_exchange_t *x)
+{
+    struct hs *h = mux_http_exchange_server(x)->data;
+    h->calls++;
+    const mux_http_request_t *req = mux_http_exchange_request(x);
+    CHECK_EQ(mux_http_exchange_body(x).len, 0);
+    sb = (struct sb){0};
+    if (req->target.len == 5 && memcmp(req->target.base, "/read", 5) == 0) {
+        sb.in_read_call = 1;
+        sb.read_rc = mux_http_exchange_read(x, sb_body);
+        sb.in_read_call = 0;
+        CHECK_EQ(sb.read_rc, 0);
+    } else if (req->target.len == 6 && memcmp(req->target.base, "/later", 6) == 0) {
+        sb.x = x;
+    } else {
+        CHECK_EQ(mux_http_respond(x, 200, NULL, 0, "ignored", 7), 0);
+    }
+}
+
+static uint32_t sum_of(const char *p, size_t n)
+{
+    uint32_t s = 0;
+    for (size_t i = 0; i < n; i++)
+        s = s * 31 + (unsigned char)p[i];
+    return s;
+}
+
+/* The handler is called at the head; the body reaches its reader in pieces as they come,
+ * by length and chunked, then its end; the next request on the connection is served. A
+ * request without a body gives the reader its end at once. */
+TEST(http_server_streamed_body_reaches_the_reader_in_pieces) {
+    mux_http_server_options_t o = {.stream_bodies = 1};
+    struct hs h;
+    hs_open_with(&h, &o, hs_stream);
+    static struct hclient c;
+    struct resp r;
+    char want[200];
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello");
+    run_ms(&h.loop, 30);
+    CHECK_EQ(h.calls, 1); /* at the head */
+    CHECK_EQ(sb.total, 5);
+    CHECK_EQ(sb.ends, 0);
+    cl_sends(&h, &c, " world");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    snprintf(want, sizeof want, "n=11 pieces=2 sum=%u first=hello world end=0",
+             sum_of("hello world", 11));
+    CHECK_STR_EQ(r.body, want);
+    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    run_ms(&h.loop, 30);
+    CHECK_EQ(sb.total, 3);
+    cl_sends(&h, &c,
+             "lo\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
+             "GET /read HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    /* "hel", then "lo" and " world" decoded together (they came in one read) */
+    snprintf(want, sizeof want, "n=11 pieces=2 sum=%u first=hello world end=0",
+             sum_of("hello world", 11));
+    CHECK_STR_EQ(r.body, want);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "n=0 pieces=0 sum=0 first= end=0");
+    CHECK_EQ(h.calls, 3);
+    cl_close(&c);
+    hs_close(&h);
+}
+
+/* Answered without reading: the body (by length, 200 KB; chunked) is read and dropped after
+ * the answer and the pipelined request behind it is answered. A client waiting for 100
+ * Continue gets no 100, and the answer with Connection: close. */
+TEST(http_server_streamed_body_not_read_is_dropped_and_the_next_request_found) {
+    mux_http_server_options_t o = {.stream_bodies = 1};
+    struct hs h;
+    hs_open_with(&h, &o, hs_stream);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    static char big[200000];
+    memset(big, 'b', sizeof big);
+    cl_sends(&h, &c, "POST /ignore HTTP/1.1\r\nHost: t\r\nContent-Length: 200000\r\n\r\n");
+    cl_send(&h, &c, big, sizeof big);
+    cl_sends(&h, &c, "POST /ignore HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "3\r\nabc\r\n0\r\n\r\nGET /read HTTP/1.1\r\nHost: t\r\n\r\n");
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(cl_response(&h, &c, &r), 0);
+        CHECK_EQ(r.status, 200);
+        CHECK_STR_EQ(r.body, "ignored");
+        CHECK(!has(&r, "Connection: close"));
+    }
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "n=0 pieces=0 sum=0 first= end=0");
+    CHECK_EQ(h.calls, 3);
+    cl_sends(&h, &c,
+             "PUT /ignore HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 200); /* not 100 */
+    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    cl_wait_eof(&h, &c);
+    cl_close(&c);
+    hs_close(&h);
+}
+
+/* 100 Continue goes when the handler starts reading, not before; a reader started later
+ * (from a timer) gets what was buffered meanwhile from the loop; the reader may answer
+ * from inside its call. */
+TEST(http_server_streamed_body_continue_on_read_and_a_late_reader) {
+    mux_http_server_options_t o = {.stream_bodies = 1};
+    struct hs h;
+    hs_open_with(&h, &o, hs_stream);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "PUT /later HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                     "Content-Length: 4\r\n\r\n");
+    run_ms(&h.loop, 30);
+    CHECK(sb.x != NULL);
+    CHECK_EQ(c.len, 0); /* no 100 Continue yet */
+    sb.in_read_call = 1;
+    CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), 0);
+    sb.in_read_call = 0;
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(r.status, 100);
+    cl_sends(&h, &c, "data");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    char want[200];
+    snprintf(want, sizeof want, "n=4 pieces=1 sum=%u first=data end=0", sum_of("data", 4));
+    CHECK_STR_EQ(r.body, want);
+    /* Buffered before the reader starts: delivered from the loop after the call. */
+    cl_sends(&h, &c, "POST /later HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nxyz");
+    run_ms(&h.loop, 30);
+    CHECK(sb.x != NULL);
+    sb.in_read_call = 1;
+    CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), 0);
+    sb.in_read_call = 0;
+    CHECK_EQ(sb.total, 0);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    snprintf(want, sizeof want, "n=3 pieces=1 sum=%u first=xyz end=0", sum_of("xyz", 3));
+    CHECK_STR_EQ(r.body, want);
+    CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), -EINVAL); /* answered: gone */
+    cl_close(&c);
+    hs_close(&h);
+}
+
+/* The reader hears how a body ended badly: broken chunked framing (-EBADMSG: the answer goes
+ * with Connection: close), a chunked body over max_body (-EMSGSIZE), a body that stalls
+ * (-ETIMEDOUT), a client that goes mid-body (-ECONNRESET). Without stream_bodies the call
+ * is -EINVAL. */
+TEST(http_server_streamed_body_errors_reach_the_reader) {
+    mux_http_server_options_t o = {
+        .stream_bodies = 1, .limits = {.max_body = 100}, .body_timeout_ns = 200 * MS};
+    struct hs h;
+    hs_open_with(&h, &o, hs_stream);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "3\r\nabcXX");
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK(strstr(r.body, "end=-74") != NULL); /* EBADMSG */
+    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    CHECK_EQ(sb.ends, 1);
+    cl_wait_eof(&h, &c);
+    cl_close(&c);
+
+    cl_open(&h, &c);
+    static char chunk[300];
+    int n = snprintf(chunk, sizeof chunk, "POST /read HTTP/1.1\r\nHost: t\r\n"
+                                          "Transfer-Encoding: chunked\r\n\r\n80\r\n");
+    memset(chunk + n, 'z', 128);
+    cl_send(&h, &c, chunk, (size_t)n + 128);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    char want[40];
+    snprintf(want, sizeof want, "end=%d", -EMSGSIZE);
+    CHECK(strstr(r.body, want) != NULL);
+    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    cl_close(&c);
+
+    cl_open(&h, &c);
+    sb = (struct sb){0};
+    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab");
+    uint64_t end = mono_ns() + 5000 * MS;
+    while (sb.ends == 0) {
+        cl_pump(&h, &c);
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(sb.end_status, -ETIMEDOUT);
+    CHECK_EQ(sb.total, 2);
+    cl_close(&c);
+
+    cl_open(&h, &c);
+    sb = (struct sb){0};
+    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    run_ms(&h.loop, 30);
+    CHECK_EQ(sb.total, 3);
+    cl_close(&c);
+    end = mono_ns() + 5000 * MS;
+    while (sb.ends == 0) {
+        CHECK_GE(mux_run(&h.loop, MUX_RUN_ONCE), 0);
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(sb.end_status, -ECONNRESET);
+    hs_close(&h);
+
+    hs_open(&h, NULL); /* bodies whole: no reader */
+    cl_open(&h, &c);
+    h.defer = 1;
+    cl_sends(&h, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_wait_pending(&h, &c);
+    CHECK_EQ(mux_http_exchange_read(h.pending, sb_body), -EINVAL);
+    CHECK_EQ(mux_http_respond(h.pending, 204, NULL, 0, NULL, 0), 0);
+    cl_close(&c);
+    hs_close(&h);
+}

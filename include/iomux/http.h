@@ -156,6 +156,10 @@ typedef struct mux_http_server_options {
      * that it loses to a failure of its own (-ENOMEM, a socket the backend cannot watch).
      * What a client does (resets, stalls) is not reported. */
     void (*on_error)(mux_http_server_t *srv, int err);
+    /* 0: the handler is called once the whole body has come (up to limits.max_body), and
+     * finds it with mux_http_exchange_body. 1: it is called once the head has come, and
+     * reads the body with mux_http_exchange_read, as it arrives, if it wants it. */
+    int stream_bodies;
 } mux_http_server_options_t;
 
 struct mux_http_server {
@@ -184,6 +188,23 @@ int mux_http_server_close(mux_http_server_t *srv, void (*cb)(mux_http_server_t *
 const mux_http_request_t *mux_http_exchange_request(const mux_http_exchange_t *x);
 mux_http_str_t mux_http_exchange_body(const mux_http_exchange_t *x);
 mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x);
+
+/* With stream_bodies: the body's bytes as they arrive (`len` > 0, at `data`, valid during
+ * the call; chunked bodies decoded), then `len` 0 once at its end; or a negative errno
+ * instead, once: -ECONNRESET (the client went before the end), -ETIMEDOUT (no byte for
+ * body_timeout_ns), -EBADMSG (broken chunked framing), -EMSGSIZE (a chunked body over
+ * limits.max_body). After an error the connection ends once the answer is out. The callback
+ * may answer the exchange; from then on it is not called again. */
+typedef void (*mux_http_body_cb)(mux_http_exchange_t *x, const char *data, ssize_t len);
+/* Starts delivering the body to `cb` (NULL pauses: reading stops once a head's worth is
+ * buffered), from the loop, never from inside this call; sends 100 Continue first when the
+ * client asked for it. A body the handler does not read to its end before answering is read
+ * and dropped after the answer, so the next request on the connection is found (a client
+ * still waiting for its 100 Continue gets the answer with Connection: close instead).
+ * Returns 0, -EINVAL (no exchange, or the server does not stream bodies), -ECANCELED (the
+ * connection closed), -EALREADY (the end was delivered), the body's error if one was, or
+ * -ENOMEM. */
+int mux_http_exchange_read(mux_http_exchange_t *x, mux_http_body_cb cb);
 
 /* Answers `x` with `status` (100 .. 599, not 1xx), the caller's fields (Date,
  * Content-Length and Connection are the server's; a field named so is -EINVAL), and `len`

@@ -26,7 +26,7 @@
 #define MUX__NS_PER_S    1000000000ull
 
 enum { ST_HEAD, ST_BODY, ST_HANDLER, ST_DONE };
-enum { T_NONE, T_IDLE, T_HEADER, T_LINGER };
+enum { T_NONE, T_IDLE, T_HEADER, T_LINGER, T_STREAM };
 
 struct mux__http_conn;
 
@@ -65,6 +65,15 @@ struct mux__http_conn {
     mux_http_chunked_t ch;
     uint32_t requests;
     uint8_t state, tkind, reading, closing, closed, keep, head, chunked, in_process;
+    uint8_t streaming;  /* the server's stream_bodies: the handler reads the body */
+    uint8_t body_done;  /* the body has been read to its end */
+    uint8_t eof_told;   /* the reader was told the end (0) or an error */
+    uint8_t in_body_cb; /* the reader is being called */
+    uint8_t dropping;   /* answered before the body was read: its rest is dropped */
+    uint8_t answered;   /* answered: the next request is for mux__conn_process */
+    uint8_t cont;       /* 100 Continue was sent for this request */
+    int body_err;       /* how the body ended, when it did not end well */
+    mux_http_body_cb body_cb;
     uint8_t body_to;             /* the stream's read timeout is the body's (else none) */
     struct mux__http_out *spare; /* a response buffer kept for the next response */
     char rbuf[MUX__HTTP_READ];
@@ -222,7 +231,7 @@ static void mux__conn_closed(mux_stream_t *s)
 {
     struct mux__http_conn *c = s->data;
     c->closed = 1;
-    if (c->state == ST_HANDLER)
+    if (c->state == ST_HANDLER && c->x.c)
         return; /* the handler still has the exchange: freed when it answers */
     mux__conn_free(c);
 }
@@ -452,6 +461,19 @@ static int mux__conn_grow(struct mux__http_conn *c, size_t need)
     return 0;
 }
 
+/* The body of a streamed request ended badly (the connection failed, or it was over the
+ * limit): its reader hears of it once. */
+static void mux__conn_body_error(struct mux__http_conn *c, int err)
+{
+    if (c->state != ST_HANDLER || !c->streaming || c->eof_told)
+        return;
+    c->body_err = err;
+    if (c->body_cb) {
+        c->eof_told = 1;
+        c->body_cb(&c->x, NULL, err);
+    }
+}
+
 static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
 {
     struct mux__http_conn *c = s->data;
@@ -459,11 +481,13 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
         c->reading = 0; /* reading has stopped */
         /* The end of the stream or an error (a body that stalled: -ETIMEDOUT). A client
          * that half-closes after its last request still gets the answer to it. */
-        if (n == 0 && c->state == ST_HANDLER) {
+        if (n == 0 && c->state == ST_HANDLER && c->body_done) {
             c->keep = 0;
             return;
         }
-        mux__conn_fail(c, (int)n);
+        int err = n == 0 ? -ECONNRESET : (int)n; /* ended within a body */
+        mux__conn_body_error(c, err);
+        mux__conn_fail(c, err);
         return;
     }
     if (mux__conn_grow(c, c->len + (size_t)n) != 0) {
@@ -472,7 +496,7 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
     }
     memcpy(c->buf + c->len, buf, (size_t)n);
     c->len += (size_t)n;
-    if (c->state == ST_HANDLER) {
+    if (c->state == ST_HANDLER && !(c->body_cb && !c->eof_told)) {
         /* Pipelined requests wait; past a head's worth, reading waits too. */
         if (c->len - c->head_len > c->srv->o.limits.max_head)
             mux__conn_reading(c, 0);
@@ -490,51 +514,112 @@ static void mux__conn_handle(struct mux__http_conn *c)
         return;
     }
     c->state = ST_HANDLER;
-    mux__conn_body_timeout(c, 0);
+    if (c->body_done)
+        mux__conn_body_timeout(c, 0);
     c->x.c = c;
     c->srv->cb(&c->x);
 }
 
-/* Copies body bytes out of the buffer. 1 when the body is complete, 0 when more must come,
- * -1 when the request was refused. */
-static int mux__conn_body(struct mux__http_conn *c)
+/* Takes body bytes out of the buffer: into the exchange's copy (B_COPY), to the handler's
+ * reader (B_STREAM: one piece per call), or away (B_DROP: the rest of a body the handler did
+ * not read). Returns 1 when the body is complete, 2 when a piece went to the reader, 0 when
+ * more must come, -1 when the request was refused or the connection is ending. */
+enum { B_COPY, B_STREAM, B_DROP };
+
+static int mux__conn_body(struct mux__http_conn *c, int mode)
 {
     const mux_http_limits_t *lim = &c->srv->o.limits;
     char *p = c->buf + c->head_len;
     size_t avail = c->len - c->head_len;
+    size_t used, got;
+    int end;
     if (c->chunked) {
         if (avail == 0)
             return 0; /* the head came alone: the chunks are still to come */
-        if (mux__append(&c->body, &c->body_cap, c->body_len, p, avail) != 0) {
+        char *d = p;
+        if (mode == B_COPY) {
+            if (mux__append(&c->body, &c->body_cap, c->body_len, p, avail) != 0) {
+                mux__conn_fail(c, -ENOMEM);
+                return -1;
+            }
+            d = c->body + c->body_len;
+        }
+        got = avail;
+        ssize_t r = mux_http_chunked_decode(&c->ch, d, &got);
+        if (r == -EBADMSG) {
+            if (mode == B_COPY)
+                mux__conn_refuse(c, 400);
+            else { /* the handler has the exchange: its answer goes, then the end */
+                mux__conn_body_error(c, -EBADMSG);
+                c->keep = 0;
+                mux__conn_reading(c, 0);
+            }
+            return -1;
+        }
+        used = r >= 0 ? avail - (size_t)r : avail;
+        end = r >= 0;
+    } else {
+        got = used = avail < c->body_left ? avail : (size_t)c->body_left;
+        if (mode == B_COPY && mux__append(&c->body, &c->body_cap, c->body_len, p, got) != 0) {
             mux__conn_fail(c, -ENOMEM);
             return -1;
         }
-        size_t got = avail;
-        ssize_t r = mux_http_chunked_decode(&c->ch, c->body + c->body_len, &got);
-        if (r == -EBADMSG) {
-            mux__conn_refuse(c, 400);
-            return -1;
-        }
-        c->body_len += got;
-        if (c->body_len > lim->max_body) {
-            mux__conn_refuse(c, 413);
-            return -1;
-        }
-        size_t used = r >= 0 ? avail - (size_t)r : avail;
-        memmove(p, p + used, avail - used);
-        c->len -= used;
-        return r >= 0;
+        c->body_left -= got;
+        end = c->body_left == 0;
     }
-    size_t take = avail < c->body_left ? avail : (size_t)c->body_left;
-    if (mux__append(&c->body, &c->body_cap, c->body_len, p, take) != 0) {
+    c->body_len += got;
+    if (c->body_len > lim->max_body) { /* chunked: no length said so beforehand */
+        if (mode == B_COPY) {
+            mux__conn_refuse(c, 413);
+        } else {
+            mux__conn_body_error(c, -EMSGSIZE);
+            c->keep = 0;
+            mux__conn_reading(c, 0);
+            if (mode == B_DROP)
+                mux__conn_finish(c);
+        }
+        return -1;
+    }
+    if (mode == B_STREAM && got) {
+        /* The piece stays where it is during the call; what the handler does meanwhile
+         * (answer, stop reading) takes effect in mux__conn_process afterwards. */
+        c->in_body_cb = 1;
+        c->body_cb(&c->x, p, (ssize_t)got);
+        c->in_body_cb = 0;
+    }
+    memmove(p, p + used, avail - used);
+    c->len -= used;
+    if (end)
+        return 1;
+    return mode == B_STREAM && got ? 2 : 0;
+}
+
+/* Sends 100 Continue, once per request. 0, or -1 when the connection is failing. */
+static int mux__conn_continue(struct mux__http_conn *c)
+{
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (c->cont)
+        return 0;
+    struct mux__http_out *o = mux__out_new(c, sizeof cont - 1);
+    if (!o) {
         mux__conn_fail(c, -ENOMEM);
         return -1;
     }
-    c->body_len += take;
-    c->body_left -= take;
-    memmove(p, p + take, avail - take);
-    c->len -= take;
-    return c->body_left == 0;
+    c->cont = 1;
+    memcpy(o->data, cont, sizeof cont - 1);
+    return mux__out_send(c, o, sizeof cont - 1) != 0 ? -1 : 0;
+}
+
+/* The response went out: what is left of the request is dropped, and the next one read. */
+static void mux__conn_next(struct mux__http_conn *c)
+{
+    memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
+    c->len -= c->head_len;
+    c->head_len = 0;
+    c->body_len = 0;
+    c->body_cb = NULL;
+    c->dropping = !c->body_done;
+    c->state = c->dropping ? ST_BODY : ST_HEAD;
 }
 
 static void mux__conn_process(struct mux__http_conn *c)
@@ -543,7 +628,11 @@ static void mux__conn_process(struct mux__http_conn *c)
         return; /* a respond from inside the handler: the loop below goes on */
     c->in_process = 1;
     struct mux__http_srv *srv = c->srv;
-    while (!c->closing && (c->state == ST_HEAD || c->state == ST_BODY)) {
+    while (!c->closing) {
+        if (c->answered) { /* answered from inside a callback of this loop */
+            c->answered = 0;
+            mux__conn_next(c);
+        }
         if (c->state == ST_HEAD) {
             if (c->len == 0) {
                 if (c->tkind != T_IDLE && c->requests > 0)
@@ -570,33 +659,58 @@ static void mux__conn_process(struct mux__http_conn *c)
             c->chunked = (c->req.flags & MUX_HTTP_CHUNKED) != 0;
             c->body_left = c->req.content_length;
             c->body_len = 0;
+            c->body_done = !c->chunked && !c->body_left;
+            c->eof_told = 0;
+            c->body_err = 0;
+            c->cont = 0;
             if (c->chunked)
                 mux_http_chunked_init(&c->ch);
             if (c->tkind != T_NONE)
                 mux__conn_timer(c, T_NONE, 0);
             c->state = ST_BODY;
-            if (c->chunked || c->body_left) {
+            if (!c->body_done)
                 mux__conn_body_timeout(c, 1);
-                if ((c->req.flags & MUX_HTTP_EXPECT_CONTINUE) && c->len == c->head_len) {
-                    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-                    struct mux__http_out *o = mux__out_new(c, sizeof cont - 1);
-                    if (!o) {
-                        mux__conn_fail(c, -ENOMEM);
-                        break;
-                    }
-                    memcpy(o->data, cont, sizeof cont - 1);
-                    if (mux__out_send(c, o, sizeof cont - 1) != 0)
-                        break;
-                }
+            if (c->streaming) {
+                mux__conn_handle(c); /* the body comes when the handler reads it */
+                continue;
             }
+            if (!c->body_done && (c->req.flags & MUX_HTTP_EXPECT_CONTINUE) &&
+                c->len == c->head_len && mux__conn_continue(c) != 0)
+                break;
         }
-        int done = mux__conn_body(c);
-        if (done <= 0)
-            break;
-        mux__conn_handle(c);
+        if (c->state == ST_BODY) { /* read whole for the handler, or dropped after it */
+            int done = c->body_done ? 1 : mux__conn_body(c, c->dropping ? B_DROP : B_COPY);
+            if (done <= 0)
+                break;
+            c->body_done = 1;
+            if (c->dropping) {
+                c->dropping = 0;
+                mux__conn_body_timeout(c, 0);
+                c->state = ST_HEAD;
+            } else {
+                mux__conn_handle(c);
+            }
+            continue;
+        }
+        if (c->state == ST_HANDLER && c->body_cb && !c->eof_told) { /* streaming to it */
+            if (!c->body_done) {
+                int r = mux__conn_body(c, B_STREAM);
+                if (r < 0 || r == 0)
+                    break;
+                if (r == 1)
+                    c->body_done = 1;
+                continue;
+            }
+            c->eof_told = 1;
+            mux__conn_body_timeout(c, 0);
+            c->body_cb(&c->x, NULL, 0);
+            continue;
+        }
+        break;
     }
     c->in_process = 0;
-    if (!c->closing && (c->state == ST_HEAD || c->state == ST_BODY))
+    if (!c->closing && (c->state == ST_HEAD || c->state == ST_BODY ||
+                        (c->state == ST_HANDLER && c->body_cb && !c->body_done)))
         mux__conn_reading(c, 1);
 }
 
@@ -695,6 +809,11 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
         c->state = ST_DONE;
         return -ECANCELED;
     }
+    /* A body the handler did not read to its end is dropped to find the next request,
+     * unless the client waits for a 100 Continue that was not sent (it may never send the
+     * body) or the body failed: then the connection ends with this answer. */
+    if (!c->body_done && ((c->req.flags & MUX_HTTP_EXPECT_CONTINUE && !c->cont) || c->body_err))
+        c->keep = 0;
     int nobody = status == 204 || status == 304;
     int send_body = !nobody && !c->head && len;
     int file = b->fd >= 0 && send_body;
@@ -744,11 +863,7 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
             p += b->v[i].len;
         }
     c->requests++;
-    /* The head is no longer needed: what follows it is the next request. */
-    memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
-    c->len -= c->head_len;
-    c->head_len = 0;
-    c->body_len = 0;
+    c->body_cb = NULL;
     if (mux__out_send_file(c, o, (size_t)(p - o->data), b->fd, b->off, file ? len : 0) != 0) {
         c->state = ST_DONE;
         return 0; /* the connection is closing: the answer is lost with it */
@@ -757,8 +872,36 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
         mux__conn_finish(c);
         return 0;
     }
-    c->state = ST_HEAD;
+    c->answered = 1; /* the head is no longer needed: what follows it is the next request */
     mux__conn_process(c);
+    return 0;
+}
+
+MUX_EXPORT int mux_http_exchange_read(mux_http_exchange_t *x, mux_http_body_cb cb)
+{
+    if (!x || !x->c || x->c->state != ST_HANDLER || !x->c->streaming)
+        return -EINVAL;
+    struct mux__http_conn *c = x->c;
+    if (c->closing)
+        return -ECANCELED;
+    if (c->eof_told)
+        return c->body_err ? c->body_err : -EALREADY;
+    c->body_cb = cb;
+    if (!cb)
+        return 0; /* reading pauses once a head's worth is buffered */
+    if (!c->body_done && (c->req.flags & MUX_HTTP_EXPECT_CONTINUE) && mux__conn_continue(c) != 0)
+        return -ECANCELED;
+    if (c->in_process || c->in_body_cb)
+        return 0; /* mux__conn_process goes on with the reader */
+    /* What is buffered, or the end, comes from the loop, not from inside this call. */
+    mux_timer_stop(c->srv->loop, &c->timer);
+    c->tkind = T_STREAM;
+    int r = mux_timer_start(c->srv->loop, &c->timer, 0, 0);
+    if (r != 0) {
+        c->tkind = T_NONE;
+        c->body_cb = NULL;
+        return r;
+    }
     return 0;
 }
 
@@ -806,7 +949,9 @@ static void mux__conn_timeout(mux_loop_t *loop, mux_timer_t *t)
     struct mux__http_conn *c = t->data;
     int kind = c->tkind;
     c->tkind = T_NONE;
-    if (kind == T_HEADER && c->len > 0 && c->state == ST_HEAD)
+    if (kind == T_STREAM)
+        mux__conn_process(c); /* a reader started: what is buffered goes to it */
+    else if (kind == T_HEADER && c->len > 0 && c->state == ST_HEAD)
         mux__conn_refuse(c, 408); /* part of a head, and the rest did not come */
     else
         mux__conn_close(c); /* idle, silent since it connected, or lingering */
@@ -832,6 +977,7 @@ static void mux__srv_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
         return;
     }
     c->srv = srv;
+    c->streaming = srv->o.stream_bodies != 0;
     c->s.data = c;
     c->req.headers = c->hdrs;
     c->req.headers_cap = srv->o.limits.max_headers;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for the HTTP server's connection state machine (tests/fuzz/run).
  *
- * One loop and one server (small limits, so that every refusal is reachable) live across
- * inputs. Each input is the bytes a client sends on a fresh loopback connection, in up to
- * three pieces cut where the first byte says, then the client half-closes. The loop runs
+ * One loop and two servers (small limits, so that every refusal is reachable) live across
+ * inputs: one hands its handler whole bodies, the other streams them (stream_bodies), and
+ * inputs of odd length go to the latter. Each input is the bytes a client sends on
+ * a fresh loopback connection, in up to three pieces cut where the first byte says, then
+ * the client half-closes. The loop runs
  * until the server closed the connection or a bound of iterations passed. Besides "no crash,
  * no sanitizer report", it checks that whatever came back is a sequence of HTTP/1.1 status
  * lines with their heads, and that the server closed the connection (every input ends with
@@ -28,9 +30,9 @@
     } while (0)
 
 static mux_loop_t loop;
-static mux_http_server_t srv;
-static struct sockaddr_in addr;
-static socklen_t addrlen = sizeof addr;
+static mux_http_server_t srv, ssrv;
+static struct sockaddr_in addr, saddr;
+static socklen_t addrlen = sizeof addr, saddrlen = sizeof saddr;
 
 static void handler(mux_http_exchange_t *x)
 {
@@ -53,6 +55,40 @@ static void handler(mux_http_exchange_t *x)
     }
 }
 
+/* The streaming server's reader: answers at the body's end or error, or at its first
+ * piece when the handler said so (one connection at a time: a static is enough). */
+static int answer_at_first;
+
+static void body_cb(mux_http_exchange_t *x, const char *data, ssize_t len)
+{
+    REQUIRE(len <= 0 || data != NULL);
+    if (len > 0 && !answer_at_first)
+        return;
+    int r = mux_http_respond(x, len < 0 ? 400 : 200, NULL, 0, "done", 4);
+    REQUIRE(r == 0 || r == -ECANCELED);
+}
+
+/* Answers in four ways, by the target's length: reads the body and answers at its end,
+ * answers at its first piece, answers at once (the rest is dropped), or 204 at once. */
+static void stream_handler(mux_http_exchange_t *x)
+{
+    const mux_http_request_t *req = mux_http_exchange_request(x);
+    REQUIRE(req && mux_http_exchange_body(x).len == 0);
+    answer_at_first = req->target.len % 4 == 1;
+    switch (req->target.len % 4) {
+    case 0:
+    case 1:
+        REQUIRE(mux_http_exchange_read(x, body_cb) == 0);
+        break;
+    case 2:
+        REQUIRE(mux_http_respond(x, 200, NULL, 0, "early", 5) == 0);
+        break;
+    default:
+        REQUIRE(mux_http_respond(x, 204, NULL, 0, NULL, 0) == 0);
+        break;
+    }
+}
+
 static void setup(void)
 {
     REQUIRE(mux_loop_init(&loop, NULL) == 0);
@@ -68,6 +104,12 @@ static void setup(void)
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     REQUIRE(mux_http_server_listen(&srv, (struct sockaddr *)&addr, sizeof addr, NULL) == 0);
     REQUIRE(mux_http_server_address(&srv, (struct sockaddr *)&addr, &addrlen) == 0);
+    o.stream_bodies = 1;
+    REQUIRE(mux_http_server_init(&ssrv, &loop, &o, stream_handler) == 0);
+    saddr = addr;
+    saddr.sin_port = 0;
+    REQUIRE(mux_http_server_listen(&ssrv, (struct sockaddr *)&saddr, sizeof saddr, NULL) == 0);
+    REQUIRE(mux_http_server_address(&ssrv, (struct sockaddr *)&saddr, &saddrlen) == 0);
 }
 
 /* Whatever came back must be HTTP/1.1 heads (bodies are not parsed: their lengths are). */
@@ -90,7 +132,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     REQUIRE(fd >= 0);
-    REQUIRE(connect(fd, (struct sockaddr *)&addr, addrlen) == 0 || errno == EINPROGRESS);
+    int streamed = n & 1;
+    REQUIRE(connect(fd, (struct sockaddr *)(streamed ? &saddr : &addr), addrlen) == 0 ||
+            errno == EINPROGRESS);
     size_t cut1 = n ? d[0] % (n + 1) : 0, cut2 = n > 1 ? d[n - 1] % (n + 1) : n;
     if (cut2 < cut1)
         cut2 = cut1;
