@@ -147,7 +147,8 @@ typedef struct mux_http_server_options {
     mux_http_limits_t limits;
     uint64_t header_timeout_ns; /* the whole head, from its first byte: 10 s (then 408) */
     uint64_t idle_timeout_ns;   /* between requests on a kept-alive connection: 60 s */
-    uint64_t body_timeout_ns;   /* a body with no byte for this long: 10 s (closed) */
+    uint64_t body_timeout_ns;   /* a body with no byte for this long while it is read (a
+                                   streamed one: while a reader is set): 10 s (closed) */
     uint64_t write_timeout_ns;  /* a response with no byte leaving for this long: 30 s */
     uint32_t max_requests;      /* per connection, then Connection: close: 1000 */
     uint32_t max_connections;   /* more are closed at once: 10000 */

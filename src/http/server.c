@@ -620,6 +620,8 @@ static void mux__conn_next(struct mux__http_conn *c)
     c->body_cb = NULL;
     c->dropping = !c->body_done;
     c->state = c->dropping ? ST_BODY : ST_HEAD;
+    if (c->dropping)
+        mux__conn_body_timeout(c, 1);
 }
 
 static void mux__conn_process(struct mux__http_conn *c)
@@ -668,12 +670,12 @@ static void mux__conn_process(struct mux__http_conn *c)
             if (c->tkind != T_NONE)
                 mux__conn_timer(c, T_NONE, 0);
             c->state = ST_BODY;
-            if (!c->body_done)
-                mux__conn_body_timeout(c, 1);
             if (c->streaming) {
                 mux__conn_handle(c); /* the body comes when the handler reads it */
                 continue;
             }
+            if (!c->body_done)
+                mux__conn_body_timeout(c, 1);
             if (!c->body_done && (c->req.flags & MUX_HTTP_EXPECT_CONTINUE) &&
                 c->len == c->head_len && mux__conn_continue(c) != 0)
                 break;
@@ -887,6 +889,8 @@ MUX_EXPORT int mux_http_exchange_read(mux_http_exchange_t *x, mux_http_body_cb c
     if (c->eof_told)
         return c->body_err ? c->body_err : -EALREADY;
     c->body_cb = cb;
+    /* The body's timeout runs while somebody waits for the body. */
+    mux__conn_body_timeout(c, cb && !c->body_done);
     if (!cb)
         return 0; /* reading pauses once a head's worth is buffered */
     if (!c->body_done && (c->req.flags & MUX_HTTP_EXPECT_CONTINUE) && mux__conn_continue(c) != 0)
