@@ -845,6 +845,8 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
     }
     if (!c->keep)
         p = mux__put(p, "Connection: close\r\n", 19);
+    else if (c->req.version == 10) /* an HTTP/1.0 client closes unless told otherwise */
+        p = mux__put(p, "Connection: keep-alive\r\n", 24);
     for (uint32_t i = 0; i < nheaders; i++) {
         memcpy(p, headers[i].name.base, headers[i].name.len);
         p += headers[i].name.len;
