@@ -605,6 +605,12 @@ int mux_bufpool_init(mux_bufpool_t *pool, void *mem, size_t size, uint32_t count
 /* Gives a buffer that a read callback received back to its pool. Returns 0, or -EINVAL for
  * a pointer that is not a buffer of this pool or that is already free. */
 int mux_bufpool_put(mux_bufpool_t *pool, char *buf);
+/* Gives a pool's memory back to the caller before the loop it serves closes: the kernel's
+ * ring of its free buffers is taken down (io_uring), and a later read from the pool binds it
+ * again. Returns 0 (also for a pool that serves no loop's kernel), -EBUSY while a receive
+ * from it is in flight (a stream reads from it, or was stopped with a receive pending),
+ * -EINVAL. */
+int mux_bufpool_detach(mux_bufpool_t *pool);
 /* Returns the number of free buffers, or -EINVAL. */
 int mux_bufpool_available(const mux_bufpool_t *pool);
 

@@ -146,6 +146,9 @@ struct mux__backend {
      * (mux__bufpool_bind, with a hook for buffers that come back). 0, or -errno: receives
      * from it are emulated then. The pool stays bound until the loop closes. */
     int (*pool_attach)(struct mux__loop *loop, mux_bufpool_t *pool);
+    /* Takes the pool's buffers back from the kernel and unbinds it (mux_bufpool_detach).
+     * 0, or -EBUSY while a receive that may take one of them is in flight. */
+    int (*pool_detach)(struct mux__loop *loop, mux_bufpool_t *pool);
 };
 
 /* NULL-terminated, in order of preference; generated from CMakeLists.txt. */

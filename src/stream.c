@@ -760,6 +760,14 @@ MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_rea
     return 0;
 }
 
+MUX_EXPORT int mux_bufpool_detach(mux_bufpool_t *pool)
+{
+    if (!pool || !pool->mem_)
+        return -EINVAL;
+    struct mux__loop *loop = mux__bufpool_owner(pool);
+    return loop ? loop->backend->pool_detach(loop, pool) : 0;
+}
+
 MUX_EXPORT int mux_read_stop(mux_stream_t *s)
 {
     if (!mux__stream_valid(s))

@@ -279,6 +279,45 @@ TEST(stream_native_pool_bound_to_first_uring_loop_else_serves_both) {
     close(b.peer);
 }
 
+/* Detached while a stream reads from it: -EBUSY; once that stream is closed: 0, and the
+ * pool then serves another loop (as after the first loop's close), the first loop still
+ * open; a second detach, and one of a pool that never served a loop, are 0 too. */
+TEST(bufpool_detach_takes_it_back_from_the_loop_while_the_loop_stays_open) {
+    mux_loop_t l1, l2;
+    loop_open(&l1);
+    loop_open(&l2);
+    int native = native_streams(&l1);
+    mux_bufpool_t pool;
+    uint32_t slots[TWO_COUNT];
+    char mem[TWO_SIZE * TWO_COUNT];
+    memset(&pool, 0, sizeof pool);
+    CHECK_EQ(mux_bufpool_detach(NULL), -EINVAL);
+    CHECK_EQ(mux_bufpool_detach(&pool), -EINVAL); /* never initialised */
+    CHECK_EQ(mux_bufpool_init(&pool, mem, TWO_SIZE, TWO_COUNT, slots), 0);
+    CHECK_EQ(mux_bufpool_detach(&pool), 0);
+    struct two a, b;
+    two_open(&l1, &a, &pool, mem);
+    two_open(&l2, &b, &pool, mem);
+    CHECK_EQ(mux_read_start_pool(&a.s, &pool, two_read_cb), 0);
+    two_expect(&l1, &a, "on loop 1", 1);
+    CHECK_EQ(mux_bufpool_detach(&pool), native ? -EBUSY : 0);
+    CHECK_EQ(mux_stream_close(&a.s, two_closed_cb), 0);
+    run_for(&l1, &a.closed, 2000, "the stream of loop 1 closed");
+    CHECK_EQ(mux_bufpool_detach(&pool), 0);
+    CHECK_EQ(mux_bufpool_detach(&pool), 0);
+    CHECK_EQ(mux_bufpool_available(&pool), TWO_COUNT);
+    CHECK_EQ(mux_read_start_pool(&b.s, &pool, two_read_cb), 0); /* loop 2 may bind it now */
+    two_expect(&l2, &b, "on loop 2 after the detach", 1);
+    CHECK_EQ(mux_stream_close(&b.s, two_closed_cb), 0);
+    run_for(&l2, &b.closed, 2000, "the stream of loop 2 closed");
+    CHECK_EQ(mux_bufpool_detach(&pool), 0);
+    loop_finish(&l1);
+    loop_finish(&l2);
+    CHECK_EQ(mux_bufpool_available(&pool), TWO_COUNT);
+    close(a.peer);
+    close(b.peer);
+}
+
 /* ---- a pool attached to an io_uring loop, read from another loop's reader ---- */
 
 /* The reader on the other loop reads from the pool's free list: on the native path it gets

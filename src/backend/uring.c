@@ -834,4 +834,5 @@ const struct mux__backend mux__backend_uring = {
     .submit = mux__uring_submit,
     .cancel = mux__uring_cancel,
     .pool_attach = mux__uring_pool_attach,
+    .pool_detach = mux__uring_pool_detach,
 };

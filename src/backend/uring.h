@@ -84,5 +84,6 @@ void mux__uring_ops_new_ring(struct mux__loop *loop, int lost);
 void mux__uring_submit(struct mux__loop *loop, struct mux__op *op);
 void mux__uring_cancel(struct mux__loop *loop, struct mux__op *op);
 int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *pool);
+int mux__uring_pool_detach(struct mux__loop *loop, mux_bufpool_t *pool);
 
 #endif

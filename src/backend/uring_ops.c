@@ -472,6 +472,23 @@ int mux__uring_ops_open(struct mux__uring *st)
     return st->msgs ? 0 : -ENOMEM;
 }
 
+int mux__uring_pool_detach(struct mux__loop *loop, mux_bufpool_t *p)
+{
+    struct mux__uring *st = loop->bdata;
+    struct mux__upool *up = mux__upool_of(p), **pp = &st->pools;
+    if (up->armed)
+        return -EBUSY;
+    while (*pp != up)
+        pp = &(*pp)->next;
+    *pp = up->next;
+    if (up->registered && st->ring_ok)
+        io_uring_unregister_buf_ring(&st->ring, up->bgid);
+    munmap(up->ring, mux__upool_bytes(up));
+    mux__bufpool_unbind(p);
+    free(up);
+    return 0;
+}
+
 void mux__uring_ops_close(struct mux__uring *st)
 {
     struct mux__upool *up;

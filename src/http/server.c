@@ -2,13 +2,16 @@
 /* The HTTP/1.1 server (include/iomux/http.h): a listener, and a state machine per
  * connection on the stream layer.
  *
- * A connection reads into a 16 KB buffer and appends to its own buffer, where requests wait
- * to be parsed. One request at a time is in its handler: HEAD (its head is being read),
- * BODY (the body is copied out, decoded when chunked), HANDLER (the handler has the
- * exchange; reading pauses once the buffer holds more than a head's worth), then HEAD for
- * the next request, already buffered when the client pipelines. Responses are queued on
- * the stream as they are made, so they leave in the order of the requests. A refused
- * request gets its status with Connection: close; then the connection shuts down its
+ * A connection reads into a buffer of the server's pool (on io_uring the kernel picks one
+ * as the bytes arrive, and receives cost no system call), appends the bytes to its own
+ * buffer, where requests wait to be parsed, and gives the pool's buffer back at once: an idle
+ * connection holds no read buffer. A pool that runs dry (more reads completed in one go
+ * than it has buffers) pauses those connections' reading until the next loop iteration. One request
+ * at a time is in its handler: HEAD (its head is being read), BODY (the body is copied out, decoded
+ * when chunked), HANDLER (the handler has the exchange; reading pauses once the buffer holds more
+ * than a head's worth), then HEAD for the next request, already buffered when the client pipelines.
+ * Responses are queued on the stream as they are made, so they leave in the order of the requests.
+ * A refused request gets its status with Connection: close; then the connection shuts down its
  * writing side, reads and drops what the client still sends for up to 2 s (so that closing
  * with unread bytes does not reset the connection before the answer arrives), and closes.
  */
@@ -21,7 +24,8 @@
 #include "internal.h"
 #include "platform.h"
 
-#define MUX__HTTP_READ   16384
+#define MUX__HTTP_READ   16384 /* bytes per read: the size of the pool's buffers */
+#define MUX__HTTP_POOL   256   /* buffers in the server's pool */
 #define MUX__HTTP_LINGER (2000ull * 1000000)
 #define MUX__NS_PER_S    1000000000ull
 
@@ -47,6 +51,12 @@ struct mux__http_srv {
     int64_t date_sec;
     char date[32];
     size_t date_len;
+    mux_bufpool_t pool;
+    char *pool_mem;
+    uint32_t *pool_slots;
+    struct mux__http_conn *dry; /* waiting for a buffer of the pool */
+    mux_timer_t dry_timer;      /* restarts them */
+    uint32_t dry_rounds;        /* restarts in a row without a read that got bytes */
 };
 
 struct mux__http_conn {
@@ -76,7 +86,8 @@ struct mux__http_conn {
     mux_http_body_cb body_cb;
     uint8_t body_to;             /* the stream's read timeout is the body's (else none) */
     struct mux__http_out *spare; /* a response buffer kept for the next response */
-    char rbuf[MUX__HTTP_READ];
+    struct mux__http_conn *next_dry;
+    uint8_t is_dry;
 };
 
 struct mux__http_out {
@@ -180,6 +191,11 @@ static void mux__srv_maybe_done(struct mux__http_srv *srv)
         return;
     mux_http_server_t *pub = srv->pub;
     void (*cb)(mux_http_server_t *) = srv->close_cb;
+    mux_timer_stop(srv->loop, &srv->dry_timer);
+    /* Every stream is closed, so no receive is in flight: the pool leaves the kernel. */
+    if (mux_bufpool_detach(&srv->pool) == 0)
+        free(srv->pool_mem);
+    free(srv->pool_slots);
     free(srv);
     pub->impl_ = NULL;
     if (cb)
@@ -212,6 +228,12 @@ static void mux__conn_fail(struct mux__http_conn *c, int err)
 static void mux__conn_free(struct mux__http_conn *c)
 {
     struct mux__http_srv *srv = c->srv;
+    if (c->is_dry) {
+        struct mux__http_conn **pp = &srv->dry;
+        while (*pp != c)
+            pp = &(*pp)->next_dry;
+        *pp = c->next_dry;
+    }
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -271,8 +293,7 @@ static void mux__conn_reading(struct mux__http_conn *c, int on)
 {
     if (c->closing || on == c->reading)
         return;
-    int r =
-        on ? mux_read_start(&c->s, c->rbuf, sizeof c->rbuf, mux__conn_read) : mux_read_stop(&c->s);
+    int r = on ? mux_read_start_pool(&c->s, &c->srv->pool, mux__conn_read) : mux_read_stop(&c->s);
     if (r != 0 && on) {
         mux__conn_fail(c, r);
         return;
@@ -284,9 +305,11 @@ static void mux__conn_reading(struct mux__http_conn *c, int on)
 
 static void mux__linger_read(mux_stream_t *s, ssize_t n, char *buf)
 {
-    (void)buf;
-    if (n <= 0)
-        mux__conn_close(s->data); /* the client is done too, or gone */
+    struct mux__http_conn *c = s->data;
+    if (n > 0)
+        mux_bufpool_put(&c->srv->pool, buf);
+    else
+        mux__conn_close(c); /* the client is done too, or gone (or the pool dry) */
 }
 
 static void mux__conn_shut(mux_stream_t *s, int status)
@@ -300,7 +323,7 @@ static void mux__conn_shut(mux_stream_t *s, int status)
     if (c->reading)
         mux_read_stop(&c->s);
     c->reading = 0;
-    if (mux_read_start(&c->s, c->rbuf, sizeof c->rbuf, mux__linger_read) != 0) {
+    if (mux_read_start_pool(&c->s, &c->srv->pool, mux__linger_read) != 0) {
         mux__conn_close(c);
         return;
     }
@@ -474,9 +497,45 @@ static void mux__conn_body_error(struct mux__http_conn *c, int err)
     }
 }
 
+/* The pool was dry: reading starts again at the next iteration, when the buffers taken in
+ * this one are back (every read gives its buffer back at once). A pool still dry after
+ * many iterations in a row with no read getting bytes is not short of buffers but broken
+ * (the kernel refused its ring): those connections fail with -ENOBUFS, reported. */
+#define MUX__HTTP_DRY_ROUNDS 64
+
+static void mux__srv_dry_cb(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    struct mux__http_srv *srv = t->data;
+    int broken = ++srv->dry_rounds > MUX__HTTP_DRY_ROUNDS;
+    struct mux__http_conn *c;
+    while ((c = srv->dry) != NULL) {
+        srv->dry = c->next_dry;
+        c->is_dry = 0;
+        if (broken)
+            mux__conn_fail(c, -ENOBUFS);
+        else
+            mux__conn_reading(c, 1);
+    }
+}
+
 static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
 {
     struct mux__http_conn *c = s->data;
+    if (n == -ENOBUFS) {
+        c->reading = 0;
+        if (!c->is_dry) {
+            c->is_dry = 1;
+            c->next_dry = c->srv->dry;
+            c->srv->dry = c;
+        }
+        int r = 0;
+        if (!mux_timer_is_active(&c->srv->dry_timer))
+            r = mux_timer_start(c->srv->loop, &c->srv->dry_timer, 0, 0);
+        if (r != 0)
+            mux__conn_fail(c, r);
+        return;
+    }
     if (n <= 0) {
         c->reading = 0; /* reading has stopped */
         /* The end of the stream or an error (a body that stalled: -ETIMEDOUT). A client
@@ -491,11 +550,14 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
         return;
     }
     if (mux__conn_grow(c, c->len + (size_t)n) != 0) {
+        mux_bufpool_put(&c->srv->pool, buf);
         mux__conn_fail(c, -ENOMEM);
         return;
     }
     memcpy(c->buf + c->len, buf, (size_t)n);
     c->len += (size_t)n;
+    mux_bufpool_put(&c->srv->pool, buf);
+    c->srv->dry_rounds = 0;
     if (c->state == ST_HANDLER && !(c->body_cb && !c->eof_told)) {
         /* Pipelined requests wait; past a head's worth, reading waits too. */
         if (c->len - c->head_len > c->srv->o.limits.max_head)
@@ -1040,6 +1102,19 @@ MUX_EXPORT int mux_http_server_init(mux_http_server_t *pub, mux_loop_t *loop,
         srv->o.max_requests = 1000;
     if (!srv->o.max_connections)
         srv->o.max_connections = 10000;
+    srv->pool_slots = calloc(MUX__HTTP_POOL, sizeof *srv->pool_slots);
+    if (!srv->pool_slots ||
+        posix_memalign((void **)&srv->pool_mem, 4096, (size_t)MUX__HTTP_POOL * MUX__HTTP_READ) !=
+            0 ||
+        mux_bufpool_init(&srv->pool, srv->pool_mem, MUX__HTTP_READ, MUX__HTTP_POOL,
+                         srv->pool_slots) != 0) {
+        free(srv->pool_mem);
+        free(srv->pool_slots);
+        free(srv);
+        return -ENOMEM;
+    }
+    mux_timer_init(&srv->dry_timer, mux__srv_dry_cb);
+    srv->dry_timer.data = srv;
     srv->pub = pub;
     srv->loop = loop;
     srv->cb = cb;
