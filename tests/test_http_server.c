@@ -1263,3 +1263,29 @@ TEST(http_server_more_clients_at_once_than_read_buffers_all_answered) {
     CHECK_EQ(h.calls, N);
     hs_close(&h);
 }
+
+/* The idle timeout counts from the last answer: requests every 100 ms keep a connection with
+ * a 250 ms idle timeout open well past 250 ms (the timer set for the first deadline finds a
+ * later one and sleeps again), and once they stop it is closed after about 250 ms. */
+TEST(http_server_idle_timeout_counts_from_the_last_answer) {
+    mux_http_server_options_t o = {.idle_timeout_ns = 250 * MS};
+    struct hs h;
+    hs_open(&h, &o);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    for (int i = 0; i < 8; i++) {
+        get(&h, &c, "GET /k HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+        CHECK_EQ(r.status, 200);
+        run_ms(&h.loop, 100);
+        cl_pump(&h, &c);
+        CHECK(!c.eof); /* 800 ms in all: open */
+    }
+    uint64_t quiet = mono_ns();
+    cl_wait_eof(&h, &c);
+    uint64_t after = (mono_ns() - quiet) / MS;
+    CHECK_GE(after, 140); /* 250 ms from the last answer, 100 of which had passed */
+    CHECK_LT(after, 2000);
+    cl_close(&c);
+    hs_close(&h);
+}

@@ -88,6 +88,8 @@ struct mux__http_conn {
     struct mux__http_out *spare; /* a response buffer kept for the next response */
     struct mux__http_conn *next_dry;
     uint8_t is_dry;
+    uint64_t deadline; /* when tkind happens (mux_now's clock) */
+    uint64_t tfire;    /* when the timer fires, if it is active */
 };
 
 struct mux__http_out {
@@ -268,13 +270,25 @@ static void mux__conn_close(struct mux__http_conn *c)
         mux__conn_closed(&c->s); /* cannot happen: the stream is open and not closing */
 }
 
+/* Sets the connection's deadline: `kind` happens `ns` from now (T_NONE: nothing does). The
+ * timer is moved only when it would fire after the new deadline: one that fires earlier
+ * finds the deadline later and sleeps again for the rest, so the idle timeout set after
+ * every answer on a kept-alive connection costs no timer operation (libev's idea for idle
+ * timeouts). */
 static void mux__conn_timer(struct mux__http_conn *c, int kind, uint64_t ns)
 {
-    mux_timer_stop(c->srv->loop, &c->timer);
     c->tkind = (uint8_t)kind;
-    int r;
-    if (kind != T_NONE && ns && (r = mux_timer_start(c->srv->loop, &c->timer, ns, 0)) != 0)
+    if (kind == T_NONE)
+        return; /* a timer still armed fires, finds nothing due, and stops */
+    mux_loop_t *loop = c->srv->loop;
+    c->deadline = mux_now(loop) + ns;
+    if (mux_timer_is_active(&c->timer) && c->tfire <= c->deadline)
+        return;
+    mux_timer_stop(loop, &c->timer);
+    int r = mux_timer_start(loop, &c->timer, ns, 0);
+    if (r != 0)
         mux__conn_fail(c, r); /* no timer, no bound on how long it may hold on */
+    c->tfire = c->deadline;
 }
 
 /* The stream's timeouts: always the write timeout, and the body's read timeout while a
@@ -835,8 +849,18 @@ static int mux__field_ok(const mux_http_header_t *h)
         if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
             return 0;
     }
-    return !mux__same(h->name, "content-length") && !mux__same(h->name, "date") &&
-           !mux__same(h->name, "connection") && !mux__same(h->name, "transfer-encoding");
+    switch (h->name.len) { /* the server's own fields */
+    case 4:
+        return !mux__same(h->name, "date");
+    case 10:
+        return !mux__same(h->name, "connection");
+    case 14:
+        return !mux__same(h->name, "content-length");
+    case 17:
+        return !mux__same(h->name, "transfer-encoding");
+    default:
+        return 1;
+    }
 }
 
 /* A response's body: bytes in buffers (copied), or a file's range. */
@@ -962,15 +986,8 @@ MUX_EXPORT int mux_http_exchange_read(mux_http_exchange_t *x, mux_http_body_cb c
     if (c->in_process || c->in_body_cb)
         return 0; /* mux__conn_process goes on with the reader */
     /* What is buffered, or the end, comes from the loop, not from inside this call. */
-    mux_timer_stop(c->srv->loop, &c->timer);
-    c->tkind = T_STREAM;
-    int r = mux_timer_start(c->srv->loop, &c->timer, 0, 0);
-    if (r != 0) {
-        c->tkind = T_NONE;
-        c->body_cb = NULL;
-        return r;
-    }
-    return 0;
+    mux__conn_timer(c, T_STREAM, 0);
+    return c->closing ? -ECANCELED : 0;
 }
 
 MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
@@ -1013,9 +1030,18 @@ MUX_EXPORT int mux_http_respond_file(mux_http_exchange_t *x, int status,
 
 static void mux__conn_timeout(mux_loop_t *loop, mux_timer_t *t)
 {
-    (void)loop;
     struct mux__http_conn *c = t->data;
     int kind = c->tkind;
+    if (kind == T_NONE)
+        return; /* what it was set for is over */
+    uint64_t now = mux_now(loop);
+    if (now < c->deadline) { /* moved later since it was set: sleep for the rest */
+        int r = mux_timer_start(loop, t, c->deadline - now, 0);
+        if (r != 0)
+            mux__conn_fail(c, r);
+        c->tfire = c->deadline;
+        return;
+    }
     c->tkind = T_NONE;
     if (kind == T_STREAM)
         mux__conn_process(c); /* a reader started: what is buffered goes to it */
