@@ -32,6 +32,21 @@ const uint8_t mux__http_tchar[256] = {
 };
 /* clang-format on */
 
+/* Eight bytes at a time (SWAR): a word is loaded, and one test tells whether any of its
+ * bytes needs a look of its own; the byte loops after the word loops decide. */
+#define MUX__ONES 0x0101010101010101ull
+#define MUX__HIGH 0x8080808080808080ull
+/* Nonzero when some byte of x is below n (n <= 128); or is `b`. */
+#define MUX__ANY_BELOW(x, n) (((x)-MUX__ONES * (n)) & ~(x)&MUX__HIGH)
+#define MUX__ANY_IS(x, b)    MUX__ANY_BELOW((x) ^ (MUX__ONES * (b)), 1)
+
+static uint64_t mux__load8(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
 /* A field value's bytes: HTAB, SP, VCHAR, obs-text. */
 static int mux__vchar(unsigned char c)
 {
@@ -60,8 +75,10 @@ static int mux__is(mux_http_str_t s, const char *lit)
 static size_t mux__head_end(const char *buf, size_t len, size_t from, size_t start)
 {
     for (size_t i = from < start ? start : from; i < len; i++) {
-        if (buf[i] != '\n')
-            continue;
+        const char *lf = memchr(buf + i, '\n', len - i);
+        if (!lf)
+            return 0;
+        i = (size_t)(lf - buf);
         /* the line before this LF is empty: LF LF, or LF CR LF */
         if (i >= start + 1 && buf[i - 1] == '\n')
             return i + 1;
@@ -124,6 +141,12 @@ static ssize_t mux__request_line(mux_http_request_t *req, struct mux__cursor *c,
         return mux__refuse(req, 400);
     req->method = (mux_http_str_t){m, (size_t)(c->p - m)};
     const char *t = ++c->p;
+    while (c->end - c->p >= 8 && (size_t)(c->p - t) + 8 <= lim->max_target) {
+        uint64_t x = mux__load8(c->p); /* visible ASCII: 0x21 .. 0x7e */
+        if (MUX__ANY_BELOW(x, 0x21) | MUX__ANY_IS(x, 0x7f) | (x & MUX__HIGH))
+            break;
+        c->p += 8;
+    }
     while (c->p < c->end && (unsigned char)*c->p > 0x20 && (unsigned char)*c->p < 0x7f) {
         if ((size_t)(c->p - t) >= lim->max_target)
             return mux__refuse(req, 414);
@@ -183,6 +206,12 @@ static ssize_t mux__field(mux_http_request_t *req, struct mux__cursor *c, uint32
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
         c->p++;
     const char *v = c->p;
+    while (c->end - c->p >= 8) {
+        uint64_t x = mux__load8(c->p); /* no control byte (a tab is looked at alone) */
+        if (MUX__ANY_BELOW(x, 0x20) | MUX__ANY_IS(x, 0x7f))
+            break;
+        c->p += 8;
+    }
     while (c->p < c->end && mux__vchar((unsigned char)*c->p))
         c->p++;
     const char *vend = c->p;
