@@ -44,6 +44,7 @@ struct mux__fentry {
     char etag[48], lastmod[32];
     size_t el, ll;
     const char *type;
+    size_t tl;
     char *data;    /* the bytes of a file up to MUX_HTTP_STATIC_INLINE (NULL when empty) */
     uint32_t refs; /* the cache's, and one per response sending from fd */
 };
@@ -191,6 +192,7 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
     e->el = mux__http_etag((uint64_t)sb->st_size, mns, e->etag);
     e->ll = mux__http_date((int64_t)sb->st_mtim.tv_sec, e->lastmod);
     e->type = mux__http_mime(file);
+    e->tl = strlen(e->type);
     uint32_t i = mux__hash(key) % MUX__FCACHE_BUCKETS;
     e->next = c->b[i];
     c->b[i] = e;
@@ -395,24 +397,35 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
     uint32_t nh = 0;
     h[nh++] = (mux_http_header_t){{"ETag", 4}, {e->etag, e->el}};
     h[nh++] = (mux_http_header_t){{"Last-Modified", 13}, {e->lastmod, e->ll}};
+    /* The fields that matter here, in one pass (the first of each name counts). */
+    mux_http_str_t inm = {NULL, 0}, ims = {NULL, 0}, range = {NULL, 0};
+    for (uint32_t i = 0; i < req->nheaders; i++) {
+        mux_http_str_t n = req->headers[i].name;
+        int c0 = n.base[0] | 0x20;
+        if (c0 == 'i' && !inm.base && mux__http_same(n, "if-none-match"))
+            inm = req->headers[i].value;
+        else if (c0 == 'i' && !ims.base && mux__http_same(n, "if-modified-since"))
+            ims = req->headers[i].value;
+        else if (c0 == 'r' && !range.base && mux__http_same(n, "range"))
+            range = req->headers[i].value;
+    }
     /* 304: If-None-Match, when present, decides alone. */
-    mux_http_str_t v;
     int not_modified = 0;
-    if (mux_http_header_get(req, "If-None-Match", &v) == 0) {
-        not_modified = mux__http_etag_match(v, e->etag, e->el);
-    } else if (mux_http_header_get(req, "If-Modified-Since", &v) == 0) {
+    if (inm.base) {
+        not_modified = mux__http_etag_match(inm, e->etag, e->el);
+    } else if (ims.base) {
         int64_t since;
-        not_modified = mux__http_date_parse(v, &since) == 0 && e->sb.st_mtim.tv_sec <= since;
+        not_modified = mux__http_date_parse(ims, &since) == 0 && e->sb.st_mtim.tv_sec <= since;
     }
     if (not_modified)
-        return mux_http_respond(x, 304, h, nh, NULL, 0);
-    h[nh++] = (mux_http_header_t){{"Content-Type", 12}, {e->type, strlen(e->type)}};
+        return mux__http_respond_own(x, 304, h, nh, NULL, 0, -1, 0, NULL, NULL);
+    h[nh++] = (mux_http_header_t){{"Content-Type", 12}, {e->type, e->tl}};
     h[nh++] = (mux_http_header_t){{"Accept-Ranges", 13}, {"bytes", 5}};
     uint64_t first = 0, last = size ? size - 1 : 0;
     int status = 200;
     char cr[80];
-    if (mux_http_header_get(req, "Range", &v) == 0) {
-        int rr = mux__http_range(v, size, &first, &last);
+    if (range.base) {
+        int rr = mux__http_range(range, size, &first, &last);
         if (rr < 0) {
             int n = snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
             h[nh - 1] = (mux_http_header_t){{"Content-Range", 13}, {cr, (size_t)n}};
@@ -428,9 +441,11 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
     uint64_t len = size ? last - first + 1 : 0;
     /* HEAD: the same Content-Length, and no body (the server leaves it out). */
     if (e->data || len == 0)
-        return mux_http_respond(x, status, h, nh, len ? e->data + first : NULL, (size_t)len);
+        return mux__http_respond_own(x, status, h, nh, len ? e->data + first : NULL, (size_t)len,
+                                     -1, 0, NULL, NULL);
     e->refs++; /* until the response is done with the descriptor */
-    r = mux_http_respond_file(x, status, h, nh, e->fd, (int64_t)first, len, mux__fentry_sent, e);
+    r = mux__http_respond_own(x, status, h, nh, NULL, (size_t)len, e->fd, first, mux__fentry_sent,
+                              e);
     if (r != 0)
         mux__fentry_unref(e);
     return r;

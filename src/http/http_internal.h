@@ -50,6 +50,15 @@ int mux__http_etag_match(mux_http_str_t inm, const char *etag, size_t etag_len);
 /* tchar (RFC 9110, 5.6.2): 1 for the bytes of a token (parser.c). */
 extern const uint8_t mux__http_tchar[256];
 
+/* mux_http_respond, or mux_http_respond_file when fd >= 0 (then `body` is NULL and `len` the
+ * file's bytes from `off`), for fields the library made (server.c): not checked again. */
+int mux__http_respond_own(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
+                          uint32_t nheaders, const void *body, size_t len, int fd, uint64_t off,
+                          void (*done)(void *arg, int status), void *arg);
+
+/* `s` equals `lit`, which is lower case, without regard to case (server.c). */
+int mux__http_same(mux_http_str_t s, const char *lit);
+
 /* Reports a failure of the server's own while answering `x` (server.c): its on_error. */
 void mux__http_exchange_error(const mux_http_exchange_t *x, int err);
 

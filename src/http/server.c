@@ -153,7 +153,7 @@ static const char *mux__reason(int status)
     return "Status";
 }
 
-static int mux__same(mux_http_str_t s, const char *lit)
+int mux__http_same(mux_http_str_t s, const char *lit)
 {
     size_t n = strlen(lit);
     if (s.len != n)
@@ -178,7 +178,7 @@ MUX_EXPORT int mux_http_header_get(const mux_http_request_t *req, const char *na
     for (size_t i = 0; i <= n; i++)
         low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
     for (uint32_t i = 0; i < req->nheaders; i++)
-        if (mux__same(req->headers[i].name, low)) {
+        if (mux__http_same(req->headers[i].name, low)) {
             *value = req->headers[i].value;
             return 0;
         }
@@ -851,13 +851,13 @@ static int mux__field_ok(const mux_http_header_t *h)
     }
     switch (h->name.len) { /* the server's own fields */
     case 4:
-        return !mux__same(h->name, "date");
+        return !mux__http_same(h->name, "date");
     case 10:
-        return !mux__same(h->name, "connection");
+        return !mux__http_same(h->name, "connection");
     case 14:
-        return !mux__same(h->name, "content-length");
+        return !mux__http_same(h->name, "content-length");
     case 17:
-        return !mux__same(h->name, "transfer-encoding");
+        return !mux__http_same(h->name, "transfer-encoding");
     default:
         return 1;
     }
@@ -872,6 +872,7 @@ struct mux__body {
     uint64_t off;
     void (*done)(void *arg, int status);
     void *arg;
+    int own; /* the fields are the library's own: well formed, none of the server's */
 };
 
 static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
@@ -883,7 +884,7 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
     struct mux__http_conn *c = x->c;
     size_t hbytes = 0, len = b->len;
     for (uint32_t i = 0; i < nheaders; i++) {
-        if (!mux__field_ok(&headers[i]))
+        if (!b->own && !mux__field_ok(&headers[i]))
             return -EINVAL;
         hbytes += headers[i].name.len + headers[i].value.len + 4;
     }
@@ -998,6 +999,16 @@ MUX_EXPORT int mux_http_respond(mux_http_exchange_t *x, int status,
         return -EINVAL;
     mux_buf_t v = {.base = (char *)(uintptr_t)body, .len = len};
     struct mux__body b = {.v = &v, .n = 1, .len = len, .fd = -1};
+    return mux__respond(x, status, headers, nheaders, &b);
+}
+
+int mux__http_respond_own(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
+                          uint32_t nheaders, const void *body, size_t len, int fd, uint64_t off,
+                          void (*done)(void *arg, int status), void *arg)
+{
+    mux_buf_t v = {.base = (char *)(uintptr_t)body, .len = len};
+    struct mux__body b = {
+        .v = &v, .n = 1, .len = len, .fd = fd, .off = off, .done = done, .arg = arg, .own = 1};
     return mux__respond(x, status, headers, nheaders, &b);
 }
 
