@@ -5,6 +5,8 @@
  * arguments refused at the call. The sendfile path (Linux) and the pread path (the portable
  * build) both run these. */
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include "stream_util.h"
 
@@ -244,4 +246,41 @@ TEST(stream_write_file_refuses_what_is_not_a_readable_range) {
     CHECK_GE(dir, 0);
     CHECK_EQ(file_write_status(dir), -EISDIR);
     close(dir);
+}
+
+/* The peer has gone: the file write fails with -EPIPE, and no SIGPIPE reaches the process
+ * (sendfile has no MSG_NOSIGNAL; SIGPIPE's default action would end the test). Repeated,
+ * with SIGPIPE blocked beforehand, which stays so. */
+TEST(stream_write_file_to_a_peer_that_has_gone_is_epipe_not_sigpipe) {
+    pattern_init();
+    CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
+    int file = pattern_file(FILE_LEN);
+    for (int round = 0; round < 2; round++) {
+        sigset_t pipe_set, old;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        CHECK_EQ(pthread_sigmask(round ? SIG_BLOCK : SIG_UNBLOCK, &pipe_set, &old), 0);
+        mux_loop_t loop;
+        loop_open(&loop);
+        int sv[2];
+        make_socketpair(sv);
+        CHECK_EQ(close(sv[1]), 0);
+        struct fbad b = {0};
+        b.w.data = &b;
+        b.req.data = &b;
+        CHECK_EQ(mux_stream_open(&loop, &b.w, sv[0]), 0);
+        CHECK_EQ(mux_write_file(&b.w, &b.req, NULL, 0, file, 0, FILE_LEN, fbad_write_cb), 0);
+        run_for(&loop, &b.done, 3000, "the file write called back");
+        CHECK_EQ(b.status, -EPIPE);
+        CHECK_EQ(mux_stream_close(&b.w, fbad_closed_cb), 0);
+        run_for(&loop, &b.closed, 2000, "the stream closed");
+        loop_finish(&loop);
+        sigset_t now, pending;
+        CHECK_EQ(pthread_sigmask(SIG_SETMASK, NULL, &now), 0);
+        CHECK_EQ(sigismember(&now, SIGPIPE), round); /* the mask is as it was */
+        CHECK_EQ(sigpending(&pending), 0);
+        CHECK_EQ(sigismember(&pending, SIGPIPE), 0);
+        CHECK_EQ(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+    }
+    close(file);
 }

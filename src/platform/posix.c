@@ -16,9 +16,10 @@
  * - Only Linux tells a program that the wall clock was set (a timerfd with
  *   TFD_TIMER_CANCEL_ON_SET); elsewhere the loop compares the clocks each iteration.
  * - A file's bytes go to a socket with Linux's sendfile (the kernel copies from the page
- *   cache). The BSDs' and macOS's sendfile differ in their arguments and in how they block,
- *   so elsewhere (and when Linux refuses a file) they go through pread into a buffer on the
- *   stack and send; what the socket did not take is read again next time.
+ *   cache), which, lacking MSG_NOSIGNAL, runs with SIGPIPE blocked in the calling thread. The BSDs'
+ * and macOS's sendfile differ in their arguments and in how they block, so elsewhere (and when
+ * Linux refuses a file) they go through pread into a buffer on the stack and send; what the socket
+ * did not take is read again next time.
  * - struct iovec and mux_buf_t have the same layout here (asserted below), so an array of
  *   buffers goes to sendmsg as it is.
  */
@@ -55,6 +56,8 @@
 #include <sys/timerfd.h>
 #endif
 #if MUX_HAVE_SENDFILE
+#include <pthread.h>
+#include <signal.h>
 #include <sys/sendfile.h>
 #endif
 
@@ -254,19 +257,38 @@ ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
     if (off > (uint64_t)INT64_MAX - len)
         return -EINVAL;
 #if MUX_HAVE_SENDFILE
+    /* sendfile has no MSG_NOSIGNAL: SIGPIPE is held back in this thread around it, and the
+     * one it raises for a peer that has gone is taken before the mask is restored, unless
+     * one was pending already (which needs it blocked before: an unblocked one is delivered
+     * at once). */
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int had =
+        sigismember(&old, SIGPIPE) && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    ssize_t w;
+    int err;
     for (;;) {
         off_t o = (off_t)off;
-        ssize_t w = sendfile(sock, fd, &o, len);
-        if (w > 0)
-            return w;
-        if (w == 0)
-            return -ENODATA; /* the file ended before `len` bytes */
-        if (errno == EINTR)
-            continue;
-        if (errno == EINVAL || errno == ENOSYS)
-            break; /* a file sendfile cannot read from (or no sendfile): copy */
-        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        w = sendfile(sock, fd, &o, len);
+        err = errno;
+        if (w >= 0 || err != EINTR)
+            break;
     }
+    if (w < 0 && err == EPIPE && !had) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (w > 0)
+        return w;
+    if (w == 0)
+        return -ENODATA; /* the file ended before `len` bytes */
+    if (err != EINVAL && err != ENOSYS)
+        return err == EWOULDBLOCK ? -EAGAIN : -err;
+        /* a file sendfile cannot read from (or no sendfile): copy */
 #endif
     return mux__sock_sendfile_copy(sock, fd, off, len);
 }
