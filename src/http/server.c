@@ -1101,6 +1101,9 @@ static void mux__srv_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
     srv->nconns++;
     mux_timer_init(&c->timer, mux__conn_timeout);
     c->timer.data = c;
+    /* A head sent apart from its body (a file's) must not wait for the client's ACK of
+     * the segment before it (Nagle); a Unix socket has nothing to turn off. */
+    (void)mux_stream_nodelay(&c->s, 1);
     mux_stream_timeouts_t to = {.write_ns = srv->o.write_timeout_ns};
     mux_stream_set_timeouts(&c->s, &to);
     /* A connection that sends nothing gets the header timeout, not the idle one. */
