@@ -680,6 +680,11 @@ struct mux_stream {
  * close. Returns 0, -EINVAL (also for a socket the backend cannot watch: select's
  * FD_SETSIZE), -EBADF, -ENOMEM. */
 int mux_stream_open(mux_loop_t *loop, mux_stream_t *s, mux_os_sock_t sock);
+/* As mux_stream_open, on `l`'s loop, for a socket that `l` handed to its accept callback
+ * (libuv's uv_accept): it is set up already, so nothing is asked of the kernel. Returns 0,
+ * -EINVAL (also for a listener that is closing, and a socket the backend cannot watch),
+ * -ENOMEM. */
+int mux_stream_accept(mux_listener_t *l, mux_stream_t *s, mux_os_sock_t sock);
 /* Starts connecting `s` to a TCP or Unix address; `cb` is called once. `addr` is read
  * during this call only. `s->data` is kept. Returns 0 (the result comes to `cb`; close the
  * stream in any case when done with it), or without calling `cb` (the stream is then not

@@ -319,6 +319,9 @@ void mux__children_reap(struct mux__loop *loop);
 void mux__listeners_resume(struct mux__loop *loop);
 int mux__listener_walkable(const mux_listener_t *l); /* open and not closing */
 int mux__stream_walkable(const mux_stream_t *s);
+/* Opens a stream on a socket known to be set up as the library's own are (stream.c). */
+int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
+                            int is_unix);
 
 /* A circular doubly linked list through struct mux__link (hooks.c's lists, and the loop's
  * streams and listeners). */

@@ -31,6 +31,7 @@ enum {
     L_CLOSING = 0x2,
     L_PAUSED = 0x4,
     L_IN_TASK = 0x8, /* inside the task, which hands out everything before it returns */
+    L_UNIX = 0x10,   /* bound to a Unix path */
 };
 
 static int mux__listener_valid(const mux_listener_t *l)
@@ -216,7 +217,7 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     l->data = data;
     l->loop_ = loop;
     l->sock_ = fd;
-    l->flags_ = L_OPEN;
+    l->flags_ = L_OPEN | (addr->sa_family == AF_UNIX ? L_UNIX : 0);
     l->batch_ = opts && opts->batch ? opts->batch : 64;
     l->cb_ = cb;
     mux_timer_init(&l->retry_, mux__listener_retry_cb);
@@ -235,6 +236,13 @@ MUX_EXPORT int mux_listener_address(const mux_listener_t *l, struct sockaddr *ad
     if (!mux__listener_valid(l) || !addr || !len)
         return -EINVAL;
     return mux__sock_name(l->sock_, addr, len);
+}
+
+MUX_EXPORT int mux_stream_accept(mux_listener_t *l, mux_stream_t *s, mux_os_sock_t sock)
+{
+    if (!mux__listener_valid(l) || !s || sock == MUX_OS_SOCK_INVALID)
+        return -EINVAL;
+    return mux__stream_open_set_up(l->loop_, s, sock, (l->flags_ & L_UNIX) != 0);
 }
 
 MUX_EXPORT mux_loop_t *mux_listener_loop(const mux_listener_t *l)

@@ -659,6 +659,16 @@ MUX_EXPORT int mux_stream_open(mux_loop_t *pub, mux_stream_t *s, mux_os_sock_t s
     return mux__stream_setup(loop, s, sock, S_CONNECTED | (family == AF_UNIX ? S_UNIX : 0));
 }
 
+int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
+                            int is_unix)
+{
+#ifndef _WIN32
+    if (sock < 0 || sock >= loop->backend->fd_limit) /* select: FD_SETSIZE */
+        return -EINVAL;
+#endif
+    return mux__stream_setup(loop, s, sock, S_CONNECTED | (is_unix ? S_UNIX : 0));
+}
+
 MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct sockaddr *addr,
                                   socklen_t addrlen, mux_connect_cb cb)
 {

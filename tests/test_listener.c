@@ -722,3 +722,101 @@ TEST(fork_in_accept_callback_serves_each_connection_once) {
     for (int i = 0; i < 3; i++)
         close(c[i]);
 }
+
+/* ---- mux_stream_accept: a stream on an accepted socket, with no system call ---- */
+
+struct sa {
+    mux_listener_t l;
+    mux_stream_t s;
+    int status, nodelay, accept_rc, closing_rc;
+    char buf[64];
+    size_t got;
+    volatile int opened, read, closed;
+};
+
+static void sa_read_cb(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct sa *a = s->data;
+    if (n > 0) {
+        memcpy(a->buf + a->got, buf, (size_t)n);
+        a->got += (size_t)n;
+        a->read = 1;
+    }
+}
+
+static void sa_closed_cb(mux_stream_t *s)
+{
+    ((struct sa *)s->data)->closed = 1;
+}
+
+static void sa_accept_cb(mux_listener_t *l, int fd, int status)
+{
+    struct sa *a = l->data;
+    CHECK_EQ(status, 0);
+    int fl = fcntl(fd, F_GETFL), fd_fl = fcntl(fd, F_GETFD);
+    CHECK(fl >= 0 && (fl & O_NONBLOCK)); /* set up as the library's sockets are */
+    CHECK(fd_fl >= 0 && (fd_fl & FD_CLOEXEC));
+    a->s.data = a;
+    CHECK_EQ(mux_stream_accept(NULL, &a->s, fd), -EINVAL);
+    CHECK_EQ(mux_stream_accept(l, NULL, fd), -EINVAL);
+    a->accept_rc = mux_stream_accept(l, &a->s, fd);
+    CHECK_EQ(a->accept_rc, 0);
+    CHECK(mux_stream_loop(&a->s) == mux_listener_loop(l));
+    a->nodelay = mux_stream_nodelay(&a->s, 1);
+    CHECK_EQ(mux_read_start(&a->s, a->buf, sizeof a->buf, sa_read_cb), 0);
+    a->opened = 1;
+}
+
+static void sa_run(int family)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct sa *a = calloc(1, sizeof *a);
+    CHECK(a != NULL);
+    char dir[64] = "", path[128];
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (family == AF_UNIX) {
+        tmpdir_make(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/sock", dir);
+        len = addr_unix(&ss, path);
+    } else {
+        len = addr_v4(&ss, 0);
+    }
+    a->l.data = a;
+    CHECK_EQ(mux_listen(&loop, &a->l, (struct sockaddr *)&ss, len, NULL, sa_accept_cb), 0);
+    len = sizeof ss;
+    CHECK_EQ(mux_listener_address(&a->l, (struct sockaddr *)&ss, &len), 0);
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(fd, 0);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&ss, len), 0);
+    run_for(&loop, &a->opened, 2000, "accepted and opened");
+    /* The stream knows its family without asking: nodelay is for TCP only. */
+    CHECK_EQ(a->nodelay, family == AF_UNIX ? -ENOTSUP : 0);
+    CHECK_EQ(write(fd, "hello", 5), 5);
+    run_for(&loop, &a->read, 2000, "the bytes arrived");
+    CHECK_EQ(a->got, 5);
+    CHECK(memcmp(a->buf, "hello", 5) == 0);
+    CHECK_EQ(mux_listener_close(&a->l, NULL), 0);
+    /* A listener that is closing hands out nothing more. */
+    int other = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(other, 0);
+    mux_stream_t s2 = {0};
+    CHECK_EQ(mux_stream_accept(&a->l, &s2, other), -EINVAL);
+    close(other);
+    CHECK_EQ(mux_stream_close(&a->s, sa_closed_cb), 0);
+    run_for(&loop, &a->closed, 2000, "the stream closed");
+    close(fd);
+    loop_finish(&loop);
+    if (family == AF_UNIX)
+        tmpdir_remove(dir, "sock");
+    free(a);
+}
+
+TEST(stream_accept_opens_an_accepted_tcp_socket_as_it_is) {
+    sa_run(AF_INET);
+}
+
+TEST(stream_accept_opens_an_accepted_unix_socket_as_it_is) {
+    sa_run(AF_UNIX);
+}

@@ -88,8 +88,10 @@ struct mux__http_conn {
     struct mux__http_out *spare; /* a response buffer kept for the next response */
     struct mux__http_conn *next_dry;
     uint8_t is_dry;
-    uint64_t deadline; /* when tkind happens (mux_now's clock) */
-    uint64_t tfire;    /* when the timer fires, if it is active */
+    uint8_t nodelay;     /* TCP_NODELAY is set */
+    uint8_t close_after; /* closes once its writes are out */
+    uint64_t deadline;   /* when tkind happens (mux_now's clock) */
+    uint64_t tfire;      /* when the timer fires, if it is active */
 };
 
 struct mux__http_out {
@@ -362,6 +364,8 @@ static void mux__conn_written(mux_write_t *w, int status)
         free(o);
     if (status != 0)
         mux__conn_fail(c, status);
+    else if (c->close_after && mux_stream_write_queue_size(&c->s) == 0)
+        mux__conn_close(c); /* every byte is with the kernel, which sends them, then FIN */
 }
 
 /* A buffer for a response of `len` bytes: the connection's spare when it is big enough. */
@@ -424,6 +428,16 @@ static void mux__conn_finish(struct mux__http_conn *c)
     mux__conn_reading(c, 0);
     if (!c->closing && mux_stream_shutdown(&c->s, mux__conn_shut) != 0)
         mux__conn_close(c);
+}
+
+/* The client said this request is its last (HTTP/1.0 without keep-alive, or Connection:
+ * close), sent nothing after it, and its body was read: nothing is left to read, so the
+ * connection closes once the answer is out, without the half-close and the lingering read
+ * (which are there for a client whose unread bytes would turn the close into a reset, as
+ * nginx does). */
+static int mux__conn_last_word(const struct mux__http_conn *c)
+{
+    return !(c->req.flags & MUX_HTTP_KEEP_ALIVE) && c->body_done && c->len == c->head_len;
 }
 
 /* Answers what the server refuses by itself, and ends the connection. */
@@ -906,6 +920,12 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
     int nobody = status == 204 || status == 304;
     int send_body = !nobody && !c->head && len;
     int file = b->fd >= 0 && send_body;
+    if (file && !c->nodelay) {
+        /* The head goes apart from the file's bytes, and must not wait for the ACK of the
+         * segment before it (Nagle); a Unix socket has nothing to turn off. */
+        c->nodelay = 1;
+        (void)mux_stream_nodelay(&c->s, 1);
+    }
     size_t cap = 160 + hbytes + (send_body && !file ? len : 0);
     struct mux__http_out *o = mux__out_new(c, cap);
     if (!o) {
@@ -958,6 +978,13 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
     if (mux__out_send_file(c, o, (size_t)(p - o->data), b->fd, b->off, file ? len : 0) != 0) {
         c->state = ST_DONE;
         return 0; /* the connection is closing: the answer is lost with it */
+    }
+    if (!c->keep && mux__conn_last_word(c)) {
+        c->state = ST_DONE;
+        c->close_after = 1;
+        mux__conn_timer(c, T_NONE, 0);
+        mux__conn_reading(c, 0);
+        return 0;
     }
     if (!c->keep) {
         mux__conn_finish(c);
@@ -1086,7 +1113,7 @@ static void mux__srv_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
     c->s.data = c;
     c->req.headers = c->hdrs;
     c->req.headers_cap = srv->o.limits.max_headers;
-    int r = mux_stream_open(srv->loop, &c->s, sock);
+    int r = mux_stream_accept(l, &c->s, sock);
     if (r != 0) {
         free(c->hdrs);
         free(c);
@@ -1101,9 +1128,6 @@ static void mux__srv_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
     srv->nconns++;
     mux_timer_init(&c->timer, mux__conn_timeout);
     c->timer.data = c;
-    /* A head sent apart from its body (a file's) must not wait for the client's ACK of
-     * the segment before it (Nagle); a Unix socket has nothing to turn off. */
-    (void)mux_stream_nodelay(&c->s, 1);
     mux_stream_timeouts_t to = {.write_ns = srv->o.write_timeout_ns};
     mux_stream_set_timeouts(&c->s, &to);
     /* A connection that sends nothing gets the header timeout, not the idle one. */
