@@ -130,6 +130,11 @@ struct mux__backend {
      * a cached registration must not be trusted. 0 or -errno (the core reports it to the
      * fd's watchers). */
     int (*change)(struct mux__loop *loop, int fd, unsigned want, int force);
+    /* May be NULL. The library is about to close `fd` itself (a stream's or listener's
+     * socket), after every watcher of it stopped: the kernel forgets its registration with
+     * the close, and a backend that caches it can forget it too, so that the next file
+     * with that number is registered without a failed attempt first. */
+    void (*closing)(struct mux__loop *loop, int fd);
     /* Waits at most `timeout_ns` (-1: no limit, 0: poll) and reports events. Returns 0 or
      * -errno; -EINTR is not an error. */
     int (*wait)(struct mux__loop *loop, int64_t timeout_ns);

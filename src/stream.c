@@ -921,6 +921,10 @@ MUX_EXPORT int mux_stream_close(mux_stream_t *s, mux_close_cb cb)
     mux__stream_unpark(s); /* parked completions: their buffers go back */
     mux__op_cancel(loop, &s->rop_);
     mux__op_cancel(loop, &s->wop_);
+#ifndef _WIN32
+    if (loop->backend->closing)
+        loop->backend->closing(loop, s->sock_);
+#endif
     mux__sock_close(s->sock_);
     s->sock_ = MUX_OS_SOCK_INVALID;
     mux__listeners_resume(loop); /* a descriptor is free again */

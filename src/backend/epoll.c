@@ -156,6 +156,14 @@ static int mux__epoll_change(struct mux__loop *loop, int fd, unsigned want, int 
     return err;
 }
 
+static void mux__epoll_closing(struct mux__loop *loop, int fd)
+{
+    struct mux__fd *e = mux__fd_find(loop, fd);
+    if (e && e->kmask != MUX__EPOLL_EPERM && !e->head)
+        e->kmask = 0; /* the close takes it out of the epoll set (a dup would keep it: then
+                         ADD says EEXIST, and MOD follows) */
+}
+
 static int mux__epoll_fork(struct mux__loop *loop)
 {
     return mux__epoll_renew(loop);
@@ -260,6 +268,7 @@ const struct mux__backend mux__backend_epoll = {
     .close = mux__epoll_close,
     .fork = mux__epoll_fork,
     .change = mux__epoll_change,
+    .closing = mux__epoll_closing,
     .wait = mux__epoll_wait,
     .wake = mux__wake_fd,
 };
