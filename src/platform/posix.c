@@ -260,7 +260,8 @@ ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
     /* sendfile has no MSG_NOSIGNAL: SIGPIPE is held back in this thread around it, and the
      * one it raises for a peer that has gone is taken before the mask is restored, unless
      * one was pending already (which needs it blocked before: an unblocked one is delivered
-     * at once). */
+     * at once). It may raise one and still return a count (a first part went), so the
+     * pending one is looked for after every call. */
     sigset_t pipe_set, old, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
@@ -276,7 +277,7 @@ ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
         if (w >= 0 || err != EINTR)
             break;
     }
-    if (w < 0 && err == EPIPE && !had) {
+    if (!had) { /* raised even when it returns a count: the peer went after a first part */
         struct timespec zero = {0, 0};
         while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
         }
