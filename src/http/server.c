@@ -90,6 +90,7 @@ struct mux__http_conn {
     uint8_t is_dry;
     uint8_t nodelay;     /* TCP_NODELAY is set */
     uint8_t close_after; /* closes once its writes are out */
+    uint8_t extra;       /* bytes came after its last request, and were dropped */
     uint64_t deadline;   /* when tkind happens (mux_now's clock) */
     uint64_t tfire;      /* when the timer fires, if it is active */
 };
@@ -437,7 +438,8 @@ static void mux__conn_finish(struct mux__http_conn *c)
  * nginx does). */
 static int mux__conn_last_word(const struct mux__http_conn *c)
 {
-    return !(c->req.flags & MUX_HTTP_KEEP_ALIVE) && c->body_done && c->len == c->head_len;
+    return !(c->req.flags & MUX_HTTP_KEEP_ALIVE) && c->body_done && c->len == c->head_len &&
+           !c->extra;
 }
 
 /* Answers what the server refuses by itself, and ends the connection. */
@@ -577,6 +579,12 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
         mux__conn_fail(c, err);
         return;
     }
+    if (c->state == ST_HANDLER && !c->keep && c->body_done) {
+        mux_bufpool_put(&c->srv->pool, buf); /* after the last request: not read */
+        c->srv->dry_rounds = 0;
+        c->extra = 1;
+        return;
+    }
     if (mux__conn_grow(c, c->len + (size_t)n) != 0) {
         mux_bufpool_put(&c->srv->pool, buf);
         mux__conn_fail(c, -ENOMEM);
@@ -597,9 +605,12 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
 
 static void mux__conn_handle(struct mux__http_conn *c)
 {
-    /* While the handler holds the exchange, pipelined bytes may come: room for all that
-     * is read before reading pauses, so that the request's strings stay where they are. */
-    if (mux__conn_grow(c, c->len + c->srv->o.limits.max_head + 2 * MUX__HTTP_READ) != 0) {
+    /* While the handler holds the exchange, pipelined bytes (or a streamed body) may come:
+     * room for all that is read before reading pauses, so that the request's strings stay
+     * where they are. The last request of a connection with its body read needs none:
+     * what follows it is dropped (mux__conn_read). */
+    if ((c->keep || !c->body_done) &&
+        mux__conn_grow(c, c->len + c->srv->o.limits.max_head + 2 * MUX__HTTP_READ) != 0) {
         mux__conn_fail(c, -ENOMEM);
         return;
     }
