@@ -192,13 +192,14 @@ mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x);
 
 /* With stream_bodies: the body's bytes as they arrive (`len` > 0, at `data`, valid during
  * the call; chunked bodies decoded), then `len` 0 once at its end; or a negative errno
- * instead, once: -ECONNRESET (the client went before the end), -ETIMEDOUT (no byte for
- * body_timeout_ns), -EBADMSG (broken chunked framing), -EMSGSIZE (a chunked body over
- * limits.max_body). After an error the connection ends once the answer is out. The callback
- * may answer the exchange; from then on it is not called again. */
+ * instead, once: -ECONNRESET (the client ended or reset the connection before the end),
+ * -ETIMEDOUT (no byte for body_timeout_ns), -EBADMSG (broken chunked framing), -EMSGSIZE (a
+ * chunked body over limits.max_body), -ECANCELED (the connection was closed: the server's
+ * close, a failed write; answering then returns -ECANCELED too). After an error the
+ * connection ends once the answer is out (a reset one at once). The callback may answer the
+ * exchange; from then on it is not called again. */
 typedef void (*mux_http_body_cb)(mux_http_exchange_t *x, const char *data, ssize_t len);
-/* Starts delivering the body to `cb` (NULL pauses: reading stops once a head's worth is
- * buffered), from the loop, never from inside this call; sends 100 Continue first when the
+/* Starts delivering the body to `cb` (NULL pauses: reading stops once 4 KB are buffered), from the loop, never from inside this call; sends 100 Continue first when the
  * client asked for it. A body the handler does not read to its end before answering is read
  * and dropped after the answer, so the next request on the connection is found (a client
  * still waiting for its 100 Continue gets the answer with Connection: close instead).

@@ -5,11 +5,11 @@
  * A connection reads into a buffer of the server's pool (on io_uring the kernel picks one
  * as the bytes arrive, and receives cost no system call), appends the bytes to its own
  * buffer, where requests wait to be parsed, and gives the pool's buffer back at once: an idle
- * connection holds no read buffer. A pool that runs dry (more reads completed in one go
+ * connection holds no pool buffer. A pool that runs dry (more reads completed in one go
  * than it has buffers) pauses those connections' reading until the next loop iteration. One request
  * at a time is in its handler: HEAD (its head is being read), BODY (the body is copied out, decoded
- * when chunked), HANDLER (the handler has the exchange; reading pauses once the buffer holds more
- * than a head's worth), then HEAD for the next request, already buffered when the client pipelines.
+ * when chunked), HANDLER (the handler has the exchange; reading pauses once the buffer holds 4 KB
+ * more), then HEAD for the next request, already buffered when the client pipelines.
  * Responses are queued on the stream as they are made, so they leave in the order of the requests.
  * A refused request gets its status with Connection: close; then the connection shuts down its
  * writing side, reads and drops what the client still sends for up to 2 s (so that closing
@@ -26,6 +26,7 @@
 
 #define MUX__HTTP_READ   16384 /* bytes per read: the size of the pool's buffers */
 #define MUX__HTTP_POOL   256   /* buffers in the server's pool */
+#define MUX__HTTP_PIPE   4096  /* bytes read ahead while the handler has the exchange */
 #define MUX__HTTP_LINGER (2000ull * 1000000)
 #define MUX__NS_PER_S    1000000000ull
 
@@ -107,6 +108,8 @@ struct mux__http_out {
 
 static void mux__conn_process(struct mux__http_conn *c);
 static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf);
+static void mux__conn_unlink_dry(struct mux__http_conn *c);
+static void mux__conn_body_error(struct mux__http_conn *c, int err);
 
 static const struct {
     short status;
@@ -233,12 +236,7 @@ static void mux__conn_fail(struct mux__http_conn *c, int err)
 static void mux__conn_free(struct mux__http_conn *c)
 {
     struct mux__http_srv *srv = c->srv;
-    if (c->is_dry) {
-        struct mux__http_conn **pp = &srv->dry;
-        while (*pp != c)
-            pp = &(*pp)->next_dry;
-        *pp = c->next_dry;
-    }
+    mux__conn_unlink_dry(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -258,8 +256,12 @@ static void mux__conn_closed(mux_stream_t *s)
 {
     struct mux__http_conn *c = s->data;
     c->closed = 1;
-    if (c->state == ST_HANDLER && c->x.c)
-        return; /* the handler still has the exchange: freed when it answers */
+    if (c->state == ST_HANDLER && c->x.c) {
+        /* The handler still has the exchange: freed when it answers. A reader waiting for
+         * the body hears that it will not come (the answer it may give frees c). */
+        mux__conn_body_error(c, -ECANCELED);
+        return;
+    }
     mux__conn_free(c);
 }
 
@@ -306,8 +308,21 @@ static void mux__conn_body_timeout(struct mux__http_conn *c, int on)
     mux_stream_set_timeouts(&c->s, &to);
 }
 
+static void mux__conn_unlink_dry(struct mux__http_conn *c)
+{
+    if (!c->is_dry)
+        return;
+    struct mux__http_conn **pp = &c->srv->dry;
+    while (*pp != c)
+        pp = &(*pp)->next_dry;
+    *pp = c->next_dry;
+    c->is_dry = 0;
+}
+
 static void mux__conn_reading(struct mux__http_conn *c, int on)
 {
+    if (!on)
+        mux__conn_unlink_dry(c); /* waiting for a buffer to read: not any more */
     if (c->closing || on == c->reading)
         return;
     int r = on ? mux_read_start_pool(&c->s, &c->srv->pool, mux__conn_read) : mux_read_stop(&c->s);
@@ -396,9 +411,7 @@ static int mux__out_send_file(struct mux__http_conn *c, struct mux__http_out *o,
     int r = flen
                 ? mux_write_file(&c->s, &o->w, &o->b, 1, fd, (int64_t)foff, flen, mux__conn_written)
                 : mux_write(&c->s, &o->w, &o->b, 1, mux__conn_written);
-    if (r != 0) {
-        if (o->done)
-            o->done(o->arg, r);
+    if (r != 0) { /* the answer is not sent: its file's `done` is not called */
         free(o);
         mux__conn_fail(c, r);
         return r;
@@ -574,7 +587,19 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
             c->keep = 0;
             return;
         }
+        if (n == 0 && ((c->state == ST_HEAD && c->len == 0) || c->dropping) &&
+            mux_stream_write_queue_size(&c->s) > 0) {
+            mux__conn_finish(c); /* after an answer: it still goes, then the end */
+            return;
+        }
         int err = n == 0 ? -ECONNRESET : (int)n; /* ended within a body */
+        if (c->state == ST_HANDLER && c->streaming && (n == 0 || n == -ETIMEDOUT)) {
+            /* The client stopped sending (half-closed, or stalled) but may still read:
+             * the reader hears of it, and the answer goes before the end. */
+            c->keep = 0;
+            mux__conn_body_error(c, err);
+            return;
+        }
         mux__conn_body_error(c, err);
         mux__conn_fail(c, err);
         return;
@@ -595,8 +620,8 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
     mux_bufpool_put(&c->srv->pool, buf);
     c->srv->dry_rounds = 0;
     if (c->state == ST_HANDLER && !(c->body_cb && !c->eof_told)) {
-        /* Pipelined requests wait; past a head's worth, reading waits too. */
-        if (c->len - c->head_len > c->srv->o.limits.max_head)
+        /* Pipelined requests wait; past a few KB, reading waits too. */
+        if (c->len - c->head_len > MUX__HTTP_PIPE)
             mux__conn_reading(c, 0);
         return;
     }
@@ -610,7 +635,7 @@ static void mux__conn_handle(struct mux__http_conn *c)
      * where they are. The last request of a connection with its body read needs none:
      * what follows it is dropped (mux__conn_read). */
     if ((c->keep || !c->body_done) &&
-        mux__conn_grow(c, c->len + c->srv->o.limits.max_head + 2 * MUX__HTTP_READ) != 0) {
+        mux__conn_grow(c, c->len + MUX__HTTP_PIPE + MUX__HTTP_READ) != 0) {
         mux__conn_fail(c, -ENOMEM);
         return;
     }
@@ -650,10 +675,12 @@ static int mux__conn_body(struct mux__http_conn *c, int mode)
         if (r == -EBADMSG) {
             if (mode == B_COPY)
                 mux__conn_refuse(c, 400);
-            else { /* the handler has the exchange: its answer goes, then the end */
+            else { /* the handler has the exchange (or had): its answer goes, then the end */
                 mux__conn_body_error(c, -EBADMSG);
                 c->keep = 0;
                 mux__conn_reading(c, 0);
+                if (mode == B_DROP)
+                    mux__conn_finish(c);
             }
             return -1;
         }
@@ -717,12 +744,18 @@ static void mux__conn_next(struct mux__http_conn *c)
     memmove(c->buf, c->buf + c->head_len, c->len - c->head_len);
     c->len -= c->head_len;
     c->head_len = 0;
-    c->body_len = 0;
     c->body_cb = NULL;
     c->dropping = !c->body_done;
+    if (!c->dropping)
+        c->body_len = 0; /* a body being dropped goes on counting against max_body */
     c->state = c->dropping ? ST_BODY : ST_HEAD;
     if (c->dropping)
         mux__conn_body_timeout(c, 1);
+    if (c->len == 0 && c->cap > 65536) { /* a big request's room: not kept while idle */
+        free(c->buf);
+        c->buf = NULL;
+        c->cap = 0;
+    }
 }
 
 static void mux__conn_process(struct mux__http_conn *c)
@@ -986,9 +1019,10 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
         }
     c->requests++;
     c->body_cb = NULL;
-    if (mux__out_send_file(c, o, (size_t)(p - o->data), b->fd, b->off, file ? len : 0) != 0) {
+    int r = mux__out_send_file(c, o, (size_t)(p - o->data), b->fd, b->off, file ? len : 0);
+    if (r != 0) {
         c->state = ST_DONE;
-        return 0; /* the connection is closing: the answer is lost with it */
+        return r; /* the connection is closing: the answer is lost with it */
     }
     if (!c->keep && mux__conn_last_word(c)) {
         c->state = ST_DONE;
@@ -1019,7 +1053,7 @@ MUX_EXPORT int mux_http_exchange_read(mux_http_exchange_t *x, mux_http_body_cb c
     /* The body's timeout runs while somebody waits for the body. */
     mux__conn_body_timeout(c, cb && !c->body_done);
     if (!cb)
-        return 0; /* reading pauses once a head's worth is buffered */
+        return 0; /* reading pauses once 4 KB are buffered */
     if (!c->body_done && (c->req.flags & MUX_HTTP_EXPECT_CONTINUE) && mux__conn_continue(c) != 0)
         return -ECANCELED;
     if (c->in_process || c->in_body_cb)
