@@ -652,6 +652,22 @@ static void mux__conn_handle(struct mux__http_conn *c)
  * more must come, -1 when the request was refused or the connection is ending. */
 enum { B_COPY, B_STREAM, B_DROP };
 
+/* A body the server will not take: refused with `status` before the handler has it, or
+ * else `err` for its reader, and the end of the connection after the answer. -1. */
+static int mux__conn_body_refused(struct mux__http_conn *c, int mode, int status, int err)
+{
+    if (mode == B_COPY) {
+        mux__conn_refuse(c, status);
+        return -1;
+    }
+    mux__conn_body_error(c, err);
+    c->keep = 0;
+    mux__conn_reading(c, 0);
+    if (mode == B_DROP) /* answered already */
+        mux__conn_finish(c);
+    return -1;
+}
+
 static int mux__conn_body(struct mux__http_conn *c, int mode)
 {
     const mux_http_limits_t *lim = &c->srv->o.limits;
@@ -672,18 +688,8 @@ static int mux__conn_body(struct mux__http_conn *c, int mode)
         }
         got = avail;
         ssize_t r = mux_http_chunked_decode(&c->ch, d, &got);
-        if (r == -EBADMSG) {
-            if (mode == B_COPY)
-                mux__conn_refuse(c, 400);
-            else { /* the handler has the exchange (or had): its answer goes, then the end */
-                mux__conn_body_error(c, -EBADMSG);
-                c->keep = 0;
-                mux__conn_reading(c, 0);
-                if (mode == B_DROP)
-                    mux__conn_finish(c);
-            }
-            return -1;
-        }
+        if (r == -EBADMSG)
+            return mux__conn_body_refused(c, mode, 400, -EBADMSG);
         used = r >= 0 ? avail - (size_t)r : avail;
         end = r >= 0;
     } else {
@@ -696,18 +702,8 @@ static int mux__conn_body(struct mux__http_conn *c, int mode)
         end = c->body_left == 0;
     }
     c->body_len += got;
-    if (c->body_len > lim->max_body) { /* chunked: no length said so beforehand */
-        if (mode == B_COPY) {
-            mux__conn_refuse(c, 413);
-        } else {
-            mux__conn_body_error(c, -EMSGSIZE);
-            c->keep = 0;
-            mux__conn_reading(c, 0);
-            if (mode == B_DROP)
-                mux__conn_finish(c);
-        }
-        return -1;
-    }
+    if (c->body_len > lim->max_body) /* chunked: no length said so beforehand */
+        return mux__conn_body_refused(c, mode, 413, -EMSGSIZE);
     if (mode == B_STREAM && got) {
         /* The piece stays where it is during the call; what the handler does meanwhile
          * (answer, stop reading) takes effect in mux__conn_process afterwards. */
