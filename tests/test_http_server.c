@@ -517,6 +517,18 @@ TEST(http_server_respond_refuses_bad_arguments) {
     CHECK_EQ(mux_http_respond(h.pending, 200, &cl, 1, NULL, 0), -EINVAL);
     CHECK_EQ(mux_http_respond(h.pending, 200, &crlf, 1, NULL, 0), -EINVAL);
     CHECK_EQ(mux_http_respond(h.pending, 200, &sp, 1, NULL, 0), -EINVAL);
+    /* The server's own fields, in any case: Date, Connection, Transfer-Encoding. */
+    mux_http_header_t own[3] = {{{"date", 4}, {"x", 1}},
+                                {{"CONNECTION", 10}, {"close", 5}},
+                                {{"Transfer-Encoding", 17}, {"chunked", 7}}};
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(mux_http_respond(h.pending, 200, &own[i], 1, NULL, 0), -EINVAL);
+    mux_buf_t holes[2] = {mux_buf_init(NULL, 3), mux_buf_init("x", 1)};
+    CHECK_EQ(mux_http_respond_v(h.pending, 200, NULL, 0, holes, 2), -EINVAL);
+    CHECK_EQ(mux_http_respond_v(h.pending, 200, NULL, 0, NULL, 2), -EINVAL);
+    CHECK_EQ(mux_http_respond_file(h.pending, 200, NULL, 0, -1, 0, 1, NULL, NULL), -EINVAL);
+    CHECK_EQ(mux_http_respond_file(h.pending, 200, NULL, 0, 0, -1, 1, NULL, NULL), -EINVAL);
+    CHECK_EQ(mux_http_exchange_read(h.pending, NULL), -EINVAL); /* bodies are not streamed */
     CHECK_EQ(mux_http_respond(h.pending, 100, NULL, 0, NULL, 0), -EINVAL);
     CHECK_EQ(mux_http_respond(h.pending, 600, NULL, 0, NULL, 0), -EINVAL);
     CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, NULL, 3), -EINVAL);
@@ -1334,6 +1346,57 @@ TEST(http_server_idle_timeout_counts_from_the_last_answer) {
     uint64_t after = (mono_ns() - quiet) / MS;
     CHECK_GE(after, 140); /* 250 ms from the last answer, 100 of which had passed */
     CHECK_LT(after, 2000);
+    cl_close(&c);
+    hs_close(&h);
+}
+
+/* A reader paused with NULL gets nothing more until it starts again; the bytes buffered
+ * meanwhile come when it does, from the loop. */
+TEST(http_server_streamed_body_paused_and_resumed) {
+    mux_http_server_options_t o = {.stream_bodies = 1};
+    struct hs h;
+    hs_open_with(&h, &o, hs_stream);
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "POST /later HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\n\r\nab");
+    run_ms(&h.loop, 30);
+    CHECK(sb.x != NULL);
+    CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), 0);
+    run_ms(&h.loop, 30);
+    CHECK_EQ(sb.total, 2);
+    CHECK_EQ(mux_http_exchange_read(sb.x, NULL), 0); /* paused */
+    cl_sends(&h, &c, "cdef");
+    run_ms(&h.loop, 30);
+    CHECK_EQ(sb.total, 2);
+    CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), 0);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    char want[120];
+    snprintf(want, sizeof want, "n=6 pieces=2 sum=%u first=abcdef end=0", sum_of("abcdef", 6));
+    CHECK_STR_EQ(r.body, want);
+    cl_close(&c);
+    hs_close(&h);
+}
+
+/* A last request (Connection: close) answered later, while the client goes on sending: what
+ * it sends is not read, the answer goes with Connection: close, and the connection ends. */
+TEST(http_server_bytes_after_the_last_request_are_dropped) {
+    struct hs h;
+    hs_open(&h, NULL);
+    h.defer = 1;
+    static struct hclient c;
+    struct resp r;
+    cl_open(&h, &c);
+    cl_sends(&h, &c, "GET /last HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    cl_wait_pending(&h, &c);
+    cl_sends(&h, &c, "GET /more HTTP/1.1\r\nHost: t\r\n\r\n");
+    run_ms(&h.loop, 30);
+    CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, "last", 4), 0);
+    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_STR_EQ(r.body, "last");
+    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    cl_wait_eof(&h, &c);
+    CHECK_EQ(h.calls, 1);
     cl_close(&c);
     hs_close(&h);
 }
