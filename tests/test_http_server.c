@@ -955,6 +955,16 @@ TEST(http_server_static_big_file_is_sent_from_its_descriptor) {
     CHECK_EQ(fwrite(content, 1, big, f), big);
     CHECK_EQ(fclose(f), 0);
     free(content);
+    /* And one of 40,000 bytes: kept in memory, lent to its answers without a copy. */
+    char *mid = malloc(40000);
+    CHECK(mid != NULL);
+    pattern_fill(mid, 0, 40000);
+    snprintf(path, sizeof path, "%s/mid.bin", dir);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    CHECK_EQ(fwrite(mid, 1, 40000, f), 40000);
+    CHECK_EQ(fclose(f), 0);
+    free(mid);
     int fds_before = open_fds();
     memset(&files, 0, sizeof files);
     CHECK_EQ(mux_http_static_init(&files, dir), 0);
@@ -963,6 +973,12 @@ TEST(http_server_static_big_file_is_sent_from_its_descriptor) {
     static struct hclient c;
     struct resp r;
     cl_open(&h, &c);
+    cl_sends(&h, &c, "GET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+    cl_pattern_response(&h, &c, 0, 40000);
+    cl_pattern_response(&h, &c, 0, 40000);
+    get(&h, &c, "GET /mid.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=30000-30099\r\n\r\n", &r);
+    CHECK_EQ(r.status, 206);
+    CHECK(pattern_ok(r.body, 30000, 100));
     get(&h, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=100-4194\r\n\r\n", &r);
     CHECK_EQ(r.status, 206);
     CHECK(has(&r, "\r\nContent-Range: bytes 100-4194/3145728\r\n"));
@@ -1013,6 +1029,8 @@ TEST(http_server_static_big_file_is_sent_from_its_descriptor) {
     mux_http_static_close(&files);
     hs_close(&h);
     CHECK_EQ(open_fds(), fds_before); /* the cache's descriptor too */
+    CHECK_EQ(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/big.bin", dir);
     CHECK_EQ(unlink(path), 0);
     CHECK_EQ(rmdir(dir), 0);
 }

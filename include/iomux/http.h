@@ -235,10 +235,12 @@ int mux_http_respond_file(mux_http_exchange_t *x, int status, const mux_http_hea
 /* A directory served as files. It keeps the files it served open, with their metadata,
  * and checks at most once a second per file that the name still leads to the same file
  * and that the file did not change (nginx's open_file_cache); a file that did is opened
- * again. Bodies go from the page cache to the socket (mux_http_respond_file), except those
- * of files up to MUX_HTTP_STATIC_INLINE bytes, which are read once into the cache with the
- * metadata and sent with the head in one send: a file changed in place within the second
- * between two checks is served as it was, as its ETag and length already are. One loop's,
+ * again. Files up to 64 KB (while those kept stay under 16 MB in all) are read once into
+ * the cache with the metadata and sent from memory: up to MUX_HTTP_STATIC_INLINE bytes
+ * copied after the head into one send, above that lent to it without a copy. A file changed
+ * in place within the second between two checks is served as it was, as its ETag and
+ * length already are. Larger bodies go from the page cache to the socket
+ * (mux_http_respond_file). One loop's,
  * not to be shared between threads; closing it while responses are in flight is allowed
  * (the files they send stay open until they are sent). */
 #define MUX_HTTP_STATIC_INLINE 16384u

@@ -7,10 +7,12 @@
  * real path of what was opened must lie under the root's real path.
  *
  * The cache keeps the descriptor, the metadata and the response fields made from it, and
- * the bytes of a file up to MUX_HTTP_STATIC_INLINE, read when it is opened. A larger body
- * goes with mux_http_respond_file, and its response holds a reference to the entry: an
- * entry dropped from the cache (changed, or the cache closed) closes its descriptor once
- * the last response that sends from it is done.
+ * the bytes of a file up to MUX__FCACHE_MEM_FILE (while the bytes kept stay under
+ * MUX__FCACHE_MEM), read when it is opened. Up to MUX_HTTP_STATIC_INLINE they are copied
+ * after the head; above, they are lent to the response, which holds a reference to the
+ * entry, as one whose body goes with mux_http_respond_file does: an entry dropped from the
+ * cache (changed, or the cache closed) frees its bytes and closes its descriptor once the
+ * last response that sends from it is done.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +33,10 @@
 
 /* ---- the open-file cache ------------------------------------------------------------- */
 
-#define MUX__FCACHE_BUCKETS 1024u        /* and at most as many files */
-#define MUX__FCACHE_VALID   1000000000ll /* ns between checks of a file */
+#define MUX__FCACHE_BUCKETS  1024u               /* and at most as many files */
+#define MUX__FCACHE_VALID    1000000000ll        /* ns between checks of a file */
+#define MUX__FCACHE_MEM_FILE (64u * 1024)        /* files kept in memory: up to this size */
+#define MUX__FCACHE_MEM      (16u * 1024 * 1024) /* and up to this many bytes in all */
 
 struct mux__fentry {
     struct mux__fentry *next;
@@ -45,13 +49,14 @@ struct mux__fentry {
     size_t el, ll;
     const char *type;
     size_t tl;
-    char *data;    /* the bytes of a file up to MUX_HTTP_STATIC_INLINE (NULL when empty) */
+    char *data;    /* the bytes of a small file (NULL when empty, or not kept) */
     uint32_t refs; /* the cache's, and one per response sending from fd */
 };
 
 struct mux__fcache {
     struct mux__fentry *b[MUX__FCACHE_BUCKETS];
     uint32_t n;
+    size_t mem; /* file bytes the entries keep */
 };
 
 static uint32_t mux__hash(const char *s)
@@ -96,6 +101,7 @@ static void mux__fcache_clear(struct mux__fcache *c)
             mux__fentry_unref(e);
         }
     c->n = 0;
+    c->mem = 0;
 }
 
 /* Drops the entry for `key`, if any. */
@@ -106,6 +112,8 @@ static void mux__fcache_drop(struct mux__fcache *c, const char *key)
         if (strcmp((*p)->key, key) == 0) {
             struct mux__fentry *e = *p;
             *p = e->next;
+            if (e->data)
+                c->mem -= (size_t)e->sb.st_size;
             mux__fentry_unref(e);
             c->n--;
             return;
@@ -181,11 +189,14 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
     e->fd = fd;
     e->refs = 1;
     size_t size = (size_t)sb->st_size;
-    if (size && size <= MUX_HTTP_STATIC_INLINE &&
-        (!(e->data = malloc(size)) || (*err = mux__read_all(fd, e->data, size)) != 0)) {
+    int keep = size && (size <= MUX_HTTP_STATIC_INLINE ||
+                        (size <= MUX__FCACHE_MEM_FILE && c->mem + size <= MUX__FCACHE_MEM));
+    if (keep && (!(e->data = malloc(size)) || (*err = mux__read_all(fd, e->data, size)) != 0)) {
         mux__fentry_unref(e); /* closes fd */
         return NULL;
     }
+    if (keep)
+        c->mem += size;
     e->sb = *sb;
     e->checked = mux__mono();
     int64_t mns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
@@ -440,12 +451,16 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
     }
     uint64_t len = size ? last - first + 1 : 0;
     /* HEAD: the same Content-Length, and no body (the server leaves it out). */
-    if (e->data || len == 0)
+    if (len <= MUX_HTTP_STATIC_INLINE && (e->data || len == 0)) /* copied after the head */
         return mux__http_respond_own(x, status, h, nh, len ? e->data + first : NULL, (size_t)len,
                                      -1, 0, NULL, NULL);
-    e->refs++; /* until the response is done with the descriptor */
-    r = mux__http_respond_own(x, status, h, nh, NULL, (size_t)len, e->fd, first, mux__fentry_sent,
-                              e);
+    e->refs++; /* until the response is done with the bytes, or the descriptor */
+    if (e->data)
+        r = mux__http_respond_own(x, status, h, nh, e->data + first, (size_t)len, -1, 0,
+                                  mux__fentry_sent, e);
+    else
+        r = mux__http_respond_own(x, status, h, nh, NULL, (size_t)len, e->fd, first,
+                                  mux__fentry_sent, e);
     if (r != 0)
         mux__fentry_unref(e);
     return r;

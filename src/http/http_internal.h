@@ -51,7 +51,8 @@ int mux__http_etag_match(mux_http_str_t inm, const char *etag, size_t etag_len);
 extern const uint8_t mux__http_tchar[256];
 
 /* mux_http_respond, or mux_http_respond_file when fd >= 0 (then `body` is NULL and `len` the
- * file's bytes from `off`), for fields the library made (server.c): not checked again. */
+ * file's bytes from `off`), for fields the library made (server.c): not checked again. With
+ * fd < 0 and a `done`, `body` is not copied but lent until `done` is called. */
 int mux__http_respond_own(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
                           uint32_t nheaders, const void *body, size_t len, int fd, uint64_t off,
                           void (*done)(void *arg, int status), void *arg);

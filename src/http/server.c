@@ -98,7 +98,7 @@ struct mux__http_conn {
 
 struct mux__http_out {
     mux_write_t w;
-    mux_buf_t b;
+    mux_buf_t b[2]; /* the head (and the body copied after it), and a lent body */
     struct mux__http_conn *c;
     size_t cap;
     void (*done)(void *arg, int status); /* a file body's: the file is no longer read */
@@ -405,12 +405,13 @@ static struct mux__http_out *mux__out_new(struct mux__http_conn *c, size_t len)
 /* Sends the `len` bytes of `o`, and then `flen` bytes of the file `fd` from `foff` when
  * `flen` is not 0. On failure the connection fails, and a file's `done` hears of it. */
 static int mux__out_send_file(struct mux__http_conn *c, struct mux__http_out *o, size_t len, int fd,
-                              uint64_t foff, uint64_t flen)
+                              uint64_t foff, uint64_t flen, const mux_buf_t *lent)
 {
-    o->b = (mux_buf_t){.base = o->data, .len = len};
-    int r = flen
-                ? mux_write_file(&c->s, &o->w, &o->b, 1, fd, (int64_t)foff, flen, mux__conn_written)
-                : mux_write(&c->s, &o->w, &o->b, 1, mux__conn_written);
+    o->b[0] = (mux_buf_t){.base = o->data, .len = len};
+    if (lent)
+        o->b[1] = *lent;
+    int r = flen ? mux_write_file(&c->s, &o->w, o->b, 1, fd, (int64_t)foff, flen, mux__conn_written)
+                 : mux_write(&c->s, &o->w, o->b, lent ? 2 : 1, mux__conn_written);
     if (r != 0) { /* the answer is not sent: its file's `done` is not called */
         free(o);
         mux__conn_fail(c, r);
@@ -421,7 +422,7 @@ static int mux__out_send_file(struct mux__http_conn *c, struct mux__http_out *o,
 
 static int mux__out_send(struct mux__http_conn *c, struct mux__http_out *o, size_t len)
 {
-    return mux__out_send_file(c, o, len, -1, 0, 0);
+    return mux__out_send_file(c, o, len, -1, 0, 0, NULL);
 }
 
 static const char *mux__date(struct mux__http_srv *srv)
@@ -926,7 +927,8 @@ struct mux__body {
     uint64_t off;
     void (*done)(void *arg, int status);
     void *arg;
-    int own; /* the fields are the library's own: well formed, none of the server's */
+    int own;  /* the fields are the library's own: well formed, none of the server's */
+    int lent; /* the one buffer is not copied: it stays valid until `done` */
 };
 
 static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
@@ -960,13 +962,14 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
     int nobody = status == 204 || status == 304;
     int send_body = !nobody && !c->head && len;
     int file = b->fd >= 0 && send_body;
+    int lend = b->lent && send_body;
     if (file && !c->nodelay) {
         /* The head goes apart from the file's bytes, and must not wait for the ACK of the
          * segment before it (Nagle); a Unix socket has nothing to turn off. */
         c->nodelay = 1;
         (void)mux_stream_nodelay(&c->s, 1);
     }
-    size_t cap = 160 + hbytes + (send_body && !file ? len : 0);
+    size_t cap = 160 + hbytes + (send_body && !file && !lend ? len : 0);
     struct mux__http_out *o = mux__out_new(c, cap);
     if (!o) {
         mux__conn_fail(c, -ENOMEM);
@@ -1007,7 +1010,7 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
     }
     *p++ = '\r';
     *p++ = '\n';
-    if (send_body && !file)
+    if (send_body && !file && !lend)
         for (unsigned i = 0; i < b->n; i++) {
             if (b->v[i].len)
                 memcpy(p, b->v[i].base, b->v[i].len);
@@ -1015,7 +1018,8 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
         }
     c->requests++;
     c->body_cb = NULL;
-    int r = mux__out_send_file(c, o, (size_t)(p - o->data), b->fd, b->off, file ? len : 0);
+    int r = mux__out_send_file(c, o, (size_t)(p - o->data), b->fd, b->off, file ? len : 0,
+                               lend ? &b->v[0] : NULL);
     if (r != 0) {
         c->state = ST_DONE;
         return r; /* the connection is closing: the answer is lost with it */
@@ -1075,8 +1079,15 @@ int mux__http_respond_own(mux_http_exchange_t *x, int status, const mux_http_hea
                           void (*done)(void *arg, int status), void *arg)
 {
     mux_buf_t v = {.base = (char *)(uintptr_t)body, .len = len};
-    struct mux__body b = {
-        .v = &v, .n = 1, .len = len, .fd = fd, .off = off, .done = done, .arg = arg, .own = 1};
+    struct mux__body b = {.v = &v,
+                          .n = 1,
+                          .len = len,
+                          .fd = fd,
+                          .off = off,
+                          .done = done,
+                          .arg = arg,
+                          .own = 1,
+                          .lent = fd < 0 && done != NULL};
     return mux__respond(x, status, headers, nheaders, &b);
 }
 
