@@ -67,13 +67,6 @@ static uint32_t mux__hash(const char *s)
     return h;
 }
 
-static int64_t mux__mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void mux__fentry_unref(struct mux__fentry *e)
 {
     if (--e->refs)
@@ -123,7 +116,8 @@ static void mux__fcache_drop(struct mux__fcache *c, const char *key)
 /* The entry for `key`, checked again when its last check is over a second old: the name
  * must still lead to the same file, and the file must be as it was. NULL when there is
  * none, or it did not pass (then it is gone). */
-static struct mux__fentry *mux__fcache_get(const mux_http_static_t *st, const char *key)
+static struct mux__fentry *mux__fcache_get(const mux_http_static_t *st, const char *key,
+                                           int64_t now)
 {
     struct mux__fcache *c = st->cache_;
     if (!c)
@@ -133,7 +127,6 @@ static struct mux__fentry *mux__fcache_get(const mux_http_static_t *st, const ch
         e = e->next;
     if (!e)
         return NULL;
-    int64_t now = mux__mono();
     if (now - e->checked < MUX__FCACHE_VALID)
         return e;
     struct stat now_sb, name_sb;
@@ -167,7 +160,7 @@ static int mux__read_all(int fd, char *out, size_t len)
  * small; takes the descriptor. The entry, or NULL with *err set (-ENOMEM, or a read's
  * error; the descriptor is closed then). */
 static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *key, const char *file,
-                                           int fd, const struct stat *sb, int *err)
+                                           int fd, const struct stat *sb, int64_t now, int *err)
 {
     *err = -ENOMEM;
     if (!st->cache_ && !(st->cache_ = calloc(1, sizeof *st->cache_))) {
@@ -198,7 +191,7 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
     if (keep)
         c->mem += size;
     e->sb = *sb;
-    e->checked = mux__mono();
+    e->checked = now;
     int64_t mns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
     e->el = mux__http_etag((uint64_t)sb->st_size, mns, e->etag);
     e->ll = mux__http_date((int64_t)sb->st_mtim.tv_sec, e->lastmod);
@@ -376,7 +369,9 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
         rel[rl] = '/';
         rel[rl + 1] = 0;
     }
-    struct mux__fentry *e = mux__fcache_get(st, rel);
+    /* The loop's time, read once per iteration: the cache's checks need no finer. */
+    int64_t now = (int64_t)mux_now(mux__http_exchange_loop(x));
+    struct mux__fentry *e = mux__fcache_get(st, rel, now);
     if (!e) {
         rel[rl] = 0;
         struct stat sb;
@@ -398,7 +393,7 @@ MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *
             rel[rl + 1] = 0;
         }
         int err;
-        if (!(e = mux__fcache_put(st, rel, file, fd, &sb, &err))) {
+        if (!(e = mux__fcache_put(st, rel, file, fd, &sb, now, &err))) {
             mux__http_exchange_error(x, err);
             return mux__plain(x, 500, NULL, 0);
         }

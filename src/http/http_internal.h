@@ -57,6 +57,9 @@ int mux__http_respond_own(mux_http_exchange_t *x, int status, const mux_http_hea
                           uint32_t nheaders, const void *body, size_t len, int fd, uint64_t off,
                           void (*done)(void *arg, int status), void *arg);
 
+/* The loop an exchange's server runs on, or NULL (server.c). */
+mux_loop_t *mux__http_exchange_loop(const mux_http_exchange_t *x);
+
 /* `s` equals `lit`, which is lower case, without regard to case (server.c). */
 int mux__http_same(mux_http_str_t s, const char *lit);
 

@@ -47,23 +47,25 @@ struct mux__http_srv {
     mux_listener_t l;
     int listening, lopen, closing;
     void (*close_cb)(mux_http_server_t *srv);
-    struct mux__http_conn *conns;
+    struct mux__link conns; /* open connections */
     uint32_t nconns;
-    int64_t date_sec;
+    int64_t date_sec;   /* the wall clock's second the Date field says */
+    uint64_t date_next; /* mux_now's time at which to look at the wall clock again */
     char date[32];
     size_t date_len;
     mux_bufpool_t pool;
     char *pool_mem;
     uint32_t *pool_slots;
-    struct mux__http_conn *dry; /* waiting for a buffer of the pool */
-    mux_timer_t dry_timer;      /* restarts them */
-    uint32_t dry_rounds;        /* restarts in a row without a read that got bytes */
+    struct mux__link dry;  /* connections waiting for a buffer of the pool */
+    mux_timer_t dry_timer; /* restarts them */
+    uint32_t dry_rounds;   /* restarts in a row without a read that got bytes */
 };
 
 struct mux__http_conn {
     mux_stream_t s;
     struct mux__http_srv *srv;
-    struct mux__http_conn *prev, *next;
+    struct mux__link link;     /* the server's connections */
+    struct mux__link dry_link; /* the server's dry list (next is NULL when not on it) */
     mux_timer_t timer;
     mux_http_exchange_t x;
     mux_http_request_t req;
@@ -87,13 +89,11 @@ struct mux__http_conn {
     mux_http_body_cb body_cb;
     uint8_t body_to;             /* the stream's read timeout is the body's (else none) */
     struct mux__http_out *spare; /* a response buffer kept for the next response */
-    struct mux__http_conn *next_dry;
-    uint8_t is_dry;
-    uint8_t nodelay;     /* TCP_NODELAY is set */
-    uint8_t close_after; /* closes once its writes are out */
-    uint8_t extra;       /* bytes came after its last request, and were dropped */
-    uint64_t deadline;   /* when tkind happens (mux_now's clock) */
-    uint64_t tfire;      /* when the timer fires, if it is active */
+    uint8_t nodelay;             /* TCP_NODELAY is set */
+    uint8_t close_after;         /* closes once its writes are out */
+    uint8_t extra;               /* bytes came after its last request, and were dropped */
+    uint64_t deadline;           /* when tkind happens (mux_now's clock) */
+    uint64_t tfire;              /* when the timer fires, if it is active */
 };
 
 struct mux__http_out {
@@ -237,12 +237,7 @@ static void mux__conn_free(struct mux__http_conn *c)
 {
     struct mux__http_srv *srv = c->srv;
     mux__conn_unlink_dry(c);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    mux__link_remove(&c->link);
     srv->nconns--;
     free(c->buf);
     free(c->body);
@@ -310,13 +305,8 @@ static void mux__conn_body_timeout(struct mux__http_conn *c, int on)
 
 static void mux__conn_unlink_dry(struct mux__http_conn *c)
 {
-    if (!c->is_dry)
-        return;
-    struct mux__http_conn **pp = &c->srv->dry;
-    while (*pp != c)
-        pp = &(*pp)->next_dry;
-    *pp = c->next_dry;
-    c->is_dry = 0;
+    if (c->dry_link.next)
+        mux__link_remove(&c->dry_link);
 }
 
 static void mux__conn_reading(struct mux__http_conn *c, int on)
@@ -425,13 +415,19 @@ static int mux__out_send(struct mux__http_conn *c, struct mux__http_out *o, size
     return mux__out_send_file(c, o, len, -1, 0, 0, NULL);
 }
 
+/* The Date field's value. The wall clock is read once a second, when the loop's time (read
+ * once per iteration anyway) passes the moment the wall clock's second was due to end. */
 static const char *mux__date(struct mux__http_srv *srv)
 {
-    int64_t now = mux_wall_now(srv->loop) / (int64_t)MUX__NS_PER_S;
-    if (now != srv->date_sec) {
-        srv->date_len = mux__http_date(now, srv->date);
-        srv->date_sec = now;
+    uint64_t mono = mux_now(srv->loop);
+    if (mono < srv->date_next)
+        return srv->date;
+    int64_t wall = mux_wall_now(srv->loop), sec = wall / (int64_t)MUX__NS_PER_S;
+    if (sec != srv->date_sec) {
+        srv->date_len = mux__http_date(sec, srv->date);
+        srv->date_sec = sec;
     }
+    srv->date_next = mono + (MUX__NS_PER_S - (uint64_t)(wall % (int64_t)MUX__NS_PER_S));
     return srv->date;
 }
 
@@ -552,10 +548,10 @@ static void mux__srv_dry_cb(mux_loop_t *loop, mux_timer_t *t)
     (void)loop;
     struct mux__http_srv *srv = t->data;
     int broken = ++srv->dry_rounds > MUX__HTTP_DRY_ROUNDS;
-    struct mux__http_conn *c;
-    while ((c = srv->dry) != NULL) {
-        srv->dry = c->next_dry;
-        c->is_dry = 0;
+    while (srv->dry.next != &srv->dry) {
+        struct mux__http_conn *c =
+            mux__container_of(srv->dry.next, struct mux__http_conn, dry_link);
+        mux__link_remove(&c->dry_link);
         if (broken)
             mux__conn_fail(c, -ENOBUFS);
         else
@@ -568,11 +564,8 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
     struct mux__http_conn *c = s->data;
     if (n == -ENOBUFS) {
         c->reading = 0;
-        if (!c->is_dry) {
-            c->is_dry = 1;
-            c->next_dry = c->srv->dry;
-            c->srv->dry = c;
-        }
+        if (!c->dry_link.next)
+            mux__link_insert(&c->srv->dry, &c->dry_link);
         int r = 0;
         if (!mux_timer_is_active(&c->srv->dry_timer))
             r = mux_timer_start(c->srv->loop, &c->srv->dry_timer, 0, 0);
@@ -865,6 +858,11 @@ void mux__http_exchange_error(const mux_http_exchange_t *x, int err)
 {
     if (x && x->c)
         mux__srv_error(x->c->srv, err);
+}
+
+mux_loop_t *mux__http_exchange_loop(const mux_http_exchange_t *x)
+{
+    return x && x->c ? x->c->srv->loop : NULL;
 }
 
 MUX_EXPORT mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x)
@@ -1173,10 +1171,7 @@ static void mux__srv_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
         mux__srv_error(srv, r);
         return;
     }
-    c->next = srv->conns;
-    if (c->next)
-        c->next->prev = c;
-    srv->conns = c;
+    mux__link_insert(&srv->conns, &c->link);
     srv->nconns++;
     mux_timer_init(&c->timer, mux__conn_timeout);
     c->timer.data = c;
@@ -1229,6 +1224,8 @@ MUX_EXPORT int mux_http_server_init(mux_http_server_t *pub, mux_loop_t *loop,
         free(srv);
         return -ENOMEM;
     }
+    mux__link_init(&srv->conns);
+    mux__link_init(&srv->dry);
     mux_timer_init(&srv->dry_timer, mux__srv_dry_cb);
     srv->dry_timer.data = srv;
     srv->pub = pub;
@@ -1281,8 +1278,10 @@ MUX_EXPORT int mux_http_server_close(mux_http_server_t *pub, void (*cb)(mux_http
     srv->close_cb = cb;
     if (srv->lopen && mux_listener_close(&srv->l, mux__srv_listener_closed) != 0)
         srv->lopen = 0;
-    for (struct mux__http_conn *c = srv->conns; c; c = c->next)
-        mux__conn_close(c);
+    for (struct mux__link *k = srv->conns.next, *next; k != &srv->conns; k = next) {
+        next = k->next; /* a close that could not start frees the connection at once */
+        mux__conn_close(mux__container_of(k, struct mux__http_conn, link));
+    }
     mux__srv_maybe_done(srv); /* nothing to wait for: done now */
     return 0;
 }
