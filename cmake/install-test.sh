@@ -27,6 +27,17 @@ if readelf -d "$tmp/pc-static" | grep -q 'NEEDED.*libiomux'; then
     exit 1
 fi
 "$tmp/pc-static"
+# libiomux-event: a libevent program through iomux-event.pc, shared and static
+cc -o "$tmp/ev" "$src/cmake/consumer/event_main.c" $(pkg-config --cflags --libs iomux-event)
+LD_LIBRARY_PATH="$libdir" "$tmp/ev"
+cc -o "$tmp/ev-static" "$src/cmake/consumer/event_main.c" \
+   $(pkg-config --static --cflags --libs iomux-event |
+     sed 's/-liomux-event\b/-l:libiomux-event.a/; s/-liomux\b/-l:libiomux.a/')
+if readelf -d "$tmp/ev-static" | grep -q 'NEEDED.*lib\(iomux\|event\)'; then
+    echo "install test: the static libevent consumer needs a shared library" >&2
+    exit 1
+fi
+"$tmp/ev-static"
 unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
 
 # CMake package
@@ -34,4 +45,6 @@ cmake -S "$src/cmake/consumer" -B "$tmp/cm" -G Ninja -DCMAKE_PREFIX_PATH="$root"
 cmake --build "$tmp/cm" >/dev/null
 LD_LIBRARY_PATH="$libdir" "$tmp/cm/consumer_shared"
 "$tmp/cm/consumer_static"
+LD_LIBRARY_PATH="$libdir" "$tmp/cm/event_consumer_shared"
+"$tmp/cm/event_consumer_static"
 echo "install test: pkg-config and find_package consumers built and ran"

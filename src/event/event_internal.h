@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to libiomux-event: the base, the configuration, logging and allocation. */
+#ifndef IOMUX_EVENT_INTERNAL_H
+#define IOMUX_EVENT_INTERNAL_H
+
+#include <event2/event.h>
+#include <event2/event_compat.h>
+#include <event2/event_struct.h>
+
+#include <iomux.h>
+#include <stddef.h>
+
+#define EVX_MAGIC 0x45564d58u /* "EVMX": event_assign has been here */
+
+/* One FIFO per priority of active events, linked through ev_active_next_/prev_. */
+struct evx_queue {
+    struct event *head, *tail;
+};
+
+struct event_base {
+    mux_loop_t loop;
+    struct evx_queue *active; /* npri queues; index 0 runs first */
+    struct evx_queue active_one;
+    int npri;
+    int nactive;  /* events in the active queues */
+    int nadded;   /* events added (inserted or with a timeout), internal ones included */
+    int nvirtual; /* reserved for libevent's virtual events: always 0 here */
+    int max_added, max_active;
+    struct event *added; /* every added event, for foreach, active_by_fd and free */
+    struct event *running;
+    int running_loop; /* inside event_base_loop */
+    int gotterm, docontinue;
+    int running_pri;         /* the priority whose queue runs, or -1 */
+    long fd_limit;           /* RLIMIT_NOFILE when the base was made: no fd reaches it */
+    int n_et;                /* added EV_ET events: while 0, adding needs no mixing check */
+    int gotbreak;            /* event_base_loopbreak may set it from another thread */
+    int got_exit, got_break; /* what ended the last loop, for got_exit / got_break */
+    int flags;               /* EVENT_BASE_FLAG_* */
+    int features;
+    struct timeval tv_cache; /* valid while tv_cache_set */
+    int tv_cache_set;
+    short *pncalls;            /* the running signal event's remaining calls, or NULL */
+    mux_async_t keepalive;     /* always started: see event_base_new_with_config */
+    struct timeval common[32]; /* what event_base_init_common_timeout handed out */
+    int ncommon;
+};
+
+/* The base of libevent 1.x's calls: the last one event_init made. */
+extern struct event_base *evx_current_base;
+
+/* Logging (libevent's "[warn] ..." to stderr, or the program's callback). */
+void evx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void evx_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Logs at EVENT_LOG_ERR, calls the fatal callback (or abort()); does not return. */
+void evx_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Allocation through event_set_mem_functions' choice. */
+void *evx_malloc(size_t n);
+void *evx_calloc(size_t n, size_t size);
+void evx_free(void *p);
+
+/* The active queues (event.c): queue with `res` (or add `res` to a queued event); take off. */
+void evx_activate(struct event *ev, short res);
+void evx_unqueue(struct event *ev);
+/* Stops the event's watchers and takes it off the added list; `keep_active` leaves it on
+ * its active queue. */
+void evx_del(struct event *ev, int keep_active);
+
+/* The backend features an iomux backend offers, in libevent's terms. */
+int evx_backend_features(const char *name);
+
+#if defined(EVX_BUILDING_SHARED) && defined(__GNUC__)
+#define EVX_EXPORT __attribute__((visibility("default")))
+#else
+#define EVX_EXPORT
+#endif
+
+#endif

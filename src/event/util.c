@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+/* libiomux-event: evutil's socket and time helpers, logging, allocation and the version. */
+#include "event_internal.h"
+
+#include <event2/thread.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- logging ---- */
+
+static event_log_cb log_cb;
+static event_fatal_cb fatal_cb;
+static int debug_logging;
+
+static void vlog(int severity, const char *fmt, va_list ap)
+{
+    char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    if (log_cb) {
+        log_cb(severity, buf);
+        return;
+    }
+    static const char *const names[] = {"debug", "msg", "warn", "err"};
+    fprintf(stderr, "[%s] %s\n", names[severity & 3], buf);
+}
+
+void evx_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(EVENT_LOG_WARN, fmt, ap);
+    va_end(ap);
+}
+
+void evx_debug(const char *fmt, ...)
+{
+    if (!debug_logging)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(EVENT_LOG_DEBUG, fmt, ap);
+    va_end(ap);
+}
+
+void evx_fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(EVENT_LOG_ERR, fmt, ap);
+    va_end(ap);
+    if (fatal_cb)
+        fatal_cb(EINVAL);
+    abort();
+}
+
+EVX_EXPORT void event_set_log_callback(event_log_cb cb)
+{
+    log_cb = cb;
+}
+
+EVX_EXPORT void event_set_fatal_callback(event_fatal_cb cb)
+{
+    fatal_cb = cb;
+}
+
+EVX_EXPORT void event_enable_debug_logging(ev_uint32_t which)
+{
+    debug_logging = which != 0;
+}
+
+EVX_EXPORT void event_enable_debug_mode(void)
+{
+    /* libevent's debug mode tracks every assigned event in a table to catch misuse. Here
+     * every event carries that mark itself (ev_magic_), so the checks are always on. */
+}
+
+/* ---- allocation ---- */
+
+static void *(*user_malloc)(size_t);
+static void *(*user_realloc)(void *, size_t);
+static void (*user_free)(void *);
+
+EVX_EXPORT void event_set_mem_functions(void *(*malloc_fn)(size_t),
+                                        void *(*realloc_fn)(void *, size_t),
+                                        void (*free_fn)(void *))
+{
+    user_malloc = malloc_fn;
+    user_realloc = realloc_fn;
+    user_free = free_fn;
+}
+
+void *evx_malloc(size_t n)
+{
+    return user_malloc ? user_malloc(n) : malloc(n);
+}
+
+void *evx_calloc(size_t n, size_t size)
+{
+    if (!user_malloc)
+        return calloc(n, size);
+    if (size && n > (size_t)-1 / size)
+        return NULL;
+    void *p = user_malloc(n * size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void evx_free(void *p)
+{
+    if (!p)
+        return;
+    if (user_free)
+        user_free(p);
+    else
+        free(p);
+}
+
+EVX_EXPORT void libevent_global_shutdown(void)
+{
+    evx_current_base = NULL;
+}
+
+/* ---- version and threads ---- */
+
+EVX_EXPORT const char *event_get_version(void)
+{
+    return LIBEVENT_VERSION;
+}
+
+EVX_EXPORT ev_uint32_t event_get_version_number(void)
+{
+    return LIBEVENT_VERSION_NUMBER;
+}
+
+EVX_EXPORT int evthread_use_pthreads(void)
+{
+    return 0;
+}
+
+EVX_EXPORT int evthread_make_base_notifiable(struct event_base *base)
+{
+    return base ? 0 : -1;
+}
+
+/* ---- sockets ---- */
+
+EVX_EXPORT int evutil_socketpair(int family, int type, int protocol, evutil_socket_t sv[2])
+{
+    return socketpair(family, type, protocol, sv);
+}
+
+EVX_EXPORT int evutil_make_socket_nonblocking(evutil_socket_t fd)
+{
+    int fl = fcntl(fd, F_GETFL, 0);
+    if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
+        evx_warn("fcntl(%d, F_SETFL): %s", fd, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+EVX_EXPORT int evutil_make_socket_closeonexec(evutil_socket_t fd)
+{
+    int fl = fcntl(fd, F_GETFD, 0);
+    if (fl < 0 || (!(fl & FD_CLOEXEC) && fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)) {
+        evx_warn("fcntl(%d, F_SETFD): %s", fd, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int set_int_opt(evutil_socket_t fd, int level, int name)
+{
+    int one = 1;
+    return setsockopt(fd, level, name, &one, sizeof one);
+}
+
+EVX_EXPORT int evutil_make_listen_socket_reuseable(evutil_socket_t fd)
+{
+    return set_int_opt(fd, SOL_SOCKET, SO_REUSEADDR);
+}
+
+EVX_EXPORT int evutil_make_listen_socket_reuseable_port(evutil_socket_t fd)
+{
+#ifdef SO_REUSEPORT
+    return set_int_opt(fd, SOL_SOCKET, SO_REUSEPORT);
+#else
+    (void)fd;
+    return 0;
+#endif
+}
+
+EVX_EXPORT int evutil_make_listen_socket_ipv6only(evutil_socket_t fd)
+{
+    return set_int_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY);
+}
+
+EVX_EXPORT int evutil_make_tcp_listen_socket_deferred(evutil_socket_t fd)
+{
+#ifdef TCP_DEFER_ACCEPT
+    return set_int_opt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT);
+#else
+    (void)fd;
+    return 0;
+#endif
+}
+
+EVX_EXPORT int evutil_closesocket(evutil_socket_t fd)
+{
+    return close(fd);
+}
+
+EVX_EXPORT int evutil_gettimeofday(struct timeval *tv, struct timezone *tz)
+{
+    (void)tz;
+    return gettimeofday(tv, NULL);
+}
+
+EVX_EXPORT ev_int64_t evutil_strtoll(const char *s, char **endptr, int base)
+{
+    return strtoll(s, endptr, base);
+}
+
+EVX_EXPORT int evutil_vsnprintf(char *buf, size_t buflen, const char *format, va_list ap)
+{
+    if (!buflen)
+        return 0;
+    int r = vsnprintf(buf, buflen, format, ap);
+    buf[buflen - 1] = '\0';
+    return r;
+}
+
+EVX_EXPORT int evutil_snprintf(char *buf, size_t buflen, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    int r = evutil_vsnprintf(buf, buflen, format, ap);
+    va_end(ap);
+    return r;
+}
+
+EVX_EXPORT const char *evutil_inet_ntop(int af, const void *src, char *dst, size_t len)
+{
+    return inet_ntop(af, src, dst, (socklen_t)len);
+}
+
+EVX_EXPORT int evutil_inet_pton(int af, const char *src, void *dst)
+{
+    return inet_pton(af, src, dst);
+}
+
+EVX_EXPORT int evutil_parse_sockaddr_port(const char *str, struct sockaddr *out, int *outlen)
+{
+    char host[128];
+    const char *port = NULL, *end;
+    if (!str || !out || !outlen)
+        return -1;
+    if (*str == '[') { /* [v6] or [v6]:port */
+        if (!(end = strchr(str, ']')))
+            return -1;
+        if (end[1] == ':')
+            port = end + 2;
+        else if (end[1])
+            return -1;
+        str++;
+    } else if ((end = strchr(str, ':')) && !strchr(end + 1, ':')) { /* v4:port */
+        port = end + 1;
+    } else { /* v4, or a bare v6 address */
+        end = str + strlen(str);
+    }
+    if ((size_t)(end - str) >= sizeof host)
+        return -1;
+    memcpy(host, str, (size_t)(end - str));
+    host[end - str] = '\0';
+    long p = 0;
+    if (port) {
+        char *stop;
+        p = strtol(port, &stop, 10);
+        if (!*port || *stop || p < 0 || p > 65535)
+            return -1;
+    }
+    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)p)};
+    struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+    const void *sa;
+    int len;
+    if (inet_pton(AF_INET, host, &v4.sin_addr) == 1)
+        sa = &v4, len = sizeof v4;
+    else if (inet_pton(AF_INET6, host, &v6.sin6_addr) == 1)
+        sa = &v6, len = sizeof v6;
+    else
+        return -1;
+    if (*outlen < len)
+        return -1;
+    memset(out, 0, (size_t)*outlen);
+    memcpy(out, sa, (size_t)len);
+    *outlen = len;
+    return 0;
+}
+
+EVX_EXPORT int evutil_sockaddr_cmp(const struct sockaddr *a, const struct sockaddr *b,
+                                   int include_port)
+{
+    if (a->sa_family != b->sa_family)
+        return a->sa_family < b->sa_family ? -1 : 1;
+    int r = 0;
+    if (a->sa_family == AF_INET) {
+        const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+        uint32_t ax = ntohl(x->sin_addr.s_addr), ay = ntohl(y->sin_addr.s_addr);
+        r = ax < ay ? -1 : ax > ay;
+        if (!r && include_port)
+            r = ntohs(x->sin_port) < ntohs(y->sin_port) ? -1
+                                                        : ntohs(x->sin_port) > ntohs(y->sin_port);
+    } else if (a->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+        r = memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr);
+        r = r < 0 ? -1 : r > 0;
+        if (!r && include_port)
+            r = ntohs(x->sin6_port) < ntohs(y->sin6_port)
+                    ? -1
+                    : ntohs(x->sin6_port) > ntohs(y->sin6_port);
+    }
+    return r;
+}
+
+static int ascii_lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+EVX_EXPORT int evutil_ascii_strncasecmp(const char *s1, const char *s2, size_t n)
+{
+    for (; n; n--, s1++, s2++) {
+        int c1 = ascii_lower((unsigned char)*s1), c2 = ascii_lower((unsigned char)*s2);
+        if (c1 != c2)
+            return c1 < c2 ? -1 : 1;
+        if (!c1)
+            return 0;
+    }
+    return 0;
+}
+
+EVX_EXPORT int evutil_ascii_strcasecmp(const char *s1, const char *s2)
+{
+    return evutil_ascii_strncasecmp(s1, s2, (size_t)-1);
+}
+
+EVX_EXPORT int evutil_getaddrinfo(const char *node, const char *serv,
+                                  const struct evutil_addrinfo *hints, struct evutil_addrinfo **res)
+{
+    return getaddrinfo(node, serv, hints, res);
+}
+
+EVX_EXPORT void evutil_freeaddrinfo(struct evutil_addrinfo *ai)
+{
+    freeaddrinfo(ai);
+}
+
+EVX_EXPORT const char *evutil_gai_strerror(int err)
+{
+    return gai_strerror(err);
+}
+
+EVX_EXPORT void evutil_secure_rng_get_bytes(void *buf, size_t n)
+{
+    for (char *p = buf; n;) { /* getentropy gives at most 256 bytes a call */
+        size_t k = n < 256 ? n : 256;
+        if (getentropy(p, k) < 0)
+            evx_fatal("getentropy: %s", strerror(errno));
+        p += k, n -= k;
+    }
+}
+
+EVX_EXPORT int evutil_secure_rng_init(void)
+{
+    return 0;
+}
+
+EVX_EXPORT void evutil_secure_rng_add_bytes(const char *dat, size_t datlen)
+{
+    (void)dat, (void)datlen;
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/* The fixtures and main() for libevent's own regression cases, as tests/libevent/extract.py
+ * takes them out of libevent's source: what regress.h declares (the socketpair and base a case
+ * asks for with TT_NEED_SOCKETPAIR / TT_NEED_BASE, the globals of the 1.x-style "legacy" cases,
+ * a few helpers), written for iomux against libevent's public API only. The groups are
+ * main/, signal/ and et/, run by libevent's tinytest. */
+#include "util-internal.h"
+
+#include <event2/event.h>
+#include <event2/event_compat.h>
+#include <event2/thread.h>
+#include <event2/util.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "regress.h"
+
+/* regress.c defines these itself, and the extracted definitions include them when a kept
+ * case uses them: here they are weak, for when none does. */
+__attribute__((weak)) evutil_socket_t pair[2] = {-1, -1};
+__attribute__((weak)) int test_ok;
+__attribute__((weak)) int called;
+__attribute__((weak)) struct event_base *global_base;
+__attribute__((weak)) int in_legacy_test_wrapper;
+int libevent_tests_running_in_debug_mode;
+struct evutil_weakrand_state test_weakrand_state;
+
+long timeval_msec_diff(const struct timeval *start, const struct timeval *end)
+{
+    long ms = (long)(end->tv_sec - start->tv_sec) * 1000;
+    return ms + (long)(end->tv_usec - start->tv_usec) / 1000;
+}
+
+pid_t regress_fork(void)
+{
+    return fork();
+}
+
+int regress_make_tmpfile(const void *data, size_t len, char **filename_out)
+{
+    char name[] = "/tmp/iomux-regress-XXXXXX";
+    int fd = mkstemp(name);
+    if (fd < 0)
+        return -1;
+    if (write(fd, data, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET) < 0) {
+        close(fd);
+        return -1;
+    }
+    if (filename_out)
+        *filename_out = strdup(name);
+    else
+        unlink(name);
+    return fd;
+}
+
+ev_uint32_t evutil_weakrand_seed_(struct evutil_weakrand_state *st, ev_uint32_t seed)
+{
+    if (!seed)
+        seed = (ev_uint32_t)time(NULL) ^ (ev_uint32_t)getpid();
+    return st->seed = seed;
+}
+
+ev_int32_t evutil_weakrand_(struct evutil_weakrand_state *st)
+{
+    st->seed = st->seed * 1103515245u + 12345u; /* an LCG: weak on purpose, as the name says */
+    return (ev_int32_t)(st->seed & 0x7fffffff);
+}
+
+ev_int32_t evutil_weakrand_range_(struct evutil_weakrand_state *st, ev_int32_t top)
+{
+    return top > 0 ? evutil_weakrand_(st) % top : 0;
+}
+
+void evutil_usleep_(const struct timeval *tv)
+{
+    struct timespec ts = {.tv_sec = tv->tv_sec, .tv_nsec = tv->tv_usec * 1000L};
+    while (nanosleep(&ts, &ts) < 0)
+        ;
+}
+
+/* libevent's own consistency check, which libiomux-event offers too. */
+void event_base_assert_ok_(struct event_base *base);
+
+static void quiet_log(int severity, const char *msg)
+{
+    (void)severity, (void)msg;
+}
+
+void *basic_test_setup(const struct testcase_t *tc)
+{
+    struct basic_test_data *d = calloc(1, sizeof *d);
+    if (!d)
+        exit(1);
+    d->pair[0] = d->pair[1] = -1;
+    if (tc->flags & TT_ENABLE_IOCP_FLAG) {
+        free(d);
+        return (void *)TT_SKIP;
+    }
+    if ((tc->flags & TT_NEED_THREADS) && evthread_use_pthreads() < 0)
+        exit(1);
+    if (tc->flags & TT_NEED_SOCKETPAIR) {
+        if (evutil_socketpair(AF_UNIX, SOCK_STREAM, 0, d->pair) < 0 ||
+            evutil_make_socket_nonblocking(d->pair[0]) < 0 ||
+            evutil_make_socket_nonblocking(d->pair[1]) < 0) {
+            perror("regress: socketpair");
+            exit(1);
+        }
+    }
+    if (tc->flags & TT_NEED_BASE) {
+        d->base = (tc->flags & TT_LEGACY) ? event_init() : event_base_new();
+        if (!d->base) {
+            fprintf(stderr, "regress: no event base\n");
+            exit(1);
+        }
+    }
+    if (tc->flags & TT_NO_LOGS)
+        event_set_log_callback(quiet_log);
+    d->setup_data = tc->setup_data;
+    return d;
+}
+
+int basic_test_cleanup(const struct testcase_t *tc, void *ptr)
+{
+    struct basic_test_data *d = ptr;
+    if (tc->flags & TT_NO_LOGS)
+        event_set_log_callback(NULL);
+    for (int i = 0; i < 2; i++)
+        if (d->pair[i] >= 0)
+            evutil_closesocket(d->pair[i]);
+    if (d->base) {
+        event_base_assert_ok_(d->base);
+        event_base_free(d->base);
+    }
+    if (tc->flags & TT_FORK)
+        libevent_global_shutdown();
+    free(d);
+    return 1;
+}
+
+const struct testcase_setup_t basic_setup = {basic_test_setup, basic_test_cleanup};
+
+static void *legacy_test_setup(const struct testcase_t *tc)
+{
+    struct basic_test_data *d = basic_test_setup(tc);
+    if (d == (void *)TT_SKIP || !d)
+        return d;
+    global_base = d->base;
+    pair[0] = d->pair[0];
+    pair[1] = d->pair[1];
+    d->legacy_test_fn = (void (*)(void))tc->setup_data;
+    return d;
+}
+
+void run_legacy_test_fn(void *ptr)
+{
+    struct basic_test_data *d = ptr;
+    test_ok = called = 0;
+    in_legacy_test_wrapper = 1;
+    d->legacy_test_fn();
+    in_legacy_test_wrapper = 0;
+    if (!test_ok)
+        tt_abort_msg("Legacy unit test failed");
+end:
+    test_ok = 0;
+}
+
+static int legacy_test_cleanup(const struct testcase_t *tc, void *ptr)
+{
+    int r = basic_test_cleanup(tc, ptr);
+    pair[0] = pair[1] = -1;
+    global_base = NULL;
+    return r;
+}
+
+const struct testcase_setup_t legacy_setup = {legacy_test_setup, legacy_test_cleanup};
+
+static struct testgroup_t groups[] = {
+    {"main/", main_testcases},
+    {"signal/", signal_testcases},
+    {"et/", edgetriggered_testcases},
+    END_OF_GROUPS,
+};
+
+int main(int argc, const char **argv)
+{
+    evutil_weakrand_seed_(&test_weakrand_state, 0);
+    /* run-regress names the backend it switched the others off for: it must be the one. */
+    const char *want = getenv("IOMUX_REGRESS_METHOD");
+    if (want) {
+        struct event_base *b = event_base_new();
+        if (!b) {
+            printf("SKIP: backend %s does not open here (event_base_new failed)\n", want);
+            return 77;
+        }
+        int same = strcmp(event_base_get_method(b), want) == 0;
+        printf("backend: %s\n", event_base_get_method(b));
+        event_base_free(b);
+        if (!same) {
+            printf("FAIL: asked for backend %s\n", want);
+            return 1;
+        }
+    }
+    if (getenv("EVENT_DEBUG_MODE"))
+        event_enable_debug_mode();
+    return tinytest_main(argc, argv, groups) ? 1 : 0;
+}

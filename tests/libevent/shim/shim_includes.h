@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* The headers libevent's regress.c and regress_et.c include, for the preprocessed
+ * definitions tests/libevent/extract.py takes out of them. */
+#include <sys/types.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <sys/resource.h>
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+#include <netdb.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <errno.h>
+#include <assert.h>
+#include <ctype.h>
+#include <pthread.h>
+
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <event2/event_compat.h>
+#include <event2/util.h>
+#include <event2/thread.h>
+#include "event-internal.h"
+
+/* glibc spells these members as macros; the preprocessed definitions have them spelled out. */
+#undef sa_handler
+#undef sa_sigaction

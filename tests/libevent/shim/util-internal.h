@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* Stand-in for libevent's internal util-internal.h, for its regression tests built by
+ * tests/libevent/run-regress: the few helpers those tests use that are not library state
+ * (character classes, a weak random generator, a sleep), written for iomux. */
+#ifndef IOMUX_REGRESS_UTIL_INTERNAL_H
+#define IOMUX_REGRESS_UTIL_INTERNAL_H
+
+#include <event2/event-config.h>
+#include <event2/util.h>
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/time.h>
+
+#ifndef EVENT__HAVE_SETENV
+#define EVENT__HAVE_SETENV 1
+#endif
+#ifndef EVENT__HAVE_UNSETENV
+#define EVENT__HAVE_UNSETENV 1
+#endif
+
+#define EVUTIL_ASSERT(cond) assert(cond)
+#define EVUTIL_FAILURE_CHECK(cond) (cond)
+#define EVUTIL_UNLIKELY(p) (p)
+#define EVUTIL_TOUPPER_(c) ((char)toupper((unsigned char)(c)))
+#define EVUTIL_TOLOWER_(c) ((char)tolower((unsigned char)(c)))
+#define EVUTIL_ISDIGIT_(c) (isdigit((unsigned char)(c)) != 0)
+#define EVUTIL_ISSPACE_(c) (isspace((unsigned char)(c)) != 0)
+#define EVUTIL_ISALPHA_(c) (isalpha((unsigned char)(c)) != 0)
+#define EVUTIL_ISALNUM_(c) (isalnum((unsigned char)(c)) != 0)
+#define EVUTIL_UPCAST(ptr, type, field) ((type *)(((char *)(ptr)) - offsetof(type, field)))
+#define EVUTIL_ERR_RW_RETRIABLE(e) ((e) == EINTR || (e) == EAGAIN)
+#define EVUTIL_ERR_CONNECT_RETRIABLE(e) ((e) == EINTR || (e) == EINPROGRESS)
+#define EVUTIL_ERR_ACCEPT_RETRIABLE(e) ((e) == EINTR || (e) == EAGAIN || (e) == ECONNABORTED)
+#define EVUTIL_ERR_CONNECT_REFUSED(e) ((e) == ECONNREFUSED)
+#define EVUTIL_SHUT_RD SHUT_RD
+#define EVUTIL_SHUT_WR SHUT_WR
+#define EVUTIL_SHUT_BOTH SHUT_RDWR
+
+struct evutil_weakrand_state {
+    ev_uint32_t seed;
+};
+ev_uint32_t evutil_weakrand_seed_(struct evutil_weakrand_state *state, ev_uint32_t seed);
+ev_int32_t evutil_weakrand_(struct evutil_weakrand_state *state);
+ev_int32_t evutil_weakrand_range_(struct evutil_weakrand_state *state, ev_int32_t top);
+void evutil_usleep_(const struct timeval *tv);
+
+#endif
