@@ -326,3 +326,246 @@ TEST(reentrant_event_base_loop_is_refused_and_running_event_is_known) {
     CHECK(event_base_get_running_event(base) == NULL);
     base_close(base);
 }
+
+/* ---- bufferevents, evbuffers and listeners ---- */
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include <netinet/in.h>
+
+TEST(evbuffer_moves_copies_and_reads_lines_across_chunks) {
+    struct evbuffer *a = evbuffer_new(), *b = evbuffer_new();
+    char big[10000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (char)('a' + i % 26);
+    CHECK_EQ(evbuffer_add(a, big, sizeof big), 0); /* spans chunks */
+    CHECK_EQ(evbuffer_add_printf(a, "\r\nline two\nrest"), 15);
+    CHECK_EQ(evbuffer_get_length(a), sizeof big + 15);
+    size_t n = 0;
+    char *line = evbuffer_readln(a, &n, EVBUFFER_EOL_CRLF);
+    CHECK(line != NULL);
+    CHECK_EQ(n, sizeof big);
+    CHECK_EQ(memcmp(line, big, sizeof big), 0);
+    free(line);
+    line = evbuffer_readln(a, &n, EVBUFFER_EOL_LF);
+    CHECK_STR_EQ(line, "line two");
+    free(line);
+    CHECK(evbuffer_readln(a, &n, EVBUFFER_EOL_LF) == NULL); /* "rest" has no end yet */
+    CHECK_EQ(evbuffer_add_buffer(b, a), 0);
+    CHECK_EQ(evbuffer_get_length(a), 0);
+    CHECK_EQ(evbuffer_get_length(b), 4);
+    CHECK_EQ(evbuffer_prepend(b, "the ", 4), 0);
+    CHECK_EQ(memcmp(evbuffer_pullup(b, -1), "the rest", 8), 0);
+    char out[4];
+    CHECK_EQ(evbuffer_remove(b, out, 4), 4);
+    CHECK_EQ(memcmp(out, "the ", 4), 0);
+    CHECK_EQ(evbuffer_freeze(b, 1), 0);
+    CHECK_EQ(evbuffer_drain(b, 1), -1); /* frozen at the front */
+    CHECK_EQ(evbuffer_unfreeze(b, 1), 0);
+    CHECK_EQ(evbuffer_unfreeze(b, 1), -1);
+    CHECK_EQ(evbuffer_drain(b, 100), 0);
+    CHECK_EQ(evbuffer_get_length(b), 0);
+    struct evbuffer_iovec v;
+    CHECK_EQ(evbuffer_reserve_space(b, 100, &v, 1), 1);
+    memcpy(v.iov_base, "xyz", 3);
+    v.iov_len = 3;
+    CHECK_EQ(evbuffer_commit_space(b, &v, 1), 0);
+    CHECK_EQ(evbuffer_get_length(b), 3);
+    v.iov_base = big; /* not the reserved space */
+    CHECK_EQ(evbuffer_commit_space(b, &v, 1), -1);
+    evbuffer_free(a);
+    evbuffer_free(b);
+}
+
+struct echo_peer {
+    size_t got, want;
+    int events;
+    unsigned char sum;
+    struct event_base *base;
+};
+
+static void echo_read(struct bufferevent *bev, void *arg)
+{
+    (void)arg;
+    evbuffer_add_buffer(bufferevent_get_output(bev), bufferevent_get_input(bev));
+}
+
+static void echo_event(struct bufferevent *bev, short what, void *arg)
+{
+    *(short *)arg = what;
+    bufferevent_free(bev);
+}
+
+static void sink_read(struct bufferevent *bev, void *arg)
+{
+    struct echo_peer *p = arg;
+    unsigned char buf[4096];
+    size_t n;
+    while ((n = bufferevent_read(bev, buf, sizeof buf)) > 0) {
+        for (size_t i = 0; i < n; i++)
+            if (buf[i] != (unsigned char)((p->got + i) * 7))
+                p->sum = 1; /* a byte out of place */
+        p->got += n;
+    }
+    if (p->got >= p->want)
+        bufferevent_free(bev); /* closes the socket: the echo side sees EOF */
+}
+
+TEST(bufferevent_echo_moves_4_mib_intact_and_reports_eof) {
+    struct event_base *base = base_open();
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    short echo_what = 0;
+    struct bufferevent *echo = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *client = bufferevent_socket_new(base, sv[1], BEV_OPT_CLOSE_ON_FREE);
+    CHECK(echo && client);
+    struct echo_peer p = {.want = 4u << 20};
+    bufferevent_setcb(echo, echo_read, NULL, echo_event, &echo_what);
+    bufferevent_setcb(client, sink_read, NULL, NULL, &p);
+    CHECK_EQ(bufferevent_get_enabled(echo), EV_WRITE);
+    CHECK_EQ(bufferevent_enable(echo, EV_READ), 0);
+    CHECK_EQ(bufferevent_enable(client, EV_READ), 0);
+    unsigned char *data = malloc(p.want);
+    for (size_t i = 0; i < p.want; i++)
+        data[i] = (unsigned char)(i * 7);
+    CHECK_EQ(bufferevent_write(client, data, p.want), 0);
+    free(data);
+    CHECK_EQ(event_base_dispatch(base), 1); /* runs until both are freed */
+    CHECK_EQ(p.got, p.want);
+    CHECK_EQ(p.sum, 0);
+    CHECK_EQ(echo_what, BEV_EVENT_READING | BEV_EVENT_EOF);
+    base_close(base);
+}
+
+struct accept_ctx {
+    struct event_base *base;
+    struct bufferevent *server;
+    short client_what;
+    char got[16];
+};
+
+static void on_conn(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int len,
+                    void *arg)
+{
+    struct accept_ctx *c = arg;
+    (void)sa, (void)len;
+    CHECK_EQ(sa->sa_family, AF_INET);
+    c->server = bufferevent_socket_new(evconnlistener_get_base(lev), fd, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_write(c->server, "hello", 5);
+    evconnlistener_disable(lev);
+}
+
+static void client_read(struct bufferevent *bev, void *arg)
+{
+    struct accept_ctx *c = arg;
+    size_t n = bufferevent_read(bev, c->got, sizeof c->got - 1);
+    c->got[n] = '\0';
+    bufferevent_free(bev);
+    bufferevent_free(c->server);
+}
+
+static void client_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct accept_ctx *c = arg;
+    c->client_what = what;
+    if (what & BEV_EVENT_CONNECTED)
+        bufferevent_enable(bev, EV_READ);
+}
+
+TEST(listener_and_connecting_bufferevent_talk_over_tcp) {
+    struct event_base *base = base_open();
+    struct accept_ctx c = {.base = base};
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+    struct evconnlistener *lev = evconnlistener_new_bind(
+        base, on_conn, &c, LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE, -1,
+        (struct sockaddr *)&sin, sizeof sin);
+    CHECK(lev != NULL);
+    socklen_t len = sizeof sin;
+    CHECK_EQ(getsockname(evconnlistener_get_fd(lev), (struct sockaddr *)&sin, &len), 0);
+    struct bufferevent *client = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(client, client_read, NULL, client_event, &c);
+    CHECK_EQ(bufferevent_socket_connect(client, (struct sockaddr *)&sin, sizeof sin), 0);
+    CHECK_EQ(bufferevent_socket_connect(client, (struct sockaddr *)&sin, sizeof sin), -1);
+    CHECK_EQ(event_base_dispatch(base), 1);
+    CHECK_EQ(c.client_what, BEV_EVENT_CONNECTED);
+    CHECK_STR_EQ(c.got, "hello");
+    evconnlistener_free(lev);
+    base_close(base);
+}
+
+TEST(bufferevent_connect_refused_reports_an_error_event) {
+    struct event_base *base = base_open();
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+    socklen_t len = sizeof sin;
+    CHECK_EQ(bind(s, (struct sockaddr *)&sin, sizeof sin), 0);
+    CHECK_EQ(getsockname(s, (struct sockaddr *)&sin, &len), 0);
+    close(s); /* a port nobody listens on */
+    struct accept_ctx c = {.base = base};
+    struct bufferevent *client = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(client, NULL, NULL, client_event, &c);
+    CHECK_EQ(bufferevent_socket_connect(client, (struct sockaddr *)&sin, sizeof sin), 0);
+    CHECK_EQ(event_base_dispatch(base), 1);
+    CHECK_EQ(c.client_what, BEV_EVENT_ERROR);
+    bufferevent_free(client);
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1);
+    base_close(base);
+}
+
+static void count_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    (*(int *)arg)++;
+}
+
+TEST(bufferevent_stops_reading_at_its_high_watermark_and_resumes_below_it) {
+    struct event_base *base = base_open();
+    int sv[2], calls = 0;
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct bufferevent *bev = bufferevent_socket_new(base, sv[0], 0); /* sv[0] stays ours */
+    bufferevent_setcb(bev, count_read, NULL, NULL, &calls);
+    bufferevent_setwatermark(bev, EV_READ, 0, 100);
+    bufferevent_enable(bev, EV_READ);
+    char buf[1000];
+    memset(buf, 'x', sizeof buf);
+    CHECK_EQ(write(sv[1], buf, 60), 60);
+    CHECK_EQ(event_base_loop(base, EVLOOP_ONCE), 0);
+    CHECK_EQ(write(sv[1], buf, 60), 60);
+    CHECK_EQ(event_base_loop(base, EVLOOP_ONCE), 0);
+    CHECK_EQ(evbuffer_get_length(bufferevent_get_input(bev)), 120);
+    CHECK_EQ(write(sv[1], buf, 60), 60);
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1); /* suspended: nothing read, nothing busy */
+    CHECK_EQ(evbuffer_get_length(bufferevent_get_input(bev)), 120);
+    CHECK_EQ(calls, 2);
+    CHECK_EQ(evbuffer_drain(bufferevent_get_input(bev), 120), 0); /* below the mark: resumes */
+    CHECK_EQ(event_base_loop(base, EVLOOP_ONCE), 0);
+    CHECK_EQ(evbuffer_get_length(bufferevent_get_input(bev)), 60);
+    CHECK_EQ(calls, 3);
+    bufferevent_free(bev);
+    CHECK_EQ(write(sv[0], "y", 1), 1); /* without BEV_OPT_CLOSE_ON_FREE the fd stays open */
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1);
+    close(sv[0]);
+    close(sv[1]);
+    base_close(base);
+}
+
+TEST(bufferevent_read_timeout_reports_timeout_and_disables_reading) {
+    struct event_base *base = base_open();
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct accept_ctx c = {.base = base};
+    struct bufferevent *bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(bev, NULL, NULL, client_event, &c);
+    struct timeval tv = {0, 50 * 1000};
+    CHECK_EQ(bufferevent_set_timeouts(bev, &tv, NULL), 0);
+    bufferevent_enable(bev, EV_READ);
+    CHECK_EQ(event_base_dispatch(base), 1);
+    CHECK_EQ(c.client_what, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
+    CHECK_EQ(bufferevent_get_enabled(bev) & EV_READ, 0);
+    bufferevent_free(bev);
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1);
+    close(sv[1]);
+    base_close(base);
+}

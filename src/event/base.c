@@ -158,6 +158,12 @@ static int open_loop(struct event_base *base, const struct event_config *cfg)
     }
 }
 
+static void flush_cb(mux_loop_t *loop, mux_prepare_t *w)
+{
+    (void)w;
+    evx_bev_flush_all(loop->data);
+}
+
 static void keepalive_cb(mux_loop_t *loop, mux_async_t *w)
 {
     (void)loop, (void)w;
@@ -183,6 +189,7 @@ EVX_EXPORT struct event_base *event_base_new_with_config(const struct event_conf
                          : INT_MAX;
     /* Always started: it keeps a loop with nothing added waiting (EVLOOP_NO_EXIT_ON_EMPTY),
      * and it is how event_base_loopbreak from another thread wakes the loop. */
+    mux_prepare_init(&base->flusher, flush_cb);
     if (mux_async_init(&base->keepalive, keepalive_cb) < 0 ||
         mux_async_start(&base->loop, &base->keepalive) < 0) {
         mux_loop_close(&base->loop);
@@ -231,10 +238,15 @@ EVX_EXPORT void event_base_free(struct event_base *base)
         return;
     }
     free_events(base);
+    /* Bufferevents freed just before: their streams close in a turn or two of the loop. */
+    for (int turns = 0; base->nclosing && turns < 1000; turns++)
+        if (mux_run(&base->loop, MUX_RUN_NOWAIT) < 0)
+            break;
     mux_async_stop(&base->loop, &base->keepalive);
+    mux_prepare_stop(&base->loop, &base->flusher);
     int r = mux_loop_close(&base->loop);
-    if (r < 0)
-        evx_warn("event_base_free: %s", mux_strerror(r));
+    if (r < 0) /* bufferevents or listeners not freed keep the loop: it is left open */
+        evx_warn("event_base_free: %s: free every bufferevent and listener first", mux_strerror(r));
     if (base->active != &base->active_one)
         evx_free(base->active);
     if (evx_current_base == base)
@@ -379,11 +391,12 @@ EVX_EXPORT int event_base_loop(struct event_base *base, int flags)
         if (base->gotterm || breaking(base))
             break;
         int nowait = (flags & EVLOOP_NONBLOCK) || base->nactive;
-        if (!base->nadded && !base->nactive && !(flags & EVLOOP_NO_EXIT_ON_EMPTY)) {
+        if (!base->nadded && !base->nactive && !base->nbusy && !(flags & EVLOOP_NO_EXIT_ON_EMPTY)) {
             ret = 1;
             break;
         }
         base->tv_cache_set = 0;
+        base->ndirect = 0;
         int r = mux_run(&base->loop, nowait ? MUX_RUN_NOWAIT : MUX_RUN_ONCE);
         if (r < 0) {
             evx_warn("event_base_loop: %s", mux_strerror(r));
@@ -394,7 +407,7 @@ EVX_EXPORT int event_base_loop(struct event_base *base, int flags)
             int n = run_active(base);
             if ((flags & EVLOOP_ONCE) && !base->nactive && n != 0)
                 break;
-        } else if (flags & EVLOOP_NONBLOCK) {
+        } else if ((flags & EVLOOP_NONBLOCK) || ((flags & EVLOOP_ONCE) && base->ndirect)) {
             break;
         }
     }

@@ -39,14 +39,43 @@ struct event_base {
     int features;
     struct timeval tv_cache; /* valid while tv_cache_set */
     int tv_cache_set;
-    short *pncalls;            /* the running signal event's remaining calls, or NULL */
-    mux_async_t keepalive;     /* always started: see event_base_new_with_config */
+    short *pncalls;                 /* the running signal event's remaining calls, or NULL */
+    mux_async_t keepalive;          /* always started: see event_base_new_with_config */
+    struct bufferevent *flush_head; /* bufferevents with output to write this turn */
+    mux_prepare_t flusher;          /* started while flush_head is not empty */
+    int nbusy;                      /* bufferevents reading, writing, connecting or closing */
+    int nclosing;                   /* bufferevents freed whose streams have not closed yet */
+    int ndirect;               /* bufferevent callbacks run in this turn (not through the queues) */
     struct timeval common[32]; /* what event_base_init_common_timeout handed out */
     int ncommon;
 };
 
 /* The base of libevent 1.x's calls: the last one event_init made. */
 extern struct event_base *evx_current_base;
+
+/* A chunk of an evbuffer: bytes [misalign, misalign + off) of buf are data. */
+struct evx_chain {
+    struct evx_chain *next;
+    size_t misalign, off, cap;
+    char buf[];
+};
+
+struct evbuffer {
+    struct evx_chain *first, *last;
+    size_t total;
+    int frozen_front, frozen_back;
+    struct bufferevent *bev_out; /* the bufferevent this is the output of: adds flush it */
+    struct bufferevent *bev_in;  /* the one this is the input of: drains may resume reading */
+};
+
+struct evx_chain *evx_chain_new(size_t cap);
+/* Appends a filled chunk to `buf` (it becomes the buffer's). */
+void evx_buffer_append_chain(struct evbuffer *buf, struct evx_chain *ch);
+/* bufferevent.c: `buf`, a bufferevent's output, has more bytes / its input has fewer. */
+void evx_bev_output_added(struct bufferevent *bev);
+void evx_bev_input_drained(struct bufferevent *bev);
+/* Runs the bufferevents' writes queued during this turn (from the base's prepare watcher). */
+void evx_bev_flush_all(struct event_base *base);
 
 /* Logging (libevent's "[warn] ..." to stderr, or the program's callback). */
 void evx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
