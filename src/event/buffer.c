@@ -16,8 +16,23 @@
 #define EVX_CHAIN_MIN 4096
 #define EVX_IOV_MAX   64
 
+/* Chunks of the size bufferevents read into are kept for reuse, a few per thread: an echo
+ * takes and gives back one per message, and malloc would hand a 16 KB chunk back to the
+ * kernel (brk) every few messages. */
+#define EVX_CACHE_MAX 64
+static _Thread_local struct evx_chain *chain_cache;
+static _Thread_local int chain_cached;
+
 struct evx_chain *evx_chain_new(size_t cap)
 {
+    if (cap == EVX_CHAIN_READ && chain_cache) {
+        struct evx_chain *ch = chain_cache;
+        chain_cache = ch->next;
+        chain_cached--;
+        ch->next = NULL;
+        ch->misalign = ch->off = 0;
+        return ch;
+    }
     if (cap > SIZE_MAX - sizeof(struct evx_chain))
         return NULL;
     struct evx_chain *ch = evx_malloc(sizeof *ch + cap);
@@ -27,6 +42,17 @@ struct evx_chain *evx_chain_new(size_t cap)
         ch->cap = cap;
     }
     return ch;
+}
+
+void evx_chain_free(struct evx_chain *ch)
+{
+    if (ch && ch->cap == EVX_CHAIN_READ && chain_cached < EVX_CACHE_MAX) {
+        ch->next = chain_cache;
+        chain_cache = ch;
+        chain_cached++;
+        return;
+    }
+    evx_free(ch);
 }
 
 static size_t chain_space(const struct evx_chain *ch)
@@ -66,7 +92,7 @@ static void free_chains(struct evx_chain *ch)
 {
     while (ch) {
         struct evx_chain *next = ch->next;
-        evx_free(ch);
+        evx_chain_free(ch);
         ch = next;
     }
 }
@@ -247,7 +273,7 @@ static void drop_front(struct evbuffer *buf, size_t len)
         buf->first = ch->next;
         if (!buf->first)
             buf->last = NULL;
-        evx_free(ch);
+        evx_chain_free(ch);
     }
     /* An empty buffer keeps no chunk: the next add starts a fresh one. */
     if (!buf->total) {

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EVX_READ_DEFAULT 16384
+#define EVX_READ_DEFAULT EVX_CHAIN_READ
 #define EVX_READ_COPY    2048 /* reads up to this size are copied onto the input's last chunk */
 #define EVX_WRITE_IOV    64
 
@@ -351,7 +351,7 @@ EVX_EXPORT int bufferevent_socket_get_dns_error(struct bufferevent *bev)
 
 static void free_now(struct bufferevent *bev)
 {
-    evx_free(bev->rchain);
+    evx_chain_free(bev->rchain);
     evbuffer_free(bev->input);
     evbuffer_free(bev->output);
     evx_free(bev);

@@ -68,7 +68,10 @@ struct evbuffer {
     struct bufferevent *bev_in;  /* the one this is the input of: drains may resume reading */
 };
 
+/* Chunks; those of EVX_CHAIN_READ bytes (a bufferevent's reads) are recycled per thread. */
+#define EVX_CHAIN_READ 16384
 struct evx_chain *evx_chain_new(size_t cap);
+void evx_chain_free(struct evx_chain *ch);
 /* Appends a filled chunk to `buf` (it becomes the buffer's). */
 void evx_buffer_append_chain(struct evbuffer *buf, struct evx_chain *ch);
 /* bufferevent.c: `buf`, a bufferevent's output, has more bytes / its input has fewer. */
