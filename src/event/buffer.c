@@ -55,6 +55,17 @@ void evx_chain_free(struct evx_chain *ch)
     evx_free(ch);
 }
 
+/* Gives the calling thread's kept chunks back (libevent_global_shutdown). */
+void evx_chain_cache_clear(void)
+{
+    while (chain_cache) {
+        struct evx_chain *ch = chain_cache;
+        chain_cache = ch->next;
+        evx_free(ch);
+    }
+    chain_cached = 0;
+}
+
 static size_t chain_space(const struct evx_chain *ch)
 {
     return ch->cap - ch->misalign - ch->off;

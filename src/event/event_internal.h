@@ -72,6 +72,7 @@ struct evbuffer {
 #define EVX_CHAIN_READ 16384
 struct evx_chain *evx_chain_new(size_t cap);
 void evx_chain_free(struct evx_chain *ch);
+void evx_chain_cache_clear(void);
 /* Appends a filled chunk to `buf` (it becomes the buffer's). */
 void evx_buffer_append_chain(struct evbuffer *buf, struct evx_chain *ch);
 /* bufferevent.c: `buf`, a bufferevent's output, has more bytes / its input has fewer. */

@@ -128,6 +128,7 @@ void evx_free(void *p)
 EVX_EXPORT void libevent_global_shutdown(void)
 {
     evx_current_base = NULL;
+    evx_chain_cache_clear();
 }
 
 /* ---- version and threads ---- */
