@@ -518,7 +518,11 @@ EVX_EXPORT int evbuffer_write_atmost(struct evbuffer *buf, evutil_socket_t fd, e
         n = EVX_IOV_MAX;
     if (!n)
         return 0;
-    /* A socket is written with MSG_NOSIGNAL, so a peer that went raises no SIGPIPE. */
+        /* A socket is written with MSG_NOSIGNAL where there is one, so that a peer that went
+         * raises no SIGPIPE (macOS has SO_NOSIGPIPE on the socket instead). */
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
     ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (w < 0 && errno == ENOTSOCK)

@@ -27,7 +27,7 @@ struct evconnlistener {
 static int accept_one(struct evconnlistener *lev, struct sockaddr_storage *ss, socklen_t *len)
 {
     int fd = event_get_fd(&lev->ev);
-#if defined(__linux__) && defined(SOCK_NONBLOCK)
+#if defined(MUX_HAVE_ACCEPT4) && defined(MUX_HAVE_SOCK_FLAGS)
     int fl = (lev->flags & LEV_OPT_LEAVE_SOCKETS_BLOCKING ? 0 : SOCK_NONBLOCK) |
              (lev->flags & LEV_OPT_CLOSE_ON_EXEC ? SOCK_CLOEXEC : 0);
     return accept4(fd, (struct sockaddr *)ss, len, fl);
