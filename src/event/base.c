@@ -217,14 +217,14 @@ static void free_events(struct event_base *base)
     while (base->added) {
         struct event *ev = base->added;
         evx_del(ev, 0);
-        if (ev->ev_once_)
+        if (ev->ev_x_ & EVX_ONCE)
             evx_free(ev);
     }
     for (int p = 0; p < base->npri; p++)
         while (base->active[p].head) {
             struct event *ev = base->active[p].head;
             evx_unqueue(ev);
-            if (ev->ev_once_)
+            if (ev->ev_x_ & EVX_ONCE)
                 evx_free(ev);
         }
 }
@@ -287,6 +287,11 @@ EVX_EXPORT int event_base_priority_init(struct event_base *base, int npri)
         evx_free(base->active);
     base->active = q;
     base->npri = npri;
+    base->mid_pri = npri / 2;
+    /* Events added meanwhile at a priority that is no more move to the least urgent one. */
+    for (struct event *ev = base->added; ev; ev = ev->ev_next_)
+        if (ev->ev_pri >= npri)
+            ev->ev_pri = (unsigned char)(npri - 1);
     return 0;
 }
 
@@ -324,14 +329,19 @@ static int breaking(const struct event_base *base)
 
 static void run_one(struct event_base *base, struct event *ev, short res, short ncalls)
 {
+    base->running = ev;
+    if (!(ev->ev_events & EV_SIGNAL) && !(ev->ev_x_ & EVX_ONCE)) { /* the common case */
+        ev->ev_callback(ev->ev_fd, res, ev->ev_arg);
+        base->running = NULL;
+        return;
+    }
     /* A signal that arrived n times (or was activated with ncalls n) runs n callbacks unless
      * event_del, loopbreak or a free stops them; nothing of `ev` is read after the last. */
     short left = ncalls > 0 ? ncalls : 1;
     event_callback_fn cb = ev->ev_callback;
     evutil_socket_t fd = ev->ev_fd;
     void *arg = ev->ev_arg;
-    int once = ev->ev_once_;
-    base->running = ev;
+    int once = ev->ev_x_ & EVX_ONCE;
     base->pncalls = &left;
     for (;;) {
         left--;
@@ -357,13 +367,20 @@ static int run_active(struct event_base *base)
         base->running_pri = p;
         for (struct event *ev; (ev = q->head);) {
             short ncalls = ev->ev_ncalls_, res = ev->ev_res;
-            evx_unqueue(ev);
+            /* evx_unqueue of the head, inline */
+            if ((q->head = ev->ev_active_next_))
+                q->head->ev_active_prev_ = NULL;
+            else
+                q->tail = NULL;
+            ev->ev_flags &= (unsigned short)~EVLIST_ACTIVE;
+            ev->ev_ncalls_ = 0;
+            base->nactive--;
             if (!(ev->ev_events & EV_PERSIST))
                 evx_del(ev, 0);
             else if ((ev->ev_flags & EVLIST_TIMEOUT) && !(res & EV_TIMEOUT))
                 mux_timer_again(&base->loop, &ev->ev_timer_); /* the timeout counts from now */
             n++;
-            run_one(base, ev, res, (ev->ev_events & EV_SIGNAL) ? ncalls : 1);
+            run_one(base, ev, res, ncalls);
             if (breaking(base) || base->docontinue)
                 break;
         }
@@ -500,7 +517,7 @@ EVX_EXPORT int event_base_once(struct event_base *base, evutil_socket_t fd, shor
         evx_free(ev);
         return -1;
     }
-    ev->ev_once_ = 1;
+    ev->ev_x_ |= EVX_ONCE;
     if (timer_only && (!tv || !evutil_timerisset(tv))) {
         evx_activate(ev, EV_TIMEOUT);
         return 0;

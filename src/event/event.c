@@ -11,7 +11,8 @@
 #include <limits.h>
 #include <string.h>
 
-#define EVX_IO_EVENTS (EV_READ | EV_WRITE | EV_CLOSED)
+#define EVX_IO_EVENTS    (EV_READ | EV_WRITE | EV_CLOSED)
+#define mux__unlikely(x) __builtin_expect(!!(x), 0)
 
 static void *self_cbarg_token = &self_cbarg_token;
 
@@ -34,8 +35,6 @@ void evx_activate(struct event *ev, short res)
         ev->ev_res |= res;
         return;
     }
-    if (ev->ev_pri >= base->npri) /* set before event_base_priority_init lowered the count */
-        ev->ev_pri = (unsigned char)(base->npri - 1);
     if (ev->ev_pri < base->running_pri) /* more urgent than what runs: run it first */
         base->docontinue = 1;
     struct evx_queue *q = &base->active[ev->ev_pri];
@@ -104,11 +103,9 @@ static short closed_or_not(const struct event *ev)
     return n == 0 ? EV_CLOSED : 0;
 }
 
-static void on_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+static void on_io_slow(struct event *ev, unsigned revents)
 {
-    struct event *ev = (struct event *)((char *)w - offsetof(struct event, ev_w_.io));
     short res = 0;
-    (void)loop;
     if (revents & MUX_ERROR) /* the kernel refused the fd: libevent's poll reports it ready */
         revents |= mux_events_of(ev->ev_events, NULL);
     if (revents & MUX_READ) {
@@ -124,6 +121,20 @@ static void on_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
     if ((ev->ev_events & EV_ET) && (ev->ev_base->features & EV_FEATURE_ET))
         res |= EV_ET; /* libevent tells an edge-triggered callback that it was */
     evx_activate(ev, res);
+}
+
+static void on_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    static const short ev_of[4] = {0, EV_READ, EV_WRITE, EV_READ | EV_WRITE};
+    struct event *ev = (struct event *)((char *)w - offsetof(struct event, ev_w_.io));
+    (void)loop;
+    if (mux__unlikely((revents & MUX_ERROR) || (ev->ev_events & (EV_CLOSED | EV_ET)))) {
+        on_io_slow(ev, revents);
+        return;
+    }
+    short res = ev_of[revents & 3] & ev->ev_events;
+    if (res)
+        evx_activate(ev, res);
 }
 
 static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
@@ -171,21 +182,27 @@ EVX_EXPORT int event_assign(struct event *ev, struct event_base *base, evutil_so
     }
     if (arg == self_cbarg_token)
         arg = ev;
-    memset(ev, 0, sizeof *ev);
+    /* Every field set here; the watchers' inits clear their own (bench.c re-assigns every
+     * event on every round, so this is no memset of the whole struct). */
+    ev->ev_active_next_ = ev->ev_active_prev_ = NULL;
+    ev->ev_next_ = ev->ev_prev_ = NULL;
     ev->ev_base = base;
     ev->ev_callback = callback;
     ev->ev_arg = arg;
     ev->ev_fd = fd;
     ev->ev_events = events;
+    ev->ev_res = 0;
     ev->ev_flags = EVLIST_INIT;
-    ev->ev_pri = (unsigned char)(base ? base->npri / 2 : 0);
+    ev->ev_pri = (unsigned char)(base ? base->mid_pri : 0);
+    ev->ev_x_ = 0;
+    ev->ev_ncalls_ = 0;
+    ev->ev_err_ = 0;
     ev->ev_magic_ = EVX_MAGIC;
     /* A bad fd or signal number is refused by event_add, as libevent does, not here. */
     if (events & EV_SIGNAL)
         ev->ev_err_ = (short)mux_signal_init(&ev->ev_w_.sig, on_signal, fd);
     else if (events & EVX_IO_EVENTS)
         ev->ev_err_ = (short)mux_io_init(&ev->ev_w_.io, on_io, fd, mux_events_of(events, base));
-    mux_timer_init(&ev->ev_timer_, on_timeout);
     return 0;
 }
 
@@ -204,16 +221,22 @@ EVX_EXPORT struct event *event_new(struct event_base *base, evutil_socket_t fd, 
     return ev;
 }
 
-static int assigned(const struct event *ev, const char *what)
+static __attribute__((noinline, cold)) int not_assigned(const struct event *ev, const char *what)
 {
-    if (ev && ev->ev_magic_ == EVX_MAGIC && (ev->ev_flags & EVLIST_INIT) && ev->ev_base)
-        return 1;
     evx_warn("%s: %s", what,
              !ev ? "the event is NULL"
              : ev->ev_magic_ != EVX_MAGIC || !(ev->ev_flags & EVLIST_INIT)
                  ? "the event was never assigned (event_assign or event_new)"
                  : "the event has no base (event_set before event_init: use event_base_set)");
     return 0;
+}
+
+static inline int assigned(const struct event *ev, const char *what)
+{
+    if (mux__unlikely(!ev || ev->ev_magic_ != EVX_MAGIC || !(ev->ev_flags & EVLIST_INIT) ||
+                      !ev->ev_base))
+        return not_assigned(ev, what);
+    return 1;
 }
 
 EVX_EXPORT void event_free(struct event *ev)
@@ -250,7 +273,7 @@ EVX_EXPORT int event_base_set(struct event_base *base, struct event *ev)
         return -1;
     }
     ev->ev_base = base;
-    ev->ev_pri = (unsigned char)(base->npri / 2);
+    ev->ev_pri = (unsigned char)base->mid_pri;
     if ((ev->ev_events & EVX_IO_EVENTS) && !(ev->ev_events & EV_SIGNAL) && !ev->ev_err_)
         mux_io_set(&ev->ev_w_.io, ev->ev_fd, mux_events_of(ev->ev_events, base));
     return 0;
@@ -333,6 +356,10 @@ EVX_EXPORT int event_add(struct event *ev, const struct timeval *tv)
                 *ev->ev_base->pncalls = 0;
             evx_unqueue(ev);
         }
+        if (!(ev->ev_x_ & EVX_TIMER)) {
+            mux_timer_init(&ev->ev_timer_, on_timeout);
+            ev->ev_x_ |= EVX_TIMER;
+        }
         uint64_t ns = ns_of(tv);
         if (mux_timer_set_repeat(&ev->ev_timer_, ns) < 0 ||
             mux_timer_again(&base->loop, &ev->ev_timer_) < 0) {
@@ -341,8 +368,11 @@ EVX_EXPORT int event_add(struct event *ev, const struct timeval *tv)
         }
         ev->ev_flags |= EVLIST_TIMEOUT;
     }
-    if (!was_added && (ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT)))
+    if (!was_added && (ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT))) {
+        if (mux__unlikely(ev->ev_pri >= base->npri)) /* assigned before priority_init lowered it */
+            ev->ev_pri = (unsigned char)(base->npri - 1);
         link_added(ev);
+    }
     return 0;
 }
 
@@ -412,6 +442,8 @@ EVX_EXPORT void event_active(struct event *ev, int res, short ncalls)
 {
     if (!assigned(ev, "event_active"))
         return;
+    if (ev->ev_pri >= ev->ev_base->npri) /* set before event_base_priority_init lowered it */
+        ev->ev_pri = (unsigned char)(ev->ev_base->npri - 1);
     if ((ev->ev_events & EV_SIGNAL) && ncalls > 0 && ev->ev_ncalls_ <= SHRT_MAX - ncalls)
         ev->ev_ncalls_ += ncalls;
     evx_activate(ev, (short)res);

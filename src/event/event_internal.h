@@ -12,6 +12,12 @@
 
 #define EVX_MAGIC 0x45564d58u /* "EVMX": event_assign has been here */
 
+/* struct event's ev_x_ bits. */
+enum {
+    EVX_ONCE = 0x01,  /* event_base_once's: freed after its callback */
+    EVX_TIMER = 0x02, /* ev_timer_ is initialised (at the first timeout given) */
+};
+
 /* One FIFO per priority of active events, linked through ev_active_next_/prev_. */
 struct evx_queue {
     struct event *head, *tail;
@@ -22,6 +28,7 @@ struct event_base {
     struct evx_queue *active; /* npri queues; index 0 runs first */
     struct evx_queue active_one;
     int npri;
+    int mid_pri;  /* npri / 2: where new events go */
     int nactive;  /* events in the active queues */
     int nadded;   /* events added (inserted or with a timeout), internal ones included */
     int nvirtual; /* reserved for libevent's virtual events: always 0 here */

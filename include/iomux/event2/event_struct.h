@@ -46,7 +46,7 @@ struct event {
     short ev_res;          /* EV_* passed to the callback */
     unsigned short ev_flags; /* EVLIST_* */
     unsigned char ev_pri;
-    unsigned char ev_once_; /* 1: event_base_once's, freed after its callback */
+    unsigned char ev_x_;    /* private bits: event_base_once's event, timer set up */
     short ev_ncalls_;       /* signal deliveries still to be passed on */
     short ev_err_;          /* the negative errno event_assign met (bad fd or signal), or 0 */
     unsigned ev_magic_; /* set by event_assign: tells an assigned event from other memory */
