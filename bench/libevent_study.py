@@ -279,13 +279,17 @@ class Study:
             return None, f"dpkg-deb -x {debs[0]} failed: {last_line(out.stderr)}"
         return inc, None
 
-    def compiler(self):
+    def cache_value(self, key):
+        """A value of the build's CMakeCache.txt, or None."""
         cache = os.path.join(self.args.build_abs, "CMakeCache.txt")
         if os.path.exists(cache):
             for line in open(cache):
-                if line.startswith("CMAKE_C_COMPILER:"):
+                if line.startswith(key + ":"):
                     return line.split("=", 1)[1].strip()
-        return shutil.which("cc") or "cc"
+        return None
+
+    def compiler(self):
+        return self.cache_value("CMAKE_C_COMPILER") or shutil.which("cc") or "cc"
 
     def lib_flags(self, lib):
         """(include flags, link flags, package) for a library, or None with the reason."""
@@ -308,8 +312,13 @@ class Study:
         so = os.path.join(build, "libiomux-event.so")
         if not os.path.exists(so):
             return None, f"{so} not built (the build has no libiomux-event)"
-        return (["-I", os.path.join(self.h.root, "include", "iomux"), "-I",
-                 os.path.join(self.h.root, "include")], [so, f"-Wl,-rpath,{build}"]), None
+        # A sanitized build's library needs its sanitizer's runtime in the program too (the
+        # smoke run of `make test` builds with the address sanitizer).
+        san = self.cache_value("IOMUX_SANITIZE")
+        san = [f"-fsanitize={san}"] if san else []
+        return (san + ["-I", os.path.join(self.h.root, "include", "iomux"), "-I",
+                       os.path.join(self.h.root, "include")],
+                [so, f"-Wl,-rpath,{build}"] + san), None
 
     def prepare(self):
         """Fetches the source, writes the three programs (bench.c and bench_cascade.c as
