@@ -420,13 +420,16 @@ EVX_EXPORT int event_base_loop(struct event_base *base, int flags)
             ret = -1;
             break;
         }
-        if (base->nactive) {
-            int n = run_active(base);
-            if ((flags & EVLOOP_ONCE) && !base->nactive && n != 0)
-                break;
-        } else if ((flags & EVLOOP_NONBLOCK) || ((flags & EVLOOP_ONCE) && base->ndirect)) {
+        /* Callbacks ran in the turn itself (io events of a one-priority base, bufferevents)
+         * or from the queue now: as libevent, EVLOOP_ONCE ends once some ran and none is
+         * left, EVLOOP_NONBLOCK once a turn found nothing to run. */
+        int ran = base->ndirect > 0;
+        if (base->nactive && run_active(base) > 0)
+            ran = 1;
+        if ((flags & EVLOOP_ONCE) && !base->nactive && ran)
             break;
-        }
+        if ((flags & EVLOOP_NONBLOCK) && !ran)
+            break;
     }
     base->tv_cache_set = 0;
     base->running_loop = 0;
