@@ -454,7 +454,7 @@ static void on_conn(struct evconnlistener *lev, evutil_socket_t fd, struct socka
     CHECK_EQ(sa->sa_family, AF_INET);
     c->server = bufferevent_socket_new(evconnlistener_get_base(lev), fd, BEV_OPT_CLOSE_ON_FREE);
     bufferevent_write(c->server, "hello", 5);
-    evconnlistener_disable(lev);
+    evconnlistener_free(lev); /* from its own callback: freed once the callback returns */
 }
 
 static void client_read(struct bufferevent *bev, void *arg)
@@ -491,7 +491,6 @@ TEST(listener_and_connecting_bufferevent_talk_over_tcp) {
     CHECK_EQ(event_base_dispatch(base), 1);
     CHECK_EQ(c.client_what, BEV_EVENT_CONNECTED);
     CHECK_STR_EQ(c.got, "hello");
-    evconnlistener_free(lev);
     base_close(base);
 }
 

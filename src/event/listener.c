@@ -22,6 +22,7 @@ struct evconnlistener {
     void *arg;
     unsigned flags;
     int enabled;
+    int in_cb, freed; /* evconnlistener_free from its own callback frees it afterwards */
 };
 
 static int accept_one(struct evconnlistener *lev, struct sockaddr_storage *ss, socklen_t *len)
@@ -50,10 +51,17 @@ static void on_accept(evutil_socket_t fd, short what, void *arg)
         socklen_t len = sizeof ss;
         int s = accept_one(lev, &ss, &len);
         if (s >= 0) {
-            if (lev->cb)
-                lev->cb(lev, s, (struct sockaddr *)&ss, (int)len, lev->arg);
-            else
+            if (!lev->cb) {
                 close(s); /* no one to take it (libevent does the same) */
+                continue;
+            }
+            lev->in_cb = 1;
+            lev->cb(lev, s, (struct sockaddr *)&ss, (int)len, lev->arg);
+            lev->in_cb = 0;
+            if (lev->freed) {
+                evx_free(lev);
+                return;
+            }
             continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -158,7 +166,11 @@ EVX_EXPORT void evconnlistener_free(struct evconnlistener *lev)
     event_del(&lev->pause);
     if (lev->flags & LEV_OPT_CLOSE_ON_FREE)
         close(event_get_fd(&lev->ev));
-    evx_free(lev);
+    lev->enabled = 0;
+    if (lev->in_cb)
+        lev->freed = 1; /* on_accept frees it once the callback has returned */
+    else
+        evx_free(lev);
 }
 
 EVX_EXPORT int evconnlistener_enable(struct evconnlistener *lev)
