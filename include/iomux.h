@@ -694,6 +694,9 @@ int mux_stream_connect(mux_loop_t *loop, mux_stream_t *s, const struct sockaddr 
                        socklen_t addrlen, mux_connect_cb cb);
 /* Starts continuous reads into the caller's buffer `buf` of `len` bytes: every callback
  * sees the data at the start of `buf`; the next read reuses it after the callback returns.
+ * The buffer is written only by a receive whose callback follows at once, on every backend,
+ * so the streams of one loop may share one buffer, if each callback takes what it needs
+ * before it returns (no memory per idle reader; a pool saves the copy instead).
  * Returns 0, -EINVAL, -EBUSY if already reading, -ENOTCONN before connect completed. */
 int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_cb cb);
 /* As mux_read_start, but every read takes a fresh buffer from `pool` (on io_uring the kernel

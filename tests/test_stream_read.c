@@ -80,6 +80,76 @@ TEST(stream_reads_16_times_per_iteration_then_lets_other_streams_in) {
     free(b);
 }
 
+/* ---- one buffer shared by many readers ---- */
+
+/* iomux.h promises that a caller's read buffer is written only by a receive whose callback
+ * follows at once, so streams of one loop may share one buffer (libiomux-event's
+ * bufferevents do). Eight streams read into the same 1,000 bytes while their peers all
+ * send at once; each must see its own bytes, in order, and every callback its data at the
+ * start of the shared buffer. */
+struct shared_reader {
+    mux_stream_t s;
+    unsigned char tag;
+    int restarts; /* stops and starts again at every read, as an echo server does */
+    size_t got;
+    int bad;
+    int *done;
+};
+
+static char shared_buf[1000];
+
+static void shared_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct shared_reader *r = s->data;
+    CHECK_GT(nread, 0);
+    CHECK(buf == shared_buf);
+    for (ssize_t i = 0; i < nread; i++)
+        if ((unsigned char)buf[i] != (unsigned char)(r->tag + (r->got + (size_t)i) % 253))
+            r->bad++;
+    r->got += (size_t)nread;
+    if (r->restarts) {
+        CHECK_EQ(mux_read_stop(s), 0);
+        CHECK_EQ(mux_read_start(s, shared_buf, sizeof shared_buf, shared_read_cb), 0);
+    }
+    if (r->got == 50000)
+        ++*r->done;
+}
+
+TEST(stream_readers_may_share_one_buffer) {
+    enum { N = 8, LEN = 50000 };
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct shared_reader r[N];
+    int peer[N], done = 0;
+    static char data[LEN];
+    for (int i = 0; i < N; i++) {
+        int sv[2];
+        make_socketpair(sv);
+        int big = 256 * 1024;
+        CHECK_EQ(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof big), 0);
+        peer[i] = sv[1];
+        r[i] = (struct shared_reader){.tag = (unsigned char)(i * 29), .restarts = i & 1,
+                                      .done = &done};
+        r[i].s.data = &r[i];
+        CHECK_EQ(mux_stream_open(&loop, &r[i].s, sv[0]), 0);
+        CHECK_EQ(mux_read_start(&r[i].s, shared_buf, sizeof shared_buf, shared_read_cb), 0);
+    }
+    CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    for (int i = 0; i < N; i++) {
+        for (size_t k = 0; k < LEN; k++)
+            data[k] = (char)(r[i].tag + k % 253);
+        write_all(peer[i], data, LEN);
+    }
+    run_until_count(&loop, &done, N, 10000, "every reader's 50,000 bytes");
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(r[i].got, (size_t)LEN);
+        CHECK_EQ(r[i].bad, 0);
+        CHECK_EQ(mux_stream_close(&r[i].s, NULL), 0);
+        close(peer[i]);
+    }
+    loop_finish(&loop);
+}
+
 /* ---- read stop and start ---- */
 
 struct rss {
