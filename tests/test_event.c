@@ -568,3 +568,113 @@ TEST(bufferevent_read_timeout_reports_timeout_and_disables_reading) {
     close(sv[1]);
     base_close(base);
 }
+
+/* Every bufferevent of a base reads into one shared buffer and copies out at once: many
+ * connections delivering at the same time must each get their own bytes, in order. */
+struct many_sink {
+    size_t got;
+    int bad;
+    unsigned char tag;
+    int *left;
+};
+
+static void many_sink_read(struct bufferevent *bev, void *arg)
+{
+    struct many_sink *k = arg;
+    unsigned char buf[3000];
+    size_t n;
+    while ((n = bufferevent_read(bev, buf, sizeof buf)) > 0) {
+        for (size_t i = 0; i < n; i++)
+            if (buf[i] != (unsigned char)(k->tag + (k->got + i) % 251))
+                k->bad = 1;
+        k->got += n;
+    }
+    if (k->got == 200000 && --*k->left == 0)
+        event_base_loopbreak(bufferevent_get_base(bev));
+}
+
+TEST(bufferevents_reading_at_once_each_get_their_own_bytes) {
+    enum { N = 40, LEN = 200000 };
+    struct event_base *base = base_open();
+    int sv[N][2], left = N;
+    struct bufferevent *echo[N], *sink[N];
+    struct many_sink k[N];
+    unsigned char *data = malloc(LEN);
+    for (int c = 0; c < N; c++) {
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[c]), 0);
+        echo[c] = bufferevent_socket_new(base, sv[c][0], BEV_OPT_CLOSE_ON_FREE);
+        sink[c] = bufferevent_socket_new(base, sv[c][1], BEV_OPT_CLOSE_ON_FREE);
+        CHECK(echo[c] && sink[c]);
+        k[c] = (struct many_sink){.tag = (unsigned char)(c * 37), .left = &left};
+        bufferevent_setcb(echo[c], echo_read, NULL, NULL, NULL);
+        bufferevent_setcb(sink[c], many_sink_read, NULL, NULL, &k[c]);
+        bufferevent_enable(echo[c], EV_READ);
+        bufferevent_enable(sink[c], EV_READ);
+        for (size_t i = 0; i < LEN; i++)
+            data[i] = (unsigned char)(k[c].tag + i % 251);
+        CHECK_EQ(bufferevent_write(sink[c], data, LEN), 0); /* echoed back to the sink */
+    }
+    free(data);
+    CHECK_EQ(event_base_dispatch(base), 0);
+    CHECK(event_base_got_break(base));
+    for (int c = 0; c < N; c++) {
+        CHECK_EQ(k[c].got, (size_t)LEN);
+        CHECK_EQ(k[c].bad, 0);
+        bufferevent_free(echo[c]);
+        bufferevent_free(sink[c]);
+    }
+    base_close(base);
+}
+
+/* A bufferevent set to read more than 16 KB at a time reads into chunks of its own: one
+ * read callback sees all of a 100,000-byte burst. */
+struct big_reader {
+    size_t most, got, want;
+};
+
+static void big_read(struct bufferevent *bev, void *arg)
+{
+    struct big_reader *r = arg;
+    size_t n = evbuffer_get_length(bufferevent_get_input(bev));
+    if (n > r->most)
+        r->most = n;
+    r->got += n;
+    evbuffer_drain(bufferevent_get_input(bev), n);
+    if (r->got == r->want)
+        event_base_loopbreak(bufferevent_get_base(bev));
+}
+
+/* Writes `len` bytes into `fd` at once, then runs the base until they have been read;
+ * returns the most one read callback saw. */
+static size_t burst_through(struct event_base *base, int fd, struct big_reader *r, size_t len)
+{
+    static char burst[100000];
+    memset(burst, 'b', sizeof burst);
+    *r = (struct big_reader){.want = len};
+    CHECK_EQ(write(fd, burst, len), (ssize_t)len);
+    CHECK_EQ(event_base_dispatch(base), 0);
+    CHECK_EQ(r->got, len);
+    return r->most;
+}
+
+TEST(bufferevent_max_single_read_sets_how_much_one_read_takes) {
+    struct event_base *base = base_open();
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int sz = 1 << 20;
+    CHECK_EQ(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz), 0);
+    struct bufferevent *bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+    struct big_reader r;
+    bufferevent_setcb(bev, big_read, NULL, NULL, &r);
+    CHECK_EQ(bufferevent_get_max_single_read(bev), 16384);
+    CHECK_EQ(bufferevent_enable(bev, EV_READ), 0);
+    CHECK_EQ(burst_through(base, sv[1], &r, 100000), 16384); /* the default: 16 KB a read */
+    CHECK_EQ(bufferevent_set_max_single_read(bev, 200000), 0); /* while reading */
+    CHECK_EQ(bufferevent_get_max_single_read(bev), 200000);
+    CHECK_EQ(burst_through(base, sv[1], &r, 100000), 100000);
+    CHECK_EQ(bufferevent_set_max_single_read(bev, 0), 0); /* back to the default */
+    CHECK_EQ(burst_through(base, sv[1], &r, 20000), 16384);
+    bufferevent_free(bev);
+    close(sv[1]);
+    base_close(base);
+}

@@ -247,6 +247,8 @@ EVX_EXPORT void event_base_free(struct event_base *base)
     int r = mux_loop_close(&base->loop);
     if (r < 0) /* bufferevents or listeners not freed keep the loop: it is left open */
         evx_warn("event_base_free: %s: free every bufferevent and listener first", mux_strerror(r));
+    else
+        evx_free(base->landing); /* a stream left open may still read into it */
     if (base->active != &base->active_one)
         evx_free(base->active);
     if (evx_current_base == base)

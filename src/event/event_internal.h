@@ -50,6 +50,7 @@ struct event_base {
     mux_async_t keepalive;          /* always started: see event_base_new_with_config */
     struct bufferevent *flush_head; /* bufferevents with output to write this turn */
     mux_prepare_t flusher;          /* started while flush_head is not empty */
+    char *landing;                  /* EVX_CHAIN_READ bytes the bufferevents read into */
     int nbusy;                      /* bufferevents reading, writing, connecting or closing */
     int nclosing;                   /* bufferevents freed whose streams have not closed yet */
     int ndirect;               /* bufferevent callbacks run in this turn (not through the queues) */
