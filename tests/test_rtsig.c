@@ -417,7 +417,8 @@ static void *run_elsewhere(void *loop)
     return (void *)(intptr_t)mux_run(loop, MUX_RUN_NOWAIT);
 }
 
-/* A loop belongs to the first thread that runs it: its files signal that thread. */
+/* A loop belongs to the first thread that runs it: its files signal that thread. A run
+ * from another thread is refused, and the watcher it applied still signals the first. */
 CORE_TEST(rtsig_loop_run_from_a_second_thread_is_refused) {
     skip_unless_rtsig();
     mux_loop_t loop;
@@ -428,16 +429,31 @@ CORE_TEST(rtsig_loop_run_from_a_second_thread_is_refused) {
     a.data = &n;
     CHECK_EQ(mux_async_start(&loop, &a), 0);
     CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    int sv[2];
+    make_socketpair(sv);
+    struct got g = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, got_cb, sv[0], MUX_READ), 0);
+    w.data = &g;
+    CHECK_EQ(mux_io_start(&loop, &w), 0); /* applied by the refused run */
     pthread_t t;
     void *r;
     CHECK_EQ(pthread_create(&t, NULL, run_elsewhere, &loop), 0);
     CHECK_EQ(pthread_join(t, &r), 0);
     CHECK_EQ((intptr_t)r, -EEXIST);
+    CHECK_EQ(mux_io_is_active(&w), 1);
+    CHECK(armed_for_me(sv[0], fcntl(sv[0], F_GETSIG)));
     CHECK_EQ(mux_async_send(&a), 0); /* and the first thread still runs it */
-    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
     CHECK_EQ(n, 1);
+    write_byte(sv[1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(g.calls, 1);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
     CHECK_EQ(mux_async_stop(&loop, &a), 0);
     CHECK_EQ(mux_loop_close(&loop), 0);
+    close(sv[0]);
+    close(sv[1]);
 }
 
 /* A forked child watching the parent's socket polls it rather than take it: the file still

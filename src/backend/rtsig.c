@@ -241,7 +241,7 @@ static int mux__rtsig_change(struct mux__loop *loop, int fd, unsigned want, int 
 {
     struct mux__rtsig *st = loop->bdata;
     struct mux__fd *e = mux__fd_at(loop, fd);
-    int r = mux__rtsig_bind(loop);
+    int r = st->tid ? 0 : mux__rtsig_bind(loop); /* arming names the loop's thread, any caller */
     if (r != 0)
         return r;
     if (force || !want) /* maybe a new file under the number: ask it again */
