@@ -60,6 +60,9 @@
  * - Fork: the child's pending signals are cleared and the files' owner is the parent. The
  *   child forgets what it had armed; its loop watches the shared files by poll (their owner
  *   lives) and arms the files it makes itself, so the parent keeps its signals.
+ * - Wake-ups (async sends, signal watchers' handlers) tgkill the loop's own signal to its
+ *   thread: no descriptor. One is in flight at most (a flag the wait clears), and si_code
+ *   (SI_TKILL) tells it from the kernel's events (POLL_*).
  * - Timeouts are timespecs (sigtimedwait, ppoll): nanoseconds. EINTR is passed up.
  * - Signals cost one dequeue each (the "signal per fd" patch that collapsed them never
  *   reached mainline); epoll replaced all this. rtsig is here for comparisons, never chosen
