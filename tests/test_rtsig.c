@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -493,6 +494,54 @@ CORE_TEST(rtsig_forked_child_leaves_the_parents_files_to_the_parent) {
     CHECK_EQ(g.calls, 1);
     CHECK_EQ(g.revents, MUX_READ);
     CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_loop_close(&loop), 0);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* ---- writability ---- */
+
+static void stop_on_timer(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)t;
+    mux_loop_stop(loop);
+}
+
+/* A Unix stream socket polls unwritable past a quarter of its buffer, long before a send
+ * would fail, and only a failed send makes the kernel signal writability. A writer waiting
+ * on such a socket is polled, so it hears of the room the peer's reads make. */
+CORE_TEST(rtsig_writer_on_a_socket_full_without_a_failed_send_is_told_of_room) {
+    skip_unless_rtsig();
+    mux_loop_t loop;
+    rt_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    char chunk[1024] = {0};
+    struct pollfd p = {.fd = sv[0], .events = POLLOUT};
+    int sent = 0;
+    while (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) {
+        CHECK_EQ(write(sv[0], chunk, sizeof chunk), (ssize_t)sizeof chunk); /* never EAGAIN */
+        sent++;
+    }
+    CHECK_GT(sent, 0);
+    struct got g = {0};
+    mux_io_t w;
+    mux_timer_t guard;
+    CHECK_EQ(mux_io_init(&w, got_cb, sv[0], MUX_WRITE), 0);
+    w.data = &g;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_timer_init(&guard, stop_on_timer), 0);
+    CHECK_EQ(mux_timer_start(&loop, &guard, 2000 * MS, 0), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    CHECK_EQ(g.calls, 0);
+    CHECK_EQ(drain(sv[1]), sent * (int)sizeof chunk);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);
+    CHECK_EQ(g.calls, 1);
+    CHECK_EQ(g.revents, MUX_WRITE);
+    CHECK_LT(mono_ns() - t0, 1000 * MS); /* not the guard's stop */
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_timer_stop(&loop, &guard), 0);
     CHECK_EQ(mux_loop_close(&loop), 0);
     close(sv[0]);
     close(sv[1]);
