@@ -199,8 +199,8 @@ static void usage(FILE *to)
                 "                  be written for S seconds (default 10; 0: never)\n"
                 "  --reuseport     set SO_REUSEPORT, to run one server per CPU on one port\n"
                 "Prints 'listening on ADDR:PORT' once ready. The backend comes from the\n"
-                "IOMUX_BACKEND environment variable (epoll, poll, select, uring), else the\n"
-                "best available. SIGINT or SIGTERM stops it.\n");
+                "IOMUX_BACKEND environment variable (epoll, poll, select, uring, or the opt-in\n"
+                "rtsig), else the best available. SIGINT or SIGTERM stops it.\n");
 }
 
 int main(int argc, char **argv)

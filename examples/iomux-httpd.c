@@ -71,8 +71,8 @@ static void usage(FILE *to)
                 "  --max-connections N  at once (default 10000)\n"
                 "  --reuseport          SO_REUSEPORT, to run one server per CPU on one port\n"
                 "Prints 'listening on ADDR:PORT' once ready. The backend comes from the\n"
-                "IOMUX_BACKEND environment variable (epoll, poll, select, uring), else the best\n"
-                "available. SIGINT or SIGTERM stops it.\n");
+                "IOMUX_BACKEND environment variable (epoll, poll, select, uring, or the opt-in\n"
+                "rtsig), else the best available. SIGINT or SIGTERM stops it.\n");
 }
 
 /* A decimal in [lo, hi], or exits 2 naming the flag. */

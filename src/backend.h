@@ -79,6 +79,9 @@
 #define MUX__CAP_ACCEPT_MULTI (1u << 8)  /* an accept may stay armed (MUX__OPF_MULTI) */
 #define MUX__CAP_WAKE_FD      (1u << 9)  /* wake-ups come through the core's wake-up descriptor */
 #define MUX__CAP_RECV_MULTI   (1u << 10) /* a pool receive may stay armed (MUX__OPF_MULTI) */
+/* Opt-in: the automatic choice (no name in the options or IOMUX_BACKEND) passes the backend
+ * by, wherever it sits in the registry; it opens only when named (rtsig). */
+#define MUX__CAP_NAMED_ONLY   (1u << 11)
 #define MUX__CAP_OPS          0xffu      /* the operation-kind bits */
 
 /* mux__op.kind_ */

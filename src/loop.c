@@ -269,7 +269,8 @@ static const struct mux__backend *mux__backend_find(const char *name)
 
 static int mux__backend_known(const char *name)
 {
-    static const char *const all[] = {"uring", "epoll", "kqueue", "iocp", "poll", "select"};
+    static const char *const all[] = {"uring", "epoll", "kqueue", "iocp", "poll", "select",
+                                      "rtsig"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i], name) == 0)
             return 1;
@@ -314,6 +315,8 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
     }
     int err = -ENOSYS;
     for (size_t i = 0; mux__backends[i]; i++) {
+        if (mux__backends[i]->caps & MUX__CAP_NAMED_ONLY)
+            continue; /* opt-in: only when named */
         loop->backend = mux__backends[i];
         loop->caps = loop->backend->caps;
         err = loop->backend->open(loop);

@@ -451,6 +451,11 @@ static _Noreturn void broken_child(mux_loop_t *loop, struct broken *b, int wfd)
 TEST(fork_child_that_cannot_recreate_the_loop_gets_the_error_and_retries) {
     mux_loop_t loop;
     loop_open(&loop);
+    if (loop_is(&loop, "rtsig")) {
+        loop_close(&loop);
+        SKIP("rtsig wakes its loop with a signal and makes no descriptor in a child: a "
+             "descriptor limit cannot make its re-creation fail");
+    }
     struct broken b = {0};
     int p[2];
     make_pipe(p);

@@ -422,7 +422,8 @@ TEST(io_modify_changes_interest) {
 }
 
 /* MUX_EDGE: a correct edge-triggered reader (reads until EAGAIN) gets exactly one call per
- * new write on epoll / io_uring, and a superset elsewhere, with the same bytes either way. */
+ * new write on epoll / io_uring / rtsig, and a superset elsewhere, with the same bytes either
+ * way. */
 struct edge {
     int fd, calls, bytes;
 };
@@ -439,7 +440,7 @@ static void edge_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
 TEST(io_edge_triggered_reader_gets_one_call_per_write) {
     mux_loop_t loop;
     loop_open(&loop);
-    int exact = loop_is(&loop, "epoll") || loop_is(&loop, "uring");
+    int exact = loop_is(&loop, "epoll") || loop_is(&loop, "uring") || loop_is(&loop, "rtsig");
     int sv[2];
     make_socketpair(sv);
     struct edge e = {sv[0], 0, 0};
@@ -1246,7 +1247,8 @@ static int peer_sees_close(int peer)
  * program bug: docs/io.md has the same table). poll and select: the watcher is stopped and
  * called with MUX_ERROR on the next iteration. epoll: the kernel drops a closed file from
  * the set without a word, so nothing is reported until the loop next tells the kernel about
- * that fd (a change of interest): then MUX_ERROR. io_uring: the armed poll request holds the
+ * that fd (a change of interest): then MUX_ERROR. rtsig the same: the close ends the file's
+ * signals, and a change of interest polls the fd, which finds it closed. io_uring: the armed poll request holds the
  * file open, so the peer does not even see the close, and nothing is reported, until the
  * watcher is stopped. */
 TEST(io_fd_closed_behind_the_loops_back_what_each_backend_reports) {
@@ -1268,7 +1270,7 @@ TEST(io_fd_closed_behind_the_loops_back_what_each_backend_reports) {
         CHECK_EQ(b.revents, MUX_ERROR | MUX_READ);
         CHECK_EQ(mux_io_is_active(&w), 0);
         CHECK(peer_sees_close(sv[1]));
-    } else if (loop_is(&loop, "epoll")) {
+    } else if (loop_is(&loop, "epoll") || loop_is(&loop, "rtsig")) {
         CHECK_EQ(b.calls, 0);
         CHECK_EQ(mux_io_is_active(&w), 1);
         CHECK(peer_sees_close(sv[1]));

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -288,15 +289,21 @@ int mux_fault_connect(int fd, const struct sockaddr *sa, socklen_t len)
     return -1;
 }
 
-/* Every command the library uses takes no argument or an int. */
+/* Every command the library uses takes no argument, an int, or (the owner's, rtsig) a
+ * struct f_owner_ex pointer. */
 int mux_fault_fcntl(int fd, int cmd, ...)
 {
     if (hit(P_fcntl))
         return -1;
-    if (cmd == F_GETFL || cmd == F_GETFD)
+    if (cmd == F_GETFL || cmd == F_GETFD || cmd == F_GETSIG)
         return fcntl(fd, cmd);
     va_list ap;
     va_start(ap, cmd);
+    if (cmd == F_GETOWN_EX || cmd == F_SETOWN_EX) {
+        struct f_owner_ex *o = va_arg(ap, struct f_owner_ex *);
+        va_end(ap);
+        return fcntl(fd, cmd, o);
+    }
     int arg = va_arg(ap, int);
     va_end(ap);
     return fcntl(fd, cmd, arg);
@@ -384,6 +391,16 @@ int mux_fault_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
                       const sigset_t *ss)
 {
     return hit(P_pselect) ? -1 : pselect(n, r, w, e, ts, ss);
+}
+
+int mux_fault_sigtimedwait(const sigset_t *set, siginfo_t *si, const struct timespec *ts)
+{
+    return hit(P_sigtimedwait) ? -1 : sigtimedwait(set, si, ts);
+}
+
+int mux_fault_signalfd(int fd, const sigset_t *set, int flags)
+{
+    return hit(P_signalfd) ? -1 : signalfd(fd, set, flags);
 }
 
 pid_t mux_fault_waitpid(pid_t pid, int *status, int options)
