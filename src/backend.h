@@ -135,6 +135,11 @@ struct mux__backend {
      * the close, and a backend that caches it can forget it too, so that the next file
      * with that number is registered without a failed attempt first. */
     void (*closing)(struct mux__loop *loop, int fd);
+    /* May be NULL. `sock` becomes the socket of a stream or listener of this loop, before any
+     * operation on it: a completion backend binds it to its kernel queue here (IOCP: the
+     * completion port), so that every operation on it completes there. 0 or -errno (the open,
+     * connect or listen then fails with it). */
+    int (*adopt)(struct mux__loop *loop, mux_os_sock_t sock);
     /* Waits at most `timeout_ns` (-1: no limit, 0: poll) and reports events. Returns 0 or
      * -errno; -EINTR is not an error. */
     int (*wait)(struct mux__loop *loop, int64_t timeout_ns);

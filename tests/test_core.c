@@ -120,7 +120,7 @@ CORE_TEST(heap_random_operations_keep_order) {
         last_seq = l->seq;
         mux__heap_remove(&h, l);
     }
-    free(h.v);
+    mux__aligned_free(h.v);
     free(links);
     free(at);
     free(in);
