@@ -3,17 +3,19 @@
  * edge-triggered use, fds closed and re-used behind the loop's back, many fds. */
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __linux__
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#endif
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -921,6 +923,9 @@ TEST(io_select_refuses_fd_at_or_above_fd_setsize) {
 
 /* eventfds work like sockets; a watcher for READ|WRITE gets both. */
 TEST(io_eventfd_readiness) {
+#ifndef __linux__
+    SKIP("eventfds are Linux's");
+#else
     mux_loop_t loop;
     loop_open(&loop);
     int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -940,6 +945,7 @@ TEST(io_eventfd_readiness) {
     CHECK_EQ(mux_io_stop(&loop, &w), 0);
     loop_close(&loop);
     close(efd);
+#endif
 }
 
 /* Regular files cannot be polled (epoll refuses them); they are reported ready on every
@@ -1295,6 +1301,9 @@ TEST(io_fd_closed_behind_the_loops_back_what_each_backend_reports) {
 /* From here on, every epoll_ctl of this process fails with EACCES (a seccomp filter). */
 static void forbid_epoll_ctl(void)
 {
+#ifndef __linux__
+    SKIP("seccomp filters are Linux's");
+#else
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_epoll_ctl, 0, 1),
@@ -1304,6 +1313,7 @@ static void forbid_epoll_ctl(void)
     struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
     CHECK_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
     CHECK_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+#endif
 }
 
 static void restart_and_count(mux_loop_t *loop, mux_io_t *w, unsigned revents)

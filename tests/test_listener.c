@@ -253,7 +253,7 @@ TEST(stream_listener_reuseport_lets_two_listeners_share_a_port) {
     server_free(&s2);
 }
 
-static void never_accept_cb(mux_listener_t *l, int fd, int status)
+static void never_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     (void)l;
     (void)fd;
@@ -445,7 +445,7 @@ struct flood {
     volatile int listener_closed;
 };
 
-static void fl_accept_cb(mux_listener_t *l, int fd, int status)
+static void fl_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct flood *fl = l->data;
     if (fd < 0) {
@@ -660,7 +660,7 @@ TEST(listener_backlog_flood_does_not_delay_other_completions) {
  * some from the shared socket itself, which is fine: each still goes to one process. */
 static int fa_parent, fa_child, fa_in_child;
 
-static void fa_accept_cb(mux_listener_t *l, int fd, int status)
+static void fa_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     (void)l;
     CHECK_GE(fd, 0);
@@ -749,7 +749,7 @@ static void sa_closed_cb(mux_stream_t *s)
     ((struct sa *)s->data)->closed = 1;
 }
 
-static void sa_accept_cb(mux_listener_t *l, int fd, int status)
+static void sa_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct sa *a = l->data;
     CHECK_EQ(status, 0);

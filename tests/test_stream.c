@@ -201,7 +201,7 @@ static void hc_server_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     CHECK_EQ(mux_write(s, &h->sw, &h->siv, 1, hc_server_write_cb), 0);
 }
 
-static void hc_accept_cb(mux_listener_t *l, int fd, int status)
+static void hc_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct halfclose *h = l->data;
     CHECK_EQ(status, 0);
@@ -325,7 +325,7 @@ static void rst_server_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     CHECK_EQ(mux_stream_close(s, rst_server_closed), 0);
 }
 
-static void rst_accept_cb(mux_listener_t *l, int fd, int status)
+static void rst_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct reset *r = l->data;
     CHECK_EQ(status, 0);
