@@ -148,7 +148,11 @@ int main(int argc, char **argv)
         if (strcmp(cases[i].name, argv[1]) != 0)
             continue;
         current = cases[i].name;
+#ifdef _WIN32
+        setvbuf(stdout, NULL, _IONBF, 0); /* no line buffering in Windows' C runtime */
+#else
         setvbuf(stdout, NULL, _IOLBF, 0);
+#endif
         watchdog_install();
         harness_watchdog(WATCHDOG_SECONDS);
         cases[i].fn();

@@ -77,8 +77,8 @@ int mux__win_errno(DWORD err)
         return -EINPROGRESS;
     case WSAEALREADY:
         return -EALREADY;
-    case WSAENOTSOCK:
-        return -ENOTSOCK;
+    case WSAENOTSOCK: /* what a closed socket's handle gives: POSIX says EBADF */
+        return -EBADF;
     case WSAEMSGSIZE:
         return -EMSGSIZE;
     case WSAEOPNOTSUPP:

@@ -166,7 +166,32 @@ static inline int win_fcntl(int fd, int cmd, ...)
     return ioctlsocket((SOCKET)(unsigned)fd, FIONBIO, &on) == 0 ? 0 : -1;
 }
 
-/* A connected pair of loopback TCP sockets. */
+/* socket(), taking SOCK_NONBLOCK and SOCK_CLOEXEC in `type` as Linux does. */
+static inline int win_socket(int domain, int type, int proto)
+{
+    SOCKET s = socket(domain, type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), proto);
+    if (s == INVALID_SOCKET) {
+        errno = win_sock_errno();
+        return -1;
+    }
+    if (type & SOCK_NONBLOCK) {
+        u_long on = 1;
+        ioctlsocket(s, FIONBIO, &on);
+    }
+    return (int)s;
+}
+
+/* connect(), with errno as POSIX sets it (EINPROGRESS while a non-blocking one goes on). */
+static inline int win_connect(SOCKET s, const struct sockaddr *a, int len)
+{
+    if (connect(s, a, len) == 0)
+        return 0;
+    errno = WSAGetLastError() == WSAEWOULDBLOCK ? EINPROGRESS : win_sock_errno();
+    return -1;
+}
+
+/* A connected pair of loopback TCP sockets, buffering about what a Linux socketpair does
+ * (cases fill them). */
 static inline int win_socketpair(int domain, int type, int proto, int sv[2])
 {
     (void)domain, (void)proto;
@@ -186,9 +211,13 @@ static inline int win_socketpair(int domain, int type, int proto, int sv[2])
     if (a == INVALID_SOCKET)
         goto fail;
     closesocket(l);
-    DWORD on = 1;
-    setsockopt(a, IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
-    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
+    DWORD on = 1, buf = 128 * 1024;
+    SOCKET ends[2] = {a, c};
+    for (int i = 0; i < 2; i++) {
+        setsockopt(ends[i], IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
+        setsockopt(ends[i], SOL_SOCKET, SO_SNDBUF, (const char *)&buf, sizeof buf);
+        setsockopt(ends[i], SOL_SOCKET, SO_RCVBUF, (const char *)&buf, sizeof buf);
+    }
     if (type & SOCK_NONBLOCK) {
         u_long nb = 1;
         ioctlsocket(a, FIONBIO, &nb);
@@ -249,6 +278,8 @@ static inline int win_unsupported(const char *what)
 }
 
 #define socketpair win_socketpair
+#define socket win_socket
+#define connect(s, a, l) win_connect((SOCKET)(s), a, l)
 #define read win_read
 #define write win_write
 #define close win_close
