@@ -77,6 +77,7 @@
 #define MUX__RES_MAX  0x7ffff000u /* a completion's count fits an int */
 #define MUX__SENDV_MAX 64u
 #define MUX__ENTRIES  128
+#define MUX__READ_BUDGET 16 /* receives done inside their submit per loop iteration */
 
 /* Completion keys. */
 enum { MUX__KEY_SOCK = 1, MUX__KEY_AFD, MUX__KEY_WAKE, MUX__KEY_LOCAL };
@@ -123,10 +124,14 @@ struct mux__actx {
     char addrs[2 * (sizeof(struct sockaddr_storage) + 16)];
 };
 
-/* An operation's private space: its OVERLAPPED, and an accept's context. */
+/* An operation's private space: its OVERLAPPED, and an accept's context or a receive's
+ * budget (the loop iteration its streak_ counts in). */
 struct mux__iop {
     OVERLAPPED ov;
-    struct mux__actx *actx;
+    union {
+        struct mux__actx *actx;
+        uint32_t iter;
+    } u;
 };
 _Static_assert(sizeof(struct mux__iop) <= sizeof(((struct mux__op *)0)->priv_),
                "an OVERLAPPED and a pointer fit in an operation's private space");
@@ -321,6 +326,9 @@ static int mux__apoll_new(struct mux__iocp *st, struct mux__fd *e, int fd)
 {
     SOCKET base = INVALID_SOCKET;
     DWORD got = 0;
+    int type, tlen = sizeof type;
+    if (getsockopt(MUX__SOCK(fd), SOL_SOCKET, SO_TYPE, (char *)&type, &tlen) != 0)
+        return -EBADF; /* closed, or not a socket (Wine's SIO_BASE_HANDLE does not check) */
     if (WSAIoctl(MUX__SOCK(fd), SIO_BASE_HANDLE, NULL, 0, &base, sizeof base, &got, NULL, NULL) !=
             0 ||
         base == INVALID_SOCKET)
@@ -425,7 +433,8 @@ static void mux__apoll_flush(struct mux__loop *loop)
     }
 }
 
-static void mux__apoll_done(struct mux__loop *loop, struct mux__apoll *p)
+/* A poll request's completion; 1 when it reached a watcher. */
+static int mux__apoll_done(struct mux__loop *loop, struct mux__apoll *p)
 {
     struct mux__iocp *st = loop->bdata;
     p->pending = 0;
@@ -433,7 +442,7 @@ static void mux__apoll_done(struct mux__loop *loop, struct mux__apoll *p)
     if (p->fd < 0) {
         if (!p->dirty)
             free(p);
-        return;
+        return 0;
     }
     int fd = p->fd;
     NTSTATUS s = (NTSTATUS)p->ov.Internal;
@@ -444,16 +453,16 @@ static void mux__apoll_done(struct mux__loop *loop, struct mux__apoll *p)
      * events they want now (a cancel for a change). */
     if (mux__apoll_mark(st, p) != 0) {
         mux__fd_kill(loop, fd, -ENOMEM);
-        return;
+        return 1;
     }
     if (cancelled || s != 0) {
         if (s != 0 && (LONG)s != (LONG)0xC0000120L /* STATUS_CANCELLED */)
             mux__fd_kill(loop, fd, mux__win_errno(RtlNtStatusToDosError(s)));
-        return;
+        return s != 0 && (LONG)s != (LONG)0xC0000120L;
     }
     if (ev & MUX__AFD_LOCAL_CLOSE) {
         mux__fd_kill(loop, fd, -EBADF); /* its entry is changed: the slot goes then */
-        return;
+        return 1;
     }
     unsigned got = 0;
     if (ev & (MUX__AFD_RECEIVE | MUX__AFD_RECEIVE_EXPEDITED | MUX__AFD_ACCEPT | MUX__AFD_DISCONNECT))
@@ -464,6 +473,7 @@ static void mux__apoll_done(struct mux__loop *loop, struct mux__apoll *p)
         got |= MUX__IO_EVENTS;
     if (got)
         mux__fd_event(loop, fd, got); /* may run a callback: nothing of `p` is read after */
+    return got != 0;
 }
 
 /* ---- operations ----------------------------------------------------------------------- */
@@ -564,7 +574,7 @@ static int mux__iocp_accept(struct mux__iocp *st, struct mux__op *op)
         st->actx_free = a;
         return err;
     }
-    io->actx = a;
+    io->u.actx = a;
     return 0;
 }
 
@@ -597,11 +607,20 @@ static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
 {
     struct mux__iocp *st = loop->bdata;
     struct mux__iop *io = mux__P(op);
+    uint32_t iter = io->u.iter; /* a receive's: the budget's stamp */
     memset(io, 0, sizeof *io);
     int err = 0;
     switch (op->kind_) {
     case MUX__OP_RECV:
-        if (!(op->flags_ & MUX__OPF_POLL_FIRST)) {
+        /* A sender faster than the loop would keep a reader completing inside its submits
+         * forever: past the budget, it waits for the port as the emulation waits for
+         * readiness (ready_ops.c). */
+        if (iter != loop->iter) {
+            op->streak_ = 0;
+        }
+        io->u.iter = loop->iter;
+        if (!(op->flags_ & MUX__OPF_POLL_FIRST) && op->streak_ < MUX__READ_BUDGET) {
+            op->streak_++;
             /* The owner expects bytes: read them now, the one completion inside a submit. */
             size_t len = op->a_.buf.len < MUX__RES_MAX ? op->a_.buf.len : MUX__RES_MAX;
             ssize_t n = mux__sock_recv(op->sock_, op->a_.buf.base, len);
@@ -651,8 +670,10 @@ static int mux__iocp_pool_attach(struct mux__loop *loop, mux_bufpool_t *pool)
     ip->pool = pool;
     ip->next = st->pools;
     st->pools = ip;
-    /* Bound with no kernel ring: its receives take a buffer once bytes are there. */
-    mux__bufpool_bind(pool, loop, NULL, NULL);
+    /* Bound, so that no other loop's reader takes its buffers (they get -ENOBUFS, as from a
+     * pool in io_uring's ring), but with no kernel ring: this loop's receives take a buffer
+     * only once bytes are there. */
+    mux__bufpool_bind(pool, loop, ip, NULL);
     return 0;
 }
 
@@ -676,11 +697,12 @@ static int mux__iocp_pool_detach(struct mux__loop *loop, mux_bufpool_t *pool)
  * the operation goes on (no bytes after all: another zero-byte receive is in flight). */
 static int mux__iocp_pool_read(struct mux__op *op, int *res, char **buf)
 {
-    char *b = mux__bufpool_get(op->a_.pool);
-    if (!b) {
+    uint32_t i = mux__bufpool_lend(op->a_.pool);
+    if (i == MUX__POOL_NONE) {
         *res = -ENOBUFS;
         return 0;
     }
+    char *b = mux__bufpool_taken(op->a_.pool, i);
     size_t len = mux__bufpool_size(op->a_.pool);
     ssize_t n = mux__sock_recv(op->sock_, b, len < MUX__RES_MAX ? len : MUX__RES_MAX);
     if (n > 0) {
@@ -724,8 +746,8 @@ static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int re
         break;
     }
     case MUX__OP_ACCEPT: {
-        struct mux__actx *a = io->actx;
-        io->actx = NULL;
+        struct mux__actx *a = io->u.actx;
+        io->u.actx = NULL;
         if (res >= 0) {
             SOCKET ls = op->sock_;
             u_long on = 1;
@@ -769,43 +791,71 @@ static int mux__iocp_status(const OVERLAPPED *ov, DWORD bytes)
     return mux__win_errno(RtlNtStatusToDosError(s));
 }
 
-static int mux__iocp_wait(struct mux__loop *loop, int64_t timeout_ns)
+/* One GetQueuedCompletionStatusEx and its completions. Returns how many reached an owner
+ * (a watcher's report, an operation's completion, a wake-up), or -errno; *timed_out is set
+ * when the port had nothing. */
+static int mux__iocp_wait_once(struct mux__loop *loop, DWORD ms, int *timed_out)
 {
     struct mux__iocp *st = loop->bdata;
     if (st->ndirty)
         mux__apoll_flush(loop);
-    DWORD ms = INFINITE;
-    if (timeout_ns >= 0) {
-        int64_t m = timeout_ns / 1000000 + (timeout_ns % 1000000 != 0); /* up: never early */
-        ms = m >= INFINITE ? INFINITE - 1 : (DWORD)m;
-    }
     ULONG n = 0;
     if (!GetQueuedCompletionStatusEx(st->port, st->entries, MUX__ENTRIES, &n, ms, FALSE)) {
         DWORD e = GetLastError();
+        *timed_out = 1;
         return e == WAIT_TIMEOUT ? 0 : mux__win_errno(e);
     }
+    int delivered = 0;
     for (ULONG i = 0; i < n; i++) {
         OVERLAPPED_ENTRY *en = &st->entries[i];
         switch (en->lpCompletionKey) {
         case MUX__KEY_WAKE:
             loop->woken = 1;
+            delivered++;
             break;
         case MUX__KEY_AFD:
-            mux__apoll_done(loop, (struct mux__apoll *)(void *)en->lpOverlapped);
+            delivered += mux__apoll_done(loop, (struct mux__apoll *)(void *)en->lpOverlapped);
             break;
         case MUX__KEY_LOCAL:
             mux__iocp_op_done(loop, mux__op_of_ov(en->lpOverlapped),
                               (int)(intptr_t)en->lpOverlapped->Internal);
+            delivered++;
             break;
         case MUX__KEY_SOCK:
             mux__iocp_op_done(loop, mux__op_of_ov(en->lpOverlapped),
                               mux__iocp_status(en->lpOverlapped, en->dwNumberOfBytesTransferred));
+            delivered++;
             break;
         default:
             break;
         }
     }
-    return 0;
+    return delivered;
+}
+
+static int mux__iocp_wait(struct mux__loop *loop, int64_t timeout_ns)
+{
+    uint64_t deadline = 0;
+    if (timeout_ns > 0)
+        deadline = mux__mono_ns() + (uint64_t)timeout_ns;
+    for (;;) {
+        DWORD ms = INFINITE;
+        if (timeout_ns >= 0) {
+            int64_t m = timeout_ns / 1000000 + (timeout_ns % 1000000 != 0); /* up: never early */
+            ms = m >= INFINITE ? INFINITE - 1 : (DWORD)m;
+        }
+        int timed_out = 0, r = mux__iocp_wait_once(loop, ms, &timed_out);
+        /* Only poll requests that a change of events cancelled came back: they are sent again
+         * and the wait goes on, for what is left of its time. */
+        if (r != 0 || timed_out || timeout_ns == 0)
+            return r < 0 ? r : 0;
+        if (timeout_ns > 0) {
+            uint64_t now = mux__mono_ns();
+            if (now >= deadline)
+                return 0;
+            timeout_ns = (int64_t)(deadline - now);
+        }
+    }
 }
 
 const struct mux__backend mux__backend_iocp = {
