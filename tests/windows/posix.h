@@ -195,22 +195,26 @@ static inline int win_connect(SOCKET s, const struct sockaddr *a, int len)
 static inline int win_socketpair(int domain, int type, int proto, int sv[2])
 {
     (void)domain, (void)proto;
-    SOCKET l = socket(AF_INET, SOCK_STREAM, 0), a = INVALID_SOCKET, c = INVALID_SOCKET;
-    struct sockaddr_in addr;
-    int alen = sizeof addr;
-    memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (l == INVALID_SOCKET || bind(l, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        getsockname(l, (struct sockaddr *)&addr, &alen) != 0 || listen(l, 1) != 0)
-        goto fail;
+    /* One listener for the process's pairs: the cases that make thousands go faster. */
+    static SOCKET l = INVALID_SOCKET;
+    static struct sockaddr_in addr;
+    SOCKET a = INVALID_SOCKET, c = INVALID_SOCKET;
+    if (l == INVALID_SOCKET) {
+        int alen = sizeof addr;
+        memset(&addr, 0, sizeof addr);
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        l = socket(AF_INET, SOCK_STREAM, 0);
+        if (l == INVALID_SOCKET || bind(l, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+            getsockname(l, (struct sockaddr *)&addr, &alen) != 0 || listen(l, 16) != 0)
+            goto fail;
+    }
     c = socket(AF_INET, SOCK_STREAM, 0);
     if (c == INVALID_SOCKET || connect(c, (struct sockaddr *)&addr, sizeof addr) != 0)
         goto fail;
     a = accept(l, NULL, NULL);
     if (a == INVALID_SOCKET)
         goto fail;
-    closesocket(l);
     DWORD on = 1, buf = 128 * 1024;
     SOCKET ends[2] = {a, c};
     for (int i = 0; i < 2; i++) {
@@ -228,8 +232,6 @@ static inline int win_socketpair(int domain, int type, int proto, int sv[2])
     return 0;
 fail:
     errno = win_sock_errno();
-    if (l != INVALID_SOCKET)
-        closesocket(l);
     if (c != INVALID_SOCKET)
         closesocket(c);
     return -1;
