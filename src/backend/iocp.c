@@ -53,9 +53,15 @@
  *   which the stream waits for before its close callback (stream.c). Closing the loop cancels
  *   the AFD requests still in flight and waits for their completions before freeing them.
  * - The wake-up is PostQueuedCompletionStatus of a packet with a key of its own: any thread.
- * - Timeouts are milliseconds, rounded up so that timers never fire early. The wait itself
- *   may end later by up to the system's timer resolution (15.6 ms by default on Windows;
- *   timeBeginPeriod is left to the program, since it costs every process power).
+ * - Timeouts: GetQueuedCompletionStatusEx takes milliseconds, and the system's timer ticks
+ *   every 15.6 ms by default, so a 1 ms wait can take 16. Where Windows has them (10, 1803
+ *   on), a high-resolution waitable timer ends the wait instead: it is set to the timeout in
+ *   100 ns steps, and the wait is alertable, so that the timer's APC ends it. A wait that
+ *   ends some other way cancels the timer; an APC that was queued anyway ends a later wait
+ *   early, which then goes on for what is left of its own time (the clock decides). Other
+ *   APCs queued to the loop's thread run inside the wait too. Without such a timer, timeouts
+ *   are milliseconds rounded up. Either way the core fires no timer before its deadline;
+ *   timeBeginPeriod is left to the program, since it costs every process power.
  * - No fork: `fork` is never called.
  */
 #include <limits.h>
@@ -78,6 +84,9 @@
 #define MUX__SENDV_MAX 64u
 #define MUX__ENTRIES  128
 #define MUX__READ_BUDGET 16 /* receives done inside their submit per loop iteration */
+#ifndef CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
+#define CREATE_WAITABLE_TIMER_HIGH_RESOLUTION 0x2
+#endif
 
 /* Completion keys. */
 enum { MUX__KEY_SOCK = 1, MUX__KEY_AFD, MUX__KEY_WAKE, MUX__KEY_LOCAL };
@@ -155,6 +164,7 @@ struct mux__iocp {
     struct mux__ipool *pools;
     LPFN_ACCEPTEX acceptex;
     LPFN_CONNECTEX connectex;
+    HANDLE timer; /* a high-resolution waitable timer, or NULL: millisecond waits */
     OVERLAPPED_ENTRY entries[MUX__ENTRIES];
 };
 
@@ -224,6 +234,9 @@ static int mux__iocp_open(struct mux__loop *loop)
         free(st);
         return err;
     }
+    /* NULL where the system has none: waits are then milliseconds. */
+    st->timer = CreateWaitableTimerExW(NULL, NULL, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION,
+                                       TIMER_ALL_ACCESS);
     loop->bdata = st;
     return 0;
 }
@@ -261,6 +274,8 @@ static void mux__iocp_close(struct mux__loop *loop)
             free(st->dirty[i]);
     CloseHandle(st->afd);
     CloseHandle(st->port);
+    if (st->timer)
+        CloseHandle(st->timer);
     struct mux__ipool *ip;
     while ((ip = st->pools) != NULL) {
         st->pools = ip->next;
@@ -791,17 +806,41 @@ static int mux__iocp_status(const OVERLAPPED *ov, DWORD bytes)
     return mux__win_errno(RtlNtStatusToDosError(s));
 }
 
-/* One GetQueuedCompletionStatusEx and its completions. Returns how many reached an owner
- * (a watcher's report, an operation's completion, a wake-up), or -errno; *timed_out is set
- * when the port had nothing. */
-static int mux__iocp_wait_once(struct mux__loop *loop, DWORD ms, int *timed_out)
+static VOID CALLBACK mux__iocp_timer_apc(LPVOID arg, DWORD low, DWORD high)
+{
+    (void)arg, (void)low, (void)high; /* it only ends the alertable wait */
+}
+
+/* One GetQueuedCompletionStatusEx and its completions, for `timeout_ns` (-1: no limit).
+ * Returns how many reached an owner (a watcher's report, an operation's completion, a
+ * wake-up), or -errno; *timed_out is set when the port had nothing in time. */
+static int mux__iocp_wait_once(struct mux__loop *loop, int64_t timeout_ns, uint64_t deadline,
+                               int *timed_out)
 {
     struct mux__iocp *st = loop->bdata;
     if (st->ndirty)
         mux__apoll_flush(loop);
+    DWORD ms = INFINITE;
+    BOOL alertable = FALSE;
+    if (timeout_ns > 0 && st->timer) {
+        LARGE_INTEGER due; /* relative, in 100 ns steps, rounded up */
+        due.QuadPart = -(timeout_ns / 100 + (timeout_ns % 100 != 0));
+        alertable = SetWaitableTimer(st->timer, &due, 0, mux__iocp_timer_apc, NULL, FALSE);
+    }
+    if (timeout_ns >= 0 && !alertable) {
+        int64_t m = timeout_ns / 1000000 + (timeout_ns % 1000000 != 0); /* up: never early */
+        ms = m >= INFINITE ? INFINITE - 1 : (DWORD)m;
+    }
     ULONG n = 0;
-    if (!GetQueuedCompletionStatusEx(st->port, st->entries, MUX__ENTRIES, &n, ms, FALSE)) {
-        DWORD e = GetLastError();
+    BOOL got = GetQueuedCompletionStatusEx(st->port, st->entries, MUX__ENTRIES, &n, ms, alertable);
+    DWORD e = got ? 0 : GetLastError();
+    if (alertable && e != WAIT_IO_COMPLETION)
+        CancelWaitableTimer(st->timer);
+    if (!got) {
+        if (e == WAIT_IO_COMPLETION) { /* the timer's APC, or an earlier one's: the clock says */
+            *timed_out = mux__mono_ns() >= deadline;
+            return 0;
+        }
         *timed_out = 1;
         return e == WAIT_TIMEOUT ? 0 : mux__win_errno(e);
     }
@@ -839,12 +878,7 @@ static int mux__iocp_wait(struct mux__loop *loop, int64_t timeout_ns)
     if (timeout_ns > 0)
         deadline = mux__mono_ns() + (uint64_t)timeout_ns;
     for (;;) {
-        DWORD ms = INFINITE;
-        if (timeout_ns >= 0) {
-            int64_t m = timeout_ns / 1000000 + (timeout_ns % 1000000 != 0); /* up: never early */
-            ms = m >= INFINITE ? INFINITE - 1 : (DWORD)m;
-        }
-        int timed_out = 0, r = mux__iocp_wait_once(loop, ms, &timed_out);
+        int timed_out = 0, r = mux__iocp_wait_once(loop, timeout_ns, deadline, &timed_out);
         /* Only poll requests that a change of events cancelled came back: they are sent again
          * and the wait goes on, for what is left of its time. */
         if (r != 0 || timed_out || timeout_ns == 0)

@@ -81,7 +81,8 @@ foreach(src IN LISTS win_all_files)
       if(NOT b STREQUAL "core")
         list(APPEND env "IOMUX_BACKEND=${b}")
       endif()
-      add_test(NAME ${b}.${name} COMMAND ${IOMUX_WINE} $<TARGET_FILE:iomux-tests> ${name})
+      add_test(NAME ${b}.${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/windows/wine-run.sh
+        ${IOMUX_WINE} $<TARGET_FILE:iomux-tests> ${name})
       set_tests_properties(${b}.${name} PROPERTIES ENVIRONMENT "${env}" TIMEOUT 120
         SKIP_RETURN_CODE 77 FIXTURES_REQUIRED wine LABELS "${b};windows")
     endforeach()
