@@ -192,10 +192,11 @@ static inline int win_connect(SOCKET s, const struct sockaddr *a, int len)
 
 /* A connected pair of loopback TCP sockets, buffering about what a Linux socketpair does
  * (cases fill them). */
-static inline int win_socketpair(int domain, int type, int proto, int sv[2])
+static inline int win_socketpair_locked(int domain, int type, int proto, int sv[2])
 {
     (void)domain, (void)proto;
-    /* One listener for the process's pairs: the cases that make thousands go faster. */
+    /* One listener for the process's pairs (the cases that make thousands go faster), used
+     * under the lock below: cases make pairs from several threads. */
     static SOCKET l = INVALID_SOCKET;
     static struct sockaddr_in addr;
     SOCKET a = INVALID_SOCKET, c = INVALID_SOCKET;
@@ -235,6 +236,15 @@ fail:
     if (c != INVALID_SOCKET)
         closesocket(c);
     return -1;
+}
+
+static inline int win_socketpair(int domain, int type, int proto, int sv[2])
+{
+    static SRWLOCK lock = SRWLOCK_INIT;
+    AcquireSRWLockExclusive(&lock);
+    int r = win_socketpair_locked(domain, type, proto, sv);
+    ReleaseSRWLockExclusive(&lock);
+    return r;
 }
 
 static inline int win_pipe(int p[2])
