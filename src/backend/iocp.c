@@ -33,9 +33,10 @@
  *   into a socket made beforehand, given the listener's context afterwards
  *   (SO_UPDATE_ACCEPT_CONTEXT) so that getsockname, shutdown and the rest work on it.
  *   Connects are ConnectEx, which wants the socket bound first (to the family's any address)
- *   and SO_UPDATE_CONNECT_CONTEXT after. Shutdowns and file sends are left to the emulation
- *   over the AFD polls (ready_ops.c): a shutdown is one quick call either way, and
- *   TransmitFile would need a file opened for overlapped reads.
+ *   and SO_UPDATE_CONNECT_CONTEXT after. A shutdown is one quick call (shutdown(SD_SEND))
+ *   made in the submit, whose result is posted to the port as its completion. File sends are
+ *   left to the emulation over the AFD polls (ready_ops.c): TransmitFile would need the
+ *   caller's C runtime descriptor's file opened for overlapped reads.
  * - Receives never lend a buffer to the kernel while a connection is idle: a receive is a
  *   zero-byte WSARecv, which completes when bytes (or the end of the stream) are there, and the
  *   bytes are then read with a non-blocking recv, as libuv does. For a caller's buffer that
@@ -501,8 +502,8 @@ static int mux__iocp_adopt(struct mux__loop *loop, mux_os_sock_t sock)
     return 0;
 }
 
-/* Ends `op` from the next wait with `res`: a call that failed at once. */
-static void mux__iocp_fail(struct mux__loop *loop, struct mux__op *op, int res)
+/* Ends `op` from the next wait with `res`: a call that failed, or was done, at once. */
+static void mux__iocp_post(struct mux__loop *loop, struct mux__op *op, int res)
 {
     struct mux__iocp *st = loop->bdata;
     struct mux__iop *io = mux__P(op);
@@ -662,11 +663,14 @@ static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
     case MUX__OP_CONNECT:
         err = mux__iocp_connect(st, op);
         break;
+    case MUX__OP_SHUTDOWN: /* one quick call; its completion comes through the port */
+        mux__iocp_post(loop, op, mux__sock_shutdown(op->sock_));
+        return;
     default:
         err = -EINVAL;
     }
     if (err != 0)
-        mux__iocp_fail(loop, op, err);
+        mux__iocp_post(loop, op, err);
 }
 
 static void mux__iocp_cancel(struct mux__loop *loop, struct mux__op *op)
@@ -895,7 +899,8 @@ static int mux__iocp_wait(struct mux__loop *loop, int64_t timeout_ns)
 const struct mux__backend mux__backend_iocp = {
     .name = "iocp",
     .caps = MUX__CAP(MUX__OP_RECV) | MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) |
-            MUX__CAP(MUX__OP_SENDV) | MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP(MUX__OP_CONNECT),
+            MUX__CAP(MUX__OP_SENDV) | MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP(MUX__OP_CONNECT) |
+            MUX__CAP(MUX__OP_SHUTDOWN),
     .fd_limit = INT_MAX,
     .open = mux__iocp_open,
     .close = mux__iocp_close,
