@@ -481,7 +481,8 @@ static int mux__apoll_done(struct mux__loop *loop, struct mux__apoll *p)
         return 1;
     }
     unsigned got = 0;
-    if (ev & (MUX__AFD_RECEIVE | MUX__AFD_RECEIVE_EXPEDITED | MUX__AFD_ACCEPT | MUX__AFD_DISCONNECT))
+    if (ev & (MUX__AFD_RECEIVE | MUX__AFD_RECEIVE_EXPEDITED | MUX__AFD_ACCEPT |
+              MUX__AFD_DISCONNECT))
         got |= MUX_READ;
     if (ev & MUX__AFD_SEND)
         got |= MUX_WRITE;

@@ -41,7 +41,8 @@
 #define MUX__SOCK(fd) ((SOCKET)(uintptr_t)(unsigned)(fd))
 #define MUX__IOV_BATCH 64
 
-_Static_assert(sizeof(mux_buf_t) == sizeof(WSABUF) && offsetof(mux_buf_t, len) == offsetof(WSABUF, len) &&
+_Static_assert(sizeof(mux_buf_t) == sizeof(WSABUF) &&
+                   offsetof(mux_buf_t, len) == offsetof(WSABUF, len) &&
                    offsetof(mux_buf_t, base) == offsetof(WSABUF, buf),
                "mux_buf_t must be laid out as WSABUF");
 
@@ -392,8 +393,8 @@ int mux__win_sock_pair(SOCKET sv[2])
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sv[0] = sv[1] = INVALID_SOCKET;
-    if (bind(l, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(l, (struct sockaddr *)&a, &alen) != 0 ||
-        listen(l, 1) != 0)
+    if (bind(l, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(l, (struct sockaddr *)&a, &alen) != 0 || listen(l, 1) != 0)
         err = mux__wsa_errno();
     if (!err) {
         sv[0] = WSASocketW(AF_INET, SOCK_STREAM, 0, NULL, 0,
@@ -412,7 +413,8 @@ int mux__win_sock_pair(SOCKET sv[2])
             SOCKET s = accept(l, (struct sockaddr *)&peer, &plen);
             if (s == INVALID_SOCKET) {
                 err = mux__wsa_errno();
-            } else if (peer.sin_port == mine.sin_port && peer.sin_addr.s_addr == mine.sin_addr.s_addr) {
+            } else if (peer.sin_port == mine.sin_port &&
+                       peer.sin_addr.s_addr == mine.sin_addr.s_addr) {
                 sv[1] = s;
                 break;
             } else {

@@ -11,7 +11,8 @@
 # the POSIX headers.
 set(win_skipped_files
   test_signal.c "POSIX signals: Windows has none, mux_signal_start returns -ENOTSUP there"
-  test_child.c "child watchers: Windows has no SIGCHLD or waitpid, mux_child_start returns -ENOTSUP there"
+  test_child.c
+  "child watchers: Windows has no SIGCHLD or waitpid, mux_child_start returns -ENOTSUP there"
   test_uring.c "io_uring is Linux's"
   test_http_parser.c "the HTTP module is not built on Windows yet"
   test_http_server.c "the HTTP module is not built on Windows yet"
@@ -35,7 +36,8 @@ foreach(i RANGE 0 ${last} 2)
   set(path ${CMAKE_CURRENT_SOURCE_DIR}/${src})
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${path})
   file(STRINGS ${path} lines REGEX "^(CORE_|THREAD_)?TEST\\([A-Za-z0-9_]+\\)")
-  set(code "/* Generated from tests/${src} for Windows: every case skips. */\n#include \"harness.h\"\n")
+  set(code "/* Generated from tests/${src} for Windows: every case skips. */\n")
+  string(APPEND code "#include \"harness.h\"\n")
   foreach(line IN LISTS lines)
     string(REGEX MATCH "^((CORE_|THREAD_)?TEST)\\(([A-Za-z0-9_]+)\\)" unused "${line}")
     string(APPEND code "${CMAKE_MATCH_1}(${CMAKE_MATCH_3})\n{\n    SKIP(\"${reason}\");\n}\n")
@@ -52,7 +54,8 @@ target_link_libraries(iomux-tests PRIVATE iomux_static ws2_32 pthread)
 target_include_directories(iomux-tests BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/windows/include
   ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(iomux-tests PRIVATE -include ${CMAKE_CURRENT_SOURCE_DIR}/windows/posix.h
-  -Wno-unused-function -Wno-unused-parameter -Wno-type-limits -Wno-maybe-uninitialized -Wno-overflow)
+  -Wno-unused-function -Wno-unused-parameter -Wno-type-limits -Wno-maybe-uninitialized
+  -Wno-overflow)
 string(REPLACE ";" "," backends_csv "${IOMUX_BACKENDS}")
 target_compile_definitions(iomux-tests PRIVATE IOMUX_TEST_BACKENDS="${backends_csv}")
 
