@@ -343,6 +343,8 @@ ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
     DWORD got = 0;
     if (!ReadFile(h, buf, (DWORD)len, &got, &at)) {
         DWORD e = GetLastError();
+        if (e == ERROR_ACCESS_DENIED)
+            return -EBADF; /* not open for reading, as POSIX says it */
         if (e != ERROR_HANDLE_EOF)
             return mux__win_errno(e);
         got = 0;

@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <direct.h>
 #include <io.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -247,6 +248,32 @@ static inline int win_socketpair(int domain, int type, int proto, int sv[2])
     return r;
 }
 
+/* mkstemp: the file is made in the template's folder (made if missing: "/tmp" is C:\tmp
+ * under Wine), binary, and deleted when its last descriptor closes, since Windows cannot
+ * unlink an open file (unlink then does nothing: see win_unlink). */
+static inline int win_mkstemp(char *tmpl)
+{
+    _mkdir("/tmp");
+    if (!_mktemp(tmpl))
+        return -1;
+    return _open(tmpl, _O_CREAT | _O_EXCL | _O_RDWR | _O_BINARY | _O_TEMPORARY, 0600);
+}
+
+/* unlink: an open file cannot be removed on Windows; win_mkstemp's go when they close. */
+static inline int win_unlink(const char *path)
+{
+    if (_unlink(path) == 0 || errno == EACCES)
+        return 0;
+    return -1;
+}
+
+static inline ssize_t win_pwrite(int fd, const void *buf, size_t len, long long off)
+{
+    if (_lseeki64(fd, off, SEEK_SET) < 0)
+        return -1;
+    return _write(fd, buf, (unsigned)len);
+}
+
 static inline int win_pipe(int p[2])
 {
     (void)p;
@@ -290,6 +317,9 @@ static inline int win_unsupported(const char *what)
 }
 
 #define socketpair win_socketpair
+#define mkstemp win_mkstemp
+#define unlink win_unlink
+#define pwrite win_pwrite
 #define socket win_socket
 #define connect(s, a, l) win_connect((SOCKET)(s), a, l)
 #define read win_read

@@ -17,11 +17,10 @@ set(win_skipped_files
   test_http_parser.c "the HTTP module is not built on Windows yet"
   test_http_server.c "the HTTP module is not built on Windows yet"
   test_http_static.c "the HTTP module is not built on Windows yet"
-  test_event.c "libiomux-event is not built on Windows yet"
-  test_stream_file.c "file sends are tested on POSIX files only (pwrite, O_DIRECTORY, SIGPIPE)")
+  test_event.c "libiomux-event is not built on Windows yet")
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
   test_periodic.c test_hooks.c test_async.c test_stream.c test_stream_read.c
-  test_stream_write.c test_stream_timeout.c test_bufpool.c
+  test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
   test_stream_errors.c test_listener.c windows/test_windows.c)
 
 set(win_sources harness.c ${win_ported_files})
