@@ -38,7 +38,7 @@ CORE_TEST(struct_sizes_are_pinned) {
     CHECK_LE(sizeof(mux_io_t), 48);
     CHECK_LE(sizeof(mux_timer_t), 56);
 #else
-    SKIP("sizes are pinned for x86-64 only");
+    SKIP("sizes are pinned for x86-64 Linux only");
 #endif
 }
 

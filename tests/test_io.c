@@ -831,7 +831,7 @@ TEST(io_ten_thousand_fds_only_written_ones_fire) {
     loop_open(&loop);
     if (loop_is(&loop, "select")) {
         loop_close(&loop);
-        SKIP("select watches fds below FD_SETSIZE (1024) only");
+        SKIP("select watches fds below FD_SETSIZE (1024) only (on Windows, 1024 sockets)");
     }
     long lim = raise_nofile_limit();
     if (lim < N + 64) {
@@ -1342,7 +1342,7 @@ static void restart_and_count(mux_loop_t *loop, mux_io_t *w, unsigned revents)
  * watcher with MUX_ERROR). */
 CORE_TEST(io_restart_makes_no_epoll_ctl) {
     if (mux_backend_probe("epoll") != 0)
-        SKIP("the epoll backend is not in this build (a portable-POSIX build)");
+        SKIP("the epoll backend is not in this build (a portable-POSIX or Windows build)");
     mux_loop_t loop;
     mux_loop_options_t opts = {.backend = "epoll", .flags = MUX_LOOP_IGNORE_ENV};
     CHECK_EQ(mux_loop_init(&loop, &opts), 0);
