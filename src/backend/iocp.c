@@ -256,6 +256,8 @@ static void mux__iocp_drain(struct mux__iocp *st)
                 struct mux__apoll *p = (struct mux__apoll *)(void *)st->entries[i].lpOverlapped;
                 p->pending = 0;
                 st->inflight_polls--;
+                if (p->fd < 0 && !p->dirty)
+                    free(p); /* detached, on no list: its completion was all that held it */
             }
     }
 }
