@@ -8,6 +8,8 @@
 #   make test-portable  only the portable-POSIX run
 #   make test-tsan  only the ThreadSanitizer run
 #   make test-fault only the fault-injection sweeps and cases (tests/fault/README.md)
+#   make test-windows  cross-build for Windows (mingw-w64) in build/windows and run the suite,
+#                   hello and an echo run under Wine, on iocp and select (docs/windows.md)
 #   make coverage   build with --coverage in build/coverage, run every test there, and print
 #                   line and branch coverage per file of src/ (scripts/coverage, gcovr)
 #   make bench      install deps, release build, run the quick benchmark suite
@@ -21,7 +23,7 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 
-.PHONY: all release test test-asan test-portable test-tsan test-fault coverage bench bench-full bench-compare \
+.PHONY: all release test test-asan test-portable test-tsan test-fault test-windows coverage bench bench-full bench-compare \
         install uninstall clean deps deps-lib deps-bench deps-coverage
 
 all: release
@@ -70,6 +72,17 @@ test-tsan: deps
 	      -DIOMUX_SANITIZE=thread -DIOMUX_BENCH=OFF
 	cmake --build build/tsan -j $(JOBS)
 	cd build/tsan && { ctest --output-on-failure -j $(JOBS) --timeout 300 -L thread; rc=$$?; \
+	  ../../scripts/skip-reasons .; exit $$rc; }
+
+# Windows, cross-built with mingw-w64 and run under Wine (installed by scripts/install-deps
+# windows): the behavioural suite on iocp and select, hello, and an echo-server run checked byte
+# for byte. Wine is for correctness only: its timings mean nothing.
+test-windows:
+	@scripts/install-deps windows
+	cmake -S . -B build/windows $(CMAKE_GEN) -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64-x86_64.cmake \
+	      -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON -DIOMUX_BENCH=OFF
+	cmake --build build/windows -j $(JOBS)
+	cd build/windows && { ctest --output-on-failure -j $(JOBS) --timeout 300; rc=$$?; \
 	  ../../scripts/skip-reasons .; exit $$rc; }
 
 # The fault label of the sanitized build: the sweep on every backend variant and the

@@ -11,21 +11,32 @@
  * for --timeout seconds (10 by default), or whose echo cannot be written for that long (its
  * client does not read), is closed: a client that stops reading holds one buffer at most,
  * and only that long. SIGINT or SIGTERM closes everything and ends the program with status
- * 0. The backend comes from IOMUX_BACKEND, as in every iomux program.
+ * 0. The backend comes from IOMUX_BACKEND, as in every iomux program. On Windows there are no
+ * signals to watch (mux_signal_start says -ENOTSUP): the program runs until it is ended.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <iomux.h>
+#include <iomux.h> /* on Windows: winsock2.h and ws2tcpip.h */
+
+#ifdef _WIN32
+#include <malloc.h>
+#define aligned_alloc(align, n) _aligned_malloc(n, align)
+#define aligned_free _aligned_free
+#define close_socket closesocket
+#else
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+#define aligned_free free
+#define close_socket close
+#endif
 
 struct conn {
     mux_stream_t stream;
@@ -66,7 +77,7 @@ static void on_closed(mux_stream_t *s)
     struct conn *c = s->data; /* the stream and its buffer are ours again only now */
     if (c->held)
         mux_bufpool_put(&c->srv->pool, c->held);
-    free(c);
+    aligned_free(c);
 }
 
 static void conn_close(struct server *srv, struct conn *c)
@@ -144,7 +155,7 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
 static void on_accept(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct server *srv = l->data;
-    if (fd < 0) {
+    if (fd == MUX_OS_SOCK_INVALID) {
         fprintf(stderr, "echo-server: accept: %s\n", mux_strerror(status));
         return; /* EMFILE: the listener pauses and resumes by itself */
     }
@@ -152,8 +163,8 @@ static void on_accept(mux_listener_t *l, mux_os_sock_t fd, int status)
         aligned_alloc(64, (sizeof *c + (srv->nbufs ? 0 : srv->bufsize) + 63) / 64 * 64);
     if (!c || mux_stream_open(&srv->loop, &c->stream, fd) < 0) {
         fprintf(stderr, "echo-server: out of memory or bad socket\n");
-        close(fd);
-        free(c);
+        close_socket(fd);
+        aligned_free(c);
         return;
     }
     c->stream.data = c;
@@ -273,6 +284,10 @@ int main(int argc, char **argv)
         return 2;
     }
 
+#ifdef _WIN32
+    WSADATA wsa; /* inet_pton comes before the loop, which starts Winsock itself */
+    WSAStartup(MAKEWORD(2, 2), &wsa);
+#endif
     struct sockaddr_storage ss = {0};
     struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
@@ -322,8 +337,9 @@ int main(int argc, char **argv)
     }
     mux_signal_init(&srv.sigint, on_signal, SIGINT);
     mux_signal_init(&srv.sigterm, on_signal, SIGTERM);
-    if ((rc = mux_signal_start(&srv.loop, &srv.sigint)) < 0 ||
-        (rc = mux_signal_start(&srv.loop, &srv.sigterm)) < 0) {
+    if (((rc = mux_signal_start(&srv.loop, &srv.sigint)) < 0 ||
+         (rc = mux_signal_start(&srv.loop, &srv.sigterm)) < 0) &&
+        rc != -ENOTSUP) { /* Windows: no signals, the program runs until it is ended */
         fprintf(stderr, "echo-server: signals: %s\n", mux_strerror(rc));
         return 1;
     }

@@ -54,8 +54,10 @@
  *   completes with bytes inside its submit or with MUX__OPC_NOW, and otherwise only with
  *   -EAGAIN and MUX__OPC_NONEMPTY ("readable: submit again", no byte taken). A kernel that
  *   keeps the buffer until a completion (io_uring) cannot promise that, so io_uring leaves
- *   this kind to the emulation; IOCP would complete a zero-byte receive that way and read
- *   in the next submit, as libuv does on Windows.
+ *   this kind to the emulation; IOCP runs it natively that way, as libuv does on Windows: a
+ *   zero-byte receive completes with -EAGAIN and MUX__OPC_NONEMPTY, and the next submit,
+ *   which the owner makes without MUX__OPF_POLL_FIRST, reads with a non-blocking call and
+ *   completes inside itself (at most 16 times per loop iteration, the emulation's budget).
  * - Cancel. `cancel` asks an operation in flight to end early. Its last completion still
  *   comes, from inside the cancel (emulated: -ECANCELED at once) or from a later wait
  *   (native: -ECANCELED, or its result when it finished first). Its owner gives no memory
@@ -63,7 +65,10 @@
  * - Fork. In a child, native operations in flight complete with -ECANCELED from the
  *   backend's `fork`; their owners submit them again.
  * - Space. Every operation has 40 bytes of backend-private space (priv_): the emulation's io
- *   watcher, io_uring's links, or an OVERLAPPED (32 bytes on 64-bit Windows).
+ *   watcher, io_uring's links, or an OVERLAPPED (32 bytes on 64-bit Windows) and a pointer.
+ * - Sockets. A backend whose kernel binds a socket to its queue for good (IOCP's completion
+ *   port) does so in `adopt`, which the stream and listener layers call once per socket
+ *   before its first operation.
  *
  * The buffer pool (bufpool.c) is a data structure below the backends. A backend whose kernel
  * picks receive buffers from a ring (MUX__CAP(MUX__OP_RECV_POOL)) binds a pool in
@@ -138,6 +143,11 @@ struct mux__backend {
      * the close, and a backend that caches it can forget it too, so that the next file
      * with that number is registered without a failed attempt first. */
     void (*closing)(struct mux__loop *loop, int fd);
+    /* May be NULL. `sock` becomes the socket of a stream or listener of this loop, before any
+     * operation on it: a completion backend binds it to its kernel queue here (IOCP: the
+     * completion port), so that every operation on it completes there. 0 or -errno (the open,
+     * connect or listen then fails with it). */
+    int (*adopt)(struct mux__loop *loop, mux_os_sock_t sock);
     /* Waits at most `timeout_ns` (-1: no limit, 0: poll) and reports events. Returns 0 or
      * -errno; -EINTR is not an error. */
     int (*wait)(struct mux__loop *loop, int64_t timeout_ns);
@@ -146,7 +156,8 @@ struct mux__backend {
 
     /* The operation half (NULL without MUX__CAP_OPS bits). */
     /* Starts `op` (not in flight; a kind in loop->caps). May only queue it for the next
-     * wait; never calls done_ from inside itself. */
+     * wait; never calls done_ from inside itself, except for a receive into a caller buffer
+     * that finds bytes waiting (see "Buffers" above). */
     void (*submit)(struct mux__loop *loop, struct mux__op *op);
     /* See "Cancel" above. */
     void (*cancel)(struct mux__loop *loop, struct mux__op *op);

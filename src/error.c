@@ -58,6 +58,15 @@ static const struct {
     {ECONNABORTED, "ECONNABORTED: connection aborted"},
     {EPROTO, "EPROTO: protocol error"},
     {EIO, "EIO: input/output error"},
+    /* further codes a Windows error maps to (platform/win.c) */
+    {EINPROGRESS, "EINPROGRESS: operation in progress"},
+    {EMSGSIZE, "EMSGSIZE: message too long"},
+    {ENETDOWN, "ENETDOWN: network is down"},
+    {ENETRESET, "ENETRESET: connection reset by the network"},
+    {EISCONN, "EISCONN: already connected"},
+    {EFAULT, "EFAULT: bad address"},
+    {ENODATA, "ENODATA: no data (a file ended early)"},
+    {EOPNOTSUPP, "EOPNOTSUPP: operation not supported on the socket"},
 };
 
 MUX_EXPORT const char *mux_strerror(int err)

@@ -15,6 +15,11 @@
 
 #include "iomux.h"
 
+/* Memory aligned to `align` bytes, or NULL (the platform seam: posix_memalign, or Windows'
+ * _aligned_malloc, whose blocks only _aligned_free takes); the heap's array is one. */
+void *mux__aligned_alloc(size_t align, size_t size);
+void mux__aligned_free(void *p);
+
 struct mux__hnode {
     uint64_t at;
     struct mux__hlink *link;
@@ -100,12 +105,12 @@ static inline int mux__heap_reserve(struct mux__heap *h, uint32_t extra)
     uint32_t cap = h->cap ? h->cap * 2 : 64;
     while (cap < h->n + extra)
         cap *= 2;
-    void *v = NULL;
-    if (posix_memalign(&v, 64, (size_t)cap * sizeof *h->v) != 0)
+    void *v = mux__aligned_alloc(64, (size_t)cap * sizeof *h->v);
+    if (!v)
         return -12; /* ENOMEM, without dragging errno.h into every user */
     for (uint32_t i = 0; i < h->n; i++)
         ((struct mux__hnode *)v)[i] = h->v[i];
-    free(h->v);
+    mux__aligned_free(h->v);
     h->v = v;
     h->cap = cap;
     return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "platform.h"
 
 static void mux__list_init(struct mux__hooklist *l, ptrdiff_t hdr_off)
 {
@@ -153,6 +154,9 @@ MUX_EXPORT int mux_fork_start(mux_loop_t *pub, mux_fork_t *w)
     struct mux__loop *loop = mux__L(pub);
     if (!loop || !w || w->h_.type != MUX__T_FORK)
         return -EINVAL;
+    int err = mux__fork_supported(); /* -ENOTSUP where processes do not fork (Windows) */
+    if (err != 0)
+        return err;
     return mux__hook_start(loop, &loop->forks, &w->link_);
 }
 

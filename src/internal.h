@@ -11,7 +11,9 @@
 #include "iomux.h"
 #include "heap.h"
 
-#if defined(MUX_BUILDING_SHARED)
+#if defined(MUX_BUILDING_SHARED) && defined(_WIN32)
+#define MUX_EXPORT __declspec(dllexport)
+#elif defined(MUX_BUILDING_SHARED)
 #define MUX_EXPORT __attribute__((visibility("default")))
 #else
 #define MUX_EXPORT
@@ -161,7 +163,7 @@ static inline struct mux__fd *mux__fd_find(const struct mux__loop *loop, int fd)
     return &loop->fdl[i][(uint32_t)fd & (MUX__FD_LEAF - 1)];
 }
 
-/* clock.c */
+/* clock.c; the clocks are the platform seam's (platform.h) */
 uint64_t mux__mono_ns(void);
 int64_t mux__wall_ns(void);
 extern int64_t mux__test_wall_offset; /* tests only: a simulated wall-clock jump */

@@ -195,7 +195,7 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
 {
     struct mux__loop *loop = mux__L(pub);
     unsigned flags = opts ? opts->flags : 0;
-    if (!loop || !l || !addr || !cb || addrlen < sizeof(sa_family_t) ||
+    if (!loop || !l || !addr || !cb || addrlen < (socklen_t)sizeof addr->sa_family ||
         (flags & ~(unsigned)(MUX_LISTEN_REUSEPORT | MUX_LISTEN_V6ONLY)) ||
         (opts && opts->backlog < 0))
         return -EINVAL;
@@ -211,6 +211,11 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     if (fd >= loop->backend->fd_limit) { /* select: FD_SETSIZE */
         mux__sock_close(fd);
         return -EINVAL;
+    }
+    err = loop->backend->adopt ? loop->backend->adopt(loop, fd) : 0;
+    if (err != 0) {
+        mux__sock_close(fd);
+        return err;
     }
     void *data = l->data;
     memset(l, 0, sizeof *l);

@@ -10,17 +10,12 @@
  * queued watcher clears its queue slot, so a stop is final even for an event already seen.
  */
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend.h"
 #include "internal.h"
 #include "platform.h"
-
-static pthread_mutex_t mux__global_lock = PTHREAD_MUTEX_INITIALIZER;
-static int mux__global_ready;
 
 static void mux__atfork_child(void)
 {
@@ -28,22 +23,12 @@ static void mux__atfork_child(void)
     mux__sig_atfork_child();
 }
 
-/* Registers the fork handler, once per process. When pthread_atfork refuses (-ENOMEM), the
- * loop's init fails and the next one tries again: a loop that could not notice a fork would
- * share its kernel state with the child. */
+/* Registers the fork handler (and whatever else the platform sets up once per process).
+ * When that is refused (-ENOMEM), the loop's init fails and the next one tries again: a loop
+ * that could not notice a fork would share its kernel state with the child. */
 static int mux__global_init(void)
 {
-    if (__atomic_load_n(&mux__global_ready, __ATOMIC_ACQUIRE))
-        return 0;
-    pthread_mutex_lock(&mux__global_lock);
-    int err = 0;
-    if (!mux__global_ready) {
-        err = -pthread_atfork(NULL, NULL, mux__atfork_child);
-        if (err == 0)
-            __atomic_store_n(&mux__global_ready, 1, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&mux__global_lock);
-    return err;
+    return mux__platform_init(mux__atfork_child);
 }
 
 /* ---- pending queue ------------------------------------------------------------------ */
@@ -153,10 +138,8 @@ static void mux__wake_close(struct mux__loop *loop)
 {
     int wfd = loop->wake_wfd;
     __atomic_store_n(&loop->wake_wfd, -1, __ATOMIC_SEQ_CST);
-    if (wfd >= 0 && wfd != loop->wake_rfd)
-        close(wfd);
     if (loop->wake_rfd >= 0)
-        close(loop->wake_rfd);
+        mux__wakefd_close(loop->wake_rfd, wfd);
     loop->wake_rfd = -1;
 }
 
@@ -234,7 +217,7 @@ int mux__clock_watch(struct mux__loop *loop)
     if (fd < 0)
         return 0; /* the clock comparison still catches jumps */
     if (mux__internal_watch(loop, &loop->clock_io, fd) != 0) {
-        close(fd);
+        mux__clocknote_close(fd);
         return 0;
     }
     loop->clock_fd = fd;
@@ -246,7 +229,7 @@ static void mux__clock_unwatch(struct mux__loop *loop)
     if (loop->clock_fd < 0)
         return;
     mux__internal_watch(loop, &loop->clock_io, -1);
-    close(loop->clock_fd);
+    mux__clocknote_close(loop->clock_fd);
     loop->clock_fd = -1;
 }
 
@@ -330,8 +313,8 @@ static void mux__loop_free(struct mux__loop *loop)
 {
     mux__fd_table_free(loop);
     free(loop->pend);
-    free(loop->timers.v);
-    free(loop->periodics.v);
+    mux__aligned_free(loop->timers.v);
+    mux__aligned_free(loop->periodics.v);
     free(loop);
 }
 

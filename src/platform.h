@@ -3,6 +3,8 @@
  * between operating systems. platform/posix.c implements them for Linux, the BSDs and macOS;
  * which system calls it uses is decided by the MUX_HAVE_* macros that CMake finds (a build
  * with IOMUX_PORTABLE_POSIX=ON defines none of them, so Linux runs the path macOS takes).
+ * platform/win.c implements them on Windows with Winsock (descriptors there are SOCKETs,
+ * whose values fit an int, as Windows promises for handles shared with 32-bit processes).
  * Every function returns 0 (or a descriptor) on success and a negative errno on failure.
  */
 #ifndef IOMUX_PLATFORM_H
@@ -10,9 +12,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
-
 #include "iomux.h"
+
+/* ---- the process ---- */
+
+/* Once per process, before the first loop: the fork handler (pthread_atfork: `atfork_child`
+ * runs in every child) on POSIX, Winsock's start-up on Windows. 0 or -errno; a failure is
+ * tried again by the next loop's init. */
+int mux__platform_init(void (*atfork_child)(void));
+/* 0 where processes fork (fork watchers can fire), -ENOTSUP where they do not (Windows). */
+int mux__fork_supported(void);
+/* The monotonic clock, and the wall clock (nanoseconds since the Unix epoch, plus the tests'
+ * simulated jump, mux__test_wall_offset). */
+uint64_t mux__mono_ns(void);
+int64_t mux__wall_ns(void);
 
 /* ---- sockets ---- */
 
@@ -58,6 +71,8 @@ int mux__wakefd_open(int *rfd, int *wfd);
 int mux__wakefd_signal(int wfd);
 /* Reads everything written so far. */
 void mux__wakefd_drain(int rfd);
+/* Closes both ends (one descriptor when they are the same). */
+void mux__wakefd_close(int rfd, int wfd);
 
 /* ---- wall-clock changes ---- */
 
@@ -67,5 +82,6 @@ void mux__wakefd_drain(int rfd);
 int mux__clocknote_open(void);
 /* After it was readable: arms it again for the next change. */
 void mux__clocknote_rearm(int fd);
+void mux__clocknote_close(int fd);
 
 #endif

@@ -627,6 +627,8 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
                              unsigned flags)
 {
     int err = mux__reserve(loop); /* room to queue its task whenever it needs to */
+    if (err == 0 && loop->backend->adopt)
+        err = loop->backend->adopt(loop, sock);
     if (err != 0)
         return err;
     void *data = s->data;
@@ -677,7 +679,7 @@ MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct
                                   socklen_t addrlen, mux_connect_cb cb)
 {
     struct mux__loop *loop = mux__L(pub);
-    if (!loop || !s || !addr || !cb || addrlen < sizeof(sa_family_t))
+    if (!loop || !s || !addr || !cb || addrlen < (socklen_t)sizeof addr->sa_family)
         return -EINVAL;
     int family = addr->sa_family;
     if (family != AF_INET && family != AF_INET6 && family != AF_UNIX)

@@ -33,7 +33,7 @@ _Noreturn void harness_fail_cmp(const char *file, int line, const char *a, const
 _Noreturn void harness_fail_str(const char *file, int line, const char *a, const char *b,
                                 const char *va, const char *vb);
 _Noreturn void harness_skip(const char *reason);
-void harness_watchdog(unsigned seconds); /* re-arms the per-case alarm */
+unsigned harness_watchdog(unsigned seconds); /* re-arms the per-case alarm (0: off) */
 /* Ends a forked child with _exit(code), after writing its coverage counts in a build with
  * --coverage (which _exit alone would drop). */
 _Noreturn void child_exit(int code);

@@ -218,6 +218,9 @@ TEST(stream_listener_emfile_is_reported_once_then_the_backlog_is_served) {
 /* ---- SO_REUSEPORT ---- */
 
 TEST(stream_listener_reuseport_lets_two_listeners_share_a_port) {
+#ifdef _WIN32
+    SKIP("Windows has no SO_REUSEPORT (mux_listen returns -ENOTSUP)");
+#endif
     mux_loop_t loop;
     loop_open(&loop);
     mux_listen_options_t opts = {.flags = MUX_LISTEN_REUSEPORT};
@@ -253,7 +256,7 @@ TEST(stream_listener_reuseport_lets_two_listeners_share_a_port) {
     server_free(&s2);
 }
 
-static void never_accept_cb(mux_listener_t *l, int fd, int status)
+static void never_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     (void)l;
     (void)fd;
@@ -445,7 +448,7 @@ struct flood {
     volatile int listener_closed;
 };
 
-static void fl_accept_cb(mux_listener_t *l, int fd, int status)
+static void fl_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct flood *fl = l->data;
     if (fd < 0) {
@@ -583,7 +586,11 @@ static void flood_run(const char *entries)
     /* The wait never spun: 600 accepts and 32 sends cost a few ms of CPU, not the ~0.4 s
      * per iteration of a million enters that a full CQ ring with a refused completion at
      * its head cost (CPU time, so that a loaded machine does not make it flaky). */
+#ifdef _WIN32
+    CHECK_LT(cpu, 2000 * MS); /* Wine spends about 0.3 ms of CPU on an AcceptEx round trip */
+#else
     CHECK_LT(cpu, 200 * MS);
+#endif
     for (int i = 0; i < FL_PAIRS; i++) {
         struct flw *x = &fl->st[i];
         CHECK_EQ(x->calls, 1);
@@ -660,7 +667,7 @@ TEST(listener_backlog_flood_does_not_delay_other_completions) {
  * some from the shared socket itself, which is fine: each still goes to one process. */
 static int fa_parent, fa_child, fa_in_child;
 
-static void fa_accept_cb(mux_listener_t *l, int fd, int status)
+static void fa_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     (void)l;
     CHECK_GE(fd, 0);
@@ -749,13 +756,15 @@ static void sa_closed_cb(mux_stream_t *s)
     ((struct sa *)s->data)->closed = 1;
 }
 
-static void sa_accept_cb(mux_listener_t *l, int fd, int status)
+static void sa_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct sa *a = l->data;
     CHECK_EQ(status, 0);
+#ifndef _WIN32 /* Windows cannot tell whether a socket blocks */
     int fl = fcntl(fd, F_GETFL), fd_fl = fcntl(fd, F_GETFD);
     CHECK(fl >= 0 && (fl & O_NONBLOCK)); /* set up as the library's sockets are */
     CHECK(fd_fl >= 0 && (fd_fl & FD_CLOEXEC));
+#endif
     a->s.data = a;
     CHECK_EQ(mux_stream_accept(NULL, &a->s, fd), -EINVAL);
     CHECK_EQ(mux_stream_accept(l, NULL, fd), -EINVAL);
@@ -799,7 +808,7 @@ static void sa_run(int family)
     CHECK(memcmp(a->buf, "hello", 5) == 0);
     CHECK_EQ(mux_listener_close(&a->l, NULL), 0);
     /* A listener that is closing hands out nothing more. */
-    int other = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int other = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(other, 0);
     mux_stream_t s2 = {0};
     CHECK_EQ(mux_stream_accept(&a->l, &s2, other), -EINVAL);

@@ -117,7 +117,12 @@ static void bulk_echo(int use_pool)
     CHECK_EQ(mux_stream_connect(&loop, &b->s, (struct sockaddr *)&srv.addr, srv.addrlen,
                                 bulk_connect_cb),
              0);
+#ifdef _WIN32
+    harness_watchdog(110); /* under Wine, 64 MB take seconds, more on a loaded machine */
+    run_for(&loop, &b->closed, 90000, "the client got all 64 MB back");
+#else
     run_for(&loop, &b->closed, 15000, "the client got all 64 MB back");
+#endif
     run_for(&loop, &srv.listener_closed, 2000, "the listener closed");
     run_for(&loop, (volatile int *)&srv.peers_closed, 2000, "the server's stream closed");
     CHECK_EQ(b->written, BULK_TOTAL);
@@ -201,7 +206,7 @@ static void hc_server_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     CHECK_EQ(mux_write(s, &h->sw, &h->siv, 1, hc_server_write_cb), 0);
 }
 
-static void hc_accept_cb(mux_listener_t *l, int fd, int status)
+static void hc_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct halfclose *h = l->data;
     CHECK_EQ(status, 0);
@@ -325,7 +330,7 @@ static void rst_server_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     CHECK_EQ(mux_stream_close(s, rst_server_closed), 0);
 }
 
-static void rst_accept_cb(mux_listener_t *l, int fd, int status)
+static void rst_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct reset *r = l->data;
     CHECK_EQ(status, 0);
@@ -597,6 +602,9 @@ TEST(stream_unix_socket_echo) {
 }
 
 TEST(stream_nodelay_and_keepalive_are_enotsup_on_unix_sockets) {
+#ifdef _WIN32
+    SKIP("Unix-domain sockets are not tested on Windows: Wine has no AF_UNIX");
+#endif
     mux_loop_t loop;
     loop_open(&loop);
     int sv[2];
@@ -615,7 +623,11 @@ TEST(stream_nodelay_and_keepalive_are_enotsup_on_unix_sockets) {
 
 static int sockopt_int(int fd, int level, int name)
 {
+#ifdef _WIN32
+    int v = 0; /* Wine writes one byte for a boolean option */
+#else
     int v = -1;
+#endif
     socklen_t len = sizeof v;
     CHECK_EQ(getsockopt(fd, level, name, &v, &len), 0);
     return v;
@@ -652,7 +664,9 @@ TEST(stream_nodelay_and_keepalive_set_the_tcp_options) {
     CHECK_EQ(sockopt_int(p[0], IPPROTO_TCP, TCP_NODELAY), 0);
     CHECK_EQ(mux_stream_keepalive(&s, 1, 37), 0);
     CHECK_NE(sockopt_int(p[0], SOL_SOCKET, SO_KEEPALIVE), 0);
+#ifndef _WIN32 /* Wine cannot read TCP_KEEPIDLE back */
     CHECK_EQ(sockopt_int(p[0], IPPROTO_TCP, TCP_KEEPIDLE), 37);
+#endif
     CHECK_EQ(mux_stream_keepalive(&s, 0, 0), 0);
     CHECK_EQ(sockopt_int(p[0], SOL_SOCKET, SO_KEEPALIVE), 0);
     CHECK_EQ(mux_stream_close(&s, NULL), 0);
@@ -700,13 +714,17 @@ TEST(stream_open_adopts_an_accepted_fd) {
     loop_open(&loop);
     int p[2];
     tcp_pair(p); /* p[0] came from accept(2): blocking */
+#ifndef _WIN32 /* Windows cannot tell whether a socket blocks */
     CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+#endif
     struct adopted d;
     memset(&d, 0, sizeof d);
     d.s.data = &d;
     CHECK_EQ(mux_stream_open(&loop, &d.s, p[0]), 0);
     CHECK(d.s.data == &d); /* data is kept */
+#ifndef _WIN32
     CHECK_NE(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+#endif
     CHECK_EQ(stream_fd(&d.s), p[0]);
     CHECK(mux_stream_loop(&d.s) == &loop);
     CHECK_EQ(mux_stream_write_queue_size(&d.s), 0);

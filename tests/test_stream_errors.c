@@ -43,7 +43,7 @@ static void any_shutdown_cb(mux_stream_t *s, int status)
     cb_calls++;
 }
 
-static void any_accept_cb(mux_listener_t *l, int fd, int status)
+static void any_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     (void)l;
     (void)status;
@@ -102,7 +102,7 @@ CORE_TEST(stream_bad_input_on_a_stream_never_opened) {
     mux_stream_t s;
     memset(&s, 0, sizeof s);
     mux_write_t w;
-    mux_buf_t iov = {(char *)"x", 1};
+    mux_buf_t iov = {.base = (char *)"x", .len = 1};
     char buf[8];
     mux_bufpool_t pool;
     uint32_t slots[1];
@@ -127,6 +127,10 @@ CORE_TEST(stream_bad_input_on_a_stream_never_opened) {
 }
 
 TEST(stream_bad_input_read_write_shutdown_close) {
+#ifdef _WIN32
+    SKIP("needs a Unix-domain socket pair (Wine has none) and lengths that add up past SIZE_MAX "
+         "(a WSABUF's length is 32 bits)");
+#endif
     mux_loop_t loop;
     loop_open(&loop);
     int sv[2];
@@ -153,11 +157,12 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     CHECK_EQ(mux_read_stop(&s), 0);
 
     mux_write_t w;
-    mux_buf_t iov = {(char *)"x", 1};
+    mux_buf_t iov = {.base = (char *)"x", .len = 1};
     CHECK_EQ(mux_write(&s, NULL, &iov, 1, any_write_cb), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, &iov, 1, NULL), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, &iov, -1, any_write_cb), -EINVAL);
-    mux_buf_t wrap[2] = {{(char *)"x", 1}, {(char *)"y", SIZE_MAX}}; /* 1 + SIZE_MAX wraps to 0 */
+    /* 1 + SIZE_MAX wraps to 0 */
+    mux_buf_t wrap[2] = {{.base = (char *)"x", .len = 1}, {.base = (char *)"y", .len = SIZE_MAX}};
     CHECK_EQ(mux_write(&s, &w, wrap, 2, any_write_cb), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, NULL, 1, any_write_cb), -EINVAL);
     CHECK_EQ(mux_stream_write_queue_size(&s), 0);
@@ -204,7 +209,7 @@ static void notconn_connect_cb(mux_stream_t *s, int status)
 {
     char buf[8];
     mux_write_t w;
-    mux_buf_t iov = {(char *)"x", 1};
+    mux_buf_t iov = {.base = (char *)"x", .len = 1};
     CHECK_EQ(status, -ENOENT);
     CHECK_EQ(mux_read_start(s, buf, sizeof buf, any_read_cb), -ENOTCONN);
     CHECK_EQ(mux_write(s, &w, &iov, 1, any_write_cb), -ENOTCONN);
@@ -247,7 +252,7 @@ TEST(stream_write_after_its_socket_was_closed_behind_its_back_fails_with_ebadf) 
     CHECK_EQ(mux_stream_open(&loop, &s, sv[0]), 0);
     CHECK_EQ(close(sv[0]), 0); /* nothing reuses the number before the stream closes */
     mux_write_t w;
-    mux_buf_t b = {(char *)"x", 1};
+    mux_buf_t b = {.base = (char *)"x", .len = 1};
     CHECK_EQ(mux_write(&s, &w, &b, 1, ebadf_write_cb), 0);
     CHECK_EQ(ebadf_status, 1); /* never inside the call */
     for (int i = 0; i < 100 && ebadf_status == 1; i++)
@@ -334,6 +339,9 @@ CORE_TEST(stream_bad_input_bufpool) {
 /* select cannot watch an fd at or above FD_SETSIZE: a stream is refused up front rather
  * than accepted and left without events. */
 TEST(stream_open_refuses_fd_select_cannot_watch) {
+#ifdef _WIN32
+    SKIP("Windows' select limits how many sockets it watches, not their values");
+#endif
     const char *b = getenv("IOMUX_BACKEND");
     if (!b || strcmp(b, "select") != 0)
         SKIP("only select has an fd limit");

@@ -621,6 +621,11 @@ static void churn_run(int mixed)
     /* A small send buffer: a few KB move per iteration, so the churn has many to act in. */
     int sndbuf = 8192;
     CHECK_EQ(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf), 0);
+#ifdef _WIN32 /* the pair is TCP there: the receiving end buffers too (smaller windows stall
+                * on delayed acknowledgements) */
+    int rcvbuf = 32768;
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
+#endif
     struct churn *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
     c->mixed = mixed;

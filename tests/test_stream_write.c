@@ -65,7 +65,7 @@ static void slow_server_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
         CHECK_EQ(mux_stream_close(s, slow_server_closed), 0);
 }
 
-static void slow_accept_cb(mux_listener_t *l, int fd, int status)
+static void slow_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int status)
 {
     struct slow *w = l->data;
     CHECK_EQ(status, 0);

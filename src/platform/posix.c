@@ -44,6 +44,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -55,8 +56,8 @@
 #if MUX_HAVE_TIMERFD
 #include <sys/timerfd.h>
 #endif
-#if MUX_HAVE_SENDFILE
 #include <pthread.h>
+#if MUX_HAVE_SENDFILE
 #include <signal.h>
 #include <sys/sendfile.h>
 #endif
@@ -75,6 +76,56 @@ _Static_assert(sizeof(mux_buf_t) == sizeof(struct iovec) &&
 #define MUX__SEND_FLAGS 0 /* SO_NOSIGPIPE on the socket instead */
 #endif
 #define MUX__IOV_BATCH 64 /* buffers per sendmsg: well below every system's IOV_MAX */
+
+/* ---- the process ---- */
+
+static pthread_mutex_t mux__global_lock = PTHREAD_MUTEX_INITIALIZER;
+static int mux__global_ready;
+
+int mux__platform_init(void (*atfork_child)(void))
+{
+    if (__atomic_load_n(&mux__global_ready, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&mux__global_lock);
+    int err = 0;
+    if (!mux__global_ready) {
+        err = -pthread_atfork(NULL, NULL, atfork_child);
+        if (err == 0)
+            __atomic_store_n(&mux__global_ready, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&mux__global_lock);
+    return err;
+}
+
+void *mux__aligned_alloc(size_t align, size_t size)
+{
+    void *p = NULL;
+    return posix_memalign(&p, align, size) == 0 ? p : NULL;
+}
+
+void mux__aligned_free(void *p)
+{
+    free(p);
+}
+
+int mux__fork_supported(void)
+{
+    return 0;
+}
+
+uint64_t mux__mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int64_t mux__wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + mux__test_wall_offset;
+}
 
 /* Non-blocking and close-on-exec, and no SIGPIPE where that is a socket option. */
 static int mux__sock_setup(int fd, int cloexec)
@@ -372,6 +423,13 @@ void mux__wakefd_drain(int rfd)
         ;
 }
 
+void mux__wakefd_close(int rfd, int wfd)
+{
+    if (wfd >= 0 && wfd != rfd)
+        close(wfd);
+    close(rfd);
+}
+
 /* ---- wall-clock changes ---- */
 
 int mux__clocknote_open(void)
@@ -405,4 +463,9 @@ void mux__clocknote_rearm(int fd)
 #else
     (void)fd;
 #endif
+}
+
+void mux__clocknote_close(int fd)
+{
+    close(fd);
 }

@@ -1,0 +1,919 @@
+/* SPDX-License-Identifier: MIT */
+/* iocp: Windows I/O completion ports. A completion interface: the stream layer's operations
+ * run natively as overlapped Winsock calls, and io watchers get readiness from the AFD driver's
+ * poll request, both reported through one GetQueuedCompletionStatusEx.
+ *
+ * What is odd about it, and what this file does about it:
+ * - A port reports completions, not readiness, and Winsock has no readiness call that a port
+ *   can wait for (WSAEventSelect needs an event per socket and a wait on at most 64 of them;
+ *   WSAPoll cannot be combined with a port). Under Winsock, every socket is a file of the AFD
+ *   driver, which takes a poll request (IOCTL_AFD_POLL, the request select() and WSAPoll are
+ *   made of) as an overlapped ioctl: it completes, through the port, once one of the asked
+ *   events holds. That is how io watchers work here, as in libuv's uv_poll, mio and wepoll.
+ *   The request is sent on a handle of our own to \Device\Afd (opened with NtCreateFile: it
+ *   has no Win32 path), naming the socket's base handle (SIO_BASE_HANDLE: a layered service
+ *   provider may hand programs a handle of its own). A request is one-shot, like an io_uring
+ *   poll: it is sent again after its events were dispatched, just before the next wait, and
+ *   completes at once if the socket is still ready, which gives level triggering. A change of
+ *   events cancels the request in flight (CancelIoEx) and sends a new one once the
+ *   cancellation has completed; a request's memory (its OVERLAPPED and the poll block) is kept
+ *   until its completion comes, however the watchers changed meanwhile.
+ * - The events: READ asks for RECEIVE, ACCEPT and DISCONNECT (end of stream); WRITE for SEND;
+ *   both for ABORT (reset) and CONNECT_FAIL, which wake both directions as POLLERR does.
+ *   LOCAL_CLOSE, asked for always, says the socket was closed behind the loop's back: its
+ *   watchers get MUX_ERROR (-EBADF). A number that is not a socket is refused by
+ *   SIO_BASE_HANDLE: -EBADF for its watchers. Only sockets can be watched.
+ * - Operations. Every stream and listener socket is bound to the port when the stream or
+ *   listener adopts it (`adopt`), once: a socket cannot leave a port, so a socket can serve
+ *   one loop. An operation's OVERLAPPED is its private space; the port hands back its address,
+ *   and the operation is found from it. Sends are WSASend of the buffer array as it is
+ *   (mux_buf_t is a WSABUF; Winsock copies the array during the call, so the one built on the
+ *   stack to keep a completion's count within an int is enough); the kernel holds the bytes'
+ *   pages until the completion, which comes when everything was taken. Accepts are AcceptEx
+ *   into a socket made beforehand, given the listener's context afterwards
+ *   (SO_UPDATE_ACCEPT_CONTEXT) so that getsockname, shutdown and the rest work on it.
+ *   Connects are ConnectEx, which wants the socket bound first (to the family's any address)
+ *   and SO_UPDATE_CONNECT_CONTEXT after. A shutdown is one quick call (shutdown(SD_SEND))
+ *   made in the submit, whose result is posted to the port as its completion. File sends are
+ *   left to the emulation over the AFD polls (ready_ops.c): TransmitFile would need the
+ *   caller's C runtime descriptor's file opened for overlapped reads.
+ * - Receives never lend a buffer to the kernel while a connection is idle: a receive is a
+ *   zero-byte WSARecv, which completes when bytes (or the end of the stream) are there, and the
+ *   bytes are then read with a non-blocking recv, as libuv does. For a caller's buffer that
+ *   read happens in the next submit (the zero-byte completion says "readable, submit again":
+ *   -EAGAIN with MUX__OPC_NONEMPTY), so that the bytes reach the read callback with nothing run
+ *   in between (backend.h, "Buffers"); a submit whose owner expects data tries the recv first
+ *   and completes inside the submit. For a pool, the zero-byte completion takes a buffer and
+ *   reads into it right there (the pool is bound to the loop, with no kernel ring).
+ * - A completion carries an NTSTATUS in the OVERLAPPED, not a Winsock error: it goes through
+ *   RtlNtStatusToDosError to a Win32 code and then to the errno the POSIX build would give
+ *   (platform/win.c). A cancelled operation ends with ERROR_OPERATION_ABORTED: -ECANCELED.
+ *   A call that fails at once is completed through the port too (PostQueuedCompletionStatus
+ *   with the errno), so that no completion comes from inside the submitting call.
+ * - Closing: closesocket ends the socket's operations in flight, each with its completion,
+ *   which the stream waits for before its close callback (stream.c). Closing the loop cancels
+ *   the AFD requests still in flight and waits for their completions before freeing them.
+ * - The wake-up is PostQueuedCompletionStatus of a packet with a key of its own: any thread.
+ * - Timeouts: GetQueuedCompletionStatusEx takes milliseconds, and the system's timer ticks
+ *   every 15.6 ms by default, so a 1 ms wait can take 16. Where Windows has them (10, 1803
+ *   on), a high-resolution waitable timer ends the wait instead: it is set to the timeout in
+ *   100 ns steps, and the wait is alertable, so that the timer's APC ends it. A wait that
+ *   ends some other way cancels the timer; an APC that was queued anyway ends a later wait
+ *   early, which then goes on for what is left of its own time (the clock decides). Other
+ *   APCs queued to the loop's thread run inside the wait too. Without such a timer, timeouts
+ *   are milliseconds rounded up. Either way the core fires no timer before its deadline;
+ *   timeBeginPeriod is left to the program, since it costs every process power.
+ * - No fork: `fork` is never called.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <winsock2.h>
+#include <mswsock.h>
+#include <windows.h>
+#include <winternl.h>
+#include <ws2tcpip.h>
+
+#include "backend.h"
+#include "bufpool.h"
+#include "platform.h"
+#include "platform/win.h"
+
+#define MUX__SOCK(fd) ((SOCKET)(uintptr_t)(unsigned)(fd))
+#define MUX__RES_MAX  0x7ffff000u /* a completion's count fits an int */
+#define MUX__SENDV_MAX 64u
+#define MUX__ENTRIES  128
+#define MUX__READ_BUDGET 16 /* receives done inside their submit per loop iteration */
+#ifndef CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
+#define CREATE_WAITABLE_TIMER_HIGH_RESOLUTION 0x2
+#endif
+
+/* Completion keys. */
+enum { MUX__KEY_SOCK = 1, MUX__KEY_AFD, MUX__KEY_WAKE, MUX__KEY_LOCAL };
+
+/* The AFD driver's poll request (its layout is the driver's, as select() sends it). */
+#define MUX__IOCTL_AFD_POLL       0x00012024
+#define MUX__AFD_RECEIVE          0x0001
+#define MUX__AFD_RECEIVE_EXPEDITED 0x0002
+#define MUX__AFD_SEND             0x0004
+#define MUX__AFD_DISCONNECT       0x0008
+#define MUX__AFD_ABORT            0x0010
+#define MUX__AFD_LOCAL_CLOSE      0x0020
+#define MUX__AFD_ACCEPT           0x0080
+#define MUX__AFD_CONNECT_FAIL     0x0100
+
+struct mux__afd_poll_info {
+    LARGE_INTEGER timeout;
+    ULONG nhandles;
+    ULONG exclusive;
+    struct {
+        HANDLE handle;
+        ULONG events;
+        NTSTATUS status;
+    } h[1];
+};
+
+/* One watched socket's poll request. Kept until its completion came, even after the fd left
+ * (fd < 0): the kernel writes into it until then. */
+struct mux__apoll {
+    OVERLAPPED ov; /* first: the completion's address is the request's */
+    struct mux__afd_poll_info info;
+    int fd;           /* the watched number, or -1: detached, freed once idle */
+    SOCKET base;      /* its base handle */
+    uint8_t pending;  /* a request is in the kernel */
+    uint8_t polled;   /* the MUX_READ / MUX_WRITE that request asks for */
+    uint8_t dirty;    /* on the list of requests to send or cancel before the wait */
+    uint8_t cancelled; /* CancelIoEx was called on the request in flight */
+};
+
+/* An accept's socket and the addresses AcceptEx writes, per accept in flight; recycled. */
+struct mux__actx {
+    struct mux__actx *next;
+    SOCKET as;
+    char addrs[2 * (sizeof(struct sockaddr_storage) + 16)];
+};
+
+/* An operation's private space: its OVERLAPPED, and an accept's context or a receive's
+ * budget (the loop iteration its streak_ counts in). */
+struct mux__iop {
+    OVERLAPPED ov;
+    union {
+        struct mux__actx *actx;
+        uint32_t iter;
+    } u;
+};
+_Static_assert(sizeof(struct mux__iop) <= sizeof(((struct mux__op *)0)->priv_),
+               "an OVERLAPPED and a pointer fit in an operation's private space");
+
+struct mux__ipool {
+    mux_bufpool_t *pool;
+    uint32_t armed; /* receives in flight from it */
+    struct mux__ipool *next;
+};
+
+struct mux__iocp {
+    HANDLE port;
+    HANDLE afd;
+    struct mux__apoll **slots; /* by mux__fd.bslot - 1 */
+    uint32_t nslots, slot_cap, free_slot; /* free ids are chained through NULL-marked entries */
+    uint32_t *free_ids, nfree;
+    struct mux__apoll **dirty;
+    uint32_t ndirty, dirty_cap;
+    uint32_t inflight_polls;
+    struct mux__actx *actx_free;
+    struct mux__ipool *pools;
+    LPFN_ACCEPTEX acceptex;
+    LPFN_CONNECTEX connectex;
+    HANDLE timer; /* a high-resolution waitable timer, or NULL: millisecond waits */
+    OVERLAPPED_ENTRY entries[MUX__ENTRIES];
+};
+
+static struct mux__iop *mux__P(struct mux__op *op)
+{
+    return (struct mux__iop *)(void *)op->priv_.word;
+}
+
+static struct mux__op *mux__op_of_ov(OVERLAPPED *ov)
+{
+    return (struct mux__op *)(void *)((char *)ov - offsetof(struct mux__op, priv_));
+}
+
+/* ---- life cycle ----------------------------------------------------------------------- */
+
+static int mux__afd_open(struct mux__iocp *st)
+{
+    UNICODE_STRING name;
+    OBJECT_ATTRIBUTES attr;
+    IO_STATUS_BLOCK iosb;
+    RtlInitUnicodeString(&name, L"\\Device\\Afd\\iomux");
+    InitializeObjectAttributes(&attr, &name, 0, NULL, NULL);
+    NTSTATUS s = NtCreateFile(&st->afd, SYNCHRONIZE, &attr, &iosb, NULL, 0,
+                              FILE_SHARE_READ | FILE_SHARE_WRITE, FILE_OPEN, 0, NULL, 0);
+    if (s != 0) {
+        st->afd = NULL;
+        return mux__win_errno(RtlNtStatusToDosError(s));
+    }
+    if (!CreateIoCompletionPort(st->afd, st->port, MUX__KEY_AFD, 0)) {
+        int err = mux__win_errno(GetLastError());
+        CloseHandle(st->afd);
+        st->afd = NULL;
+        return err;
+    }
+    return 0;
+}
+
+static void mux__iocp_free(struct mux__iocp *st)
+{
+    for (uint32_t i = 0; i < st->nslots; i++)
+        free(st->slots[i]);
+    free(st->slots);
+    free(st->free_ids);
+    free(st->dirty);
+    struct mux__actx *a;
+    while ((a = st->actx_free) != NULL) {
+        st->actx_free = a->next;
+        free(a);
+    }
+    free(st);
+}
+
+static int mux__iocp_open(struct mux__loop *loop)
+{
+    struct mux__iocp *st = calloc(1, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    st->port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, NULL, 0, 1);
+    if (!st->port) {
+        int err = mux__win_errno(GetLastError());
+        free(st);
+        return err;
+    }
+    int err = mux__afd_open(st);
+    if (err != 0) {
+        CloseHandle(st->port);
+        free(st);
+        return err;
+    }
+    /* NULL where the system has none: waits are then milliseconds. */
+    st->timer = CreateWaitableTimerExW(NULL, NULL, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION,
+                                       TIMER_ALL_ACCESS);
+    loop->bdata = st;
+    return 0;
+}
+
+/* Waits for the completions of the poll requests still in the kernel (cancelled), so that
+ * their memory can go. Anything else the port still holds is dropped: nothing is in flight
+ * on a closing loop but these. */
+static void mux__iocp_drain(struct mux__iocp *st)
+{
+    for (int rounds = 0; st->inflight_polls > 0 && rounds < 100; rounds++) {
+        ULONG n = 0;
+        if (!GetQueuedCompletionStatusEx(st->port, st->entries, MUX__ENTRIES, &n, 100, FALSE))
+            continue;
+        for (ULONG i = 0; i < n; i++)
+            if (st->entries[i].lpCompletionKey == MUX__KEY_AFD) {
+                struct mux__apoll *p = (struct mux__apoll *)(void *)st->entries[i].lpOverlapped;
+                p->pending = 0;
+                st->inflight_polls--;
+                if (p->fd < 0 && !p->dirty)
+                    free(p); /* detached, on no list: its completion was all that held it */
+            }
+    }
+}
+
+static void mux__iocp_close(struct mux__loop *loop)
+{
+    struct mux__iocp *st = loop->bdata;
+    for (uint32_t i = 0; i < st->nslots; i++)
+        if (st->slots[i] && st->slots[i]->pending)
+            CancelIoEx(st->afd, &st->slots[i]->ov);
+    for (uint32_t i = 0; i < st->ndirty; i++) /* detached ones wait here */
+        if (st->dirty[i]->pending)
+            CancelIoEx(st->afd, &st->dirty[i]->ov);
+    mux__iocp_drain(st);
+    for (uint32_t i = 0; i < st->ndirty; i++)
+        if (st->dirty[i]->fd < 0 && !st->dirty[i]->pending)
+            free(st->dirty[i]);
+    CloseHandle(st->afd);
+    CloseHandle(st->port);
+    if (st->timer)
+        CloseHandle(st->timer);
+    struct mux__ipool *ip;
+    while ((ip = st->pools) != NULL) {
+        st->pools = ip->next;
+        mux__bufpool_unbind(ip->pool);
+        free(ip);
+    }
+    mux__iocp_free(st);
+    loop->bdata = NULL;
+}
+
+static int mux__iocp_fork(struct mux__loop *loop)
+{
+    (void)loop; /* Windows has no fork */
+    return -ENOTSUP;
+}
+
+static int mux__iocp_wake(struct mux__loop *loop)
+{
+    struct mux__iocp *st = loop->bdata;
+    return PostQueuedCompletionStatus(st->port, 0, MUX__KEY_WAKE, NULL)
+               ? 0
+               : mux__win_errno(GetLastError());
+}
+
+/* ---- readiness: AFD poll requests --------------------------------------------------- */
+
+static int mux__apoll_mark(struct mux__iocp *st, struct mux__apoll *p)
+{
+    if (p->dirty)
+        return 0;
+    if (st->ndirty == st->dirty_cap) {
+        uint32_t cap = st->dirty_cap ? st->dirty_cap * 2 : 64;
+        void *d = realloc(st->dirty, cap * sizeof *st->dirty);
+        if (!d)
+            return -ENOMEM;
+        st->dirty = d;
+        st->dirty_cap = cap;
+    }
+    st->dirty[st->ndirty++] = p;
+    p->dirty = 1;
+    return 0;
+}
+
+/* Takes the slot of `e` off its fd: freed now if the kernel and the dirty list are done with
+ * it, else by whichever of them finishes last. */
+static void mux__apoll_detach(struct mux__iocp *st, struct mux__fd *e)
+{
+    uint32_t id = e->bslot - 1;
+    struct mux__apoll *p = st->slots[id];
+    st->slots[id] = NULL;
+    st->free_ids[st->nfree++] = id;
+    e->bslot = 0;
+    p->fd = -1;
+    if (p->pending && !p->cancelled) {
+        p->cancelled = 1;
+        CancelIoEx(st->afd, &p->ov);
+    }
+    if (!p->pending && !p->dirty)
+        free(p);
+}
+
+static int mux__apoll_new(struct mux__iocp *st, struct mux__fd *e, int fd)
+{
+    SOCKET base = INVALID_SOCKET;
+    DWORD got = 0;
+    int type, tlen = sizeof type;
+    if (getsockopt(MUX__SOCK(fd), SOL_SOCKET, SO_TYPE, (char *)&type, &tlen) != 0)
+        return -EBADF; /* closed, or not a socket (Wine's SIO_BASE_HANDLE does not check) */
+    if (WSAIoctl(MUX__SOCK(fd), SIO_BASE_HANDLE, NULL, 0, &base, sizeof base, &got, NULL, NULL) !=
+            0 ||
+        base == INVALID_SOCKET)
+        return -EBADF; /* closed, or not a socket: nothing else can be polled */
+    if (st->nfree == 0 && st->nslots == st->slot_cap) {
+        uint32_t cap = st->slot_cap ? st->slot_cap * 2 : 64;
+        void *s = realloc(st->slots, cap * sizeof *st->slots);
+        if (!s)
+            return -ENOMEM;
+        st->slots = s;
+        void *f = realloc(st->free_ids, cap * sizeof *st->free_ids);
+        if (!f)
+            return -ENOMEM;
+        st->free_ids = f;
+        st->slot_cap = cap;
+    }
+    struct mux__apoll *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    p->fd = fd;
+    p->base = base;
+    uint32_t id = st->nfree ? st->free_ids[--st->nfree] : st->nslots++;
+    st->slots[id] = p;
+    e->bslot = id + 1;
+    return 0;
+}
+
+static int mux__iocp_change(struct mux__loop *loop, int fd, unsigned want, int force)
+{
+    struct mux__iocp *st = loop->bdata;
+    struct mux__fd *e = mux__fd_at(loop, fd);
+    want &= MUX__IO_EVENTS;
+    if (e->bslot && (!want || force))
+        mux__apoll_detach(st, e); /* a new file behind the number needs a new base handle */
+    if (!want)
+        return 0;
+    if (!e->bslot) {
+        int err = mux__apoll_new(st, e, fd);
+        if (err != 0)
+            return err;
+    }
+    return mux__apoll_mark(st, st->slots[e->bslot - 1]);
+}
+
+static ULONG mux__afd_events(unsigned want)
+{
+    ULONG ev = MUX__AFD_ABORT | MUX__AFD_LOCAL_CLOSE | MUX__AFD_CONNECT_FAIL;
+    if (want & MUX_READ)
+        ev |= MUX__AFD_RECEIVE | MUX__AFD_ACCEPT | MUX__AFD_DISCONNECT;
+    if (want & MUX_WRITE)
+        ev |= MUX__AFD_SEND;
+    return ev;
+}
+
+/* Sends the request for what the fd's watchers want; 0 or -errno. */
+static int mux__apoll_send(struct mux__iocp *st, struct mux__apoll *p, unsigned want)
+{
+    memset(&p->ov, 0, sizeof p->ov);
+    p->info.timeout.QuadPart = INT64_MAX;
+    p->info.nhandles = 1;
+    p->info.exclusive = FALSE;
+    p->info.h[0].handle = (HANDLE)p->base;
+    p->info.h[0].events = mux__afd_events(want);
+    p->info.h[0].status = 0;
+    if (!DeviceIoControl(st->afd, MUX__IOCTL_AFD_POLL, &p->info, sizeof p->info, &p->info,
+                         sizeof p->info, NULL, &p->ov) &&
+        GetLastError() != ERROR_IO_PENDING)
+        return mux__win_errno(GetLastError());
+    p->pending = 1;
+    p->polled = (uint8_t)want;
+    p->cancelled = 0;
+    st->inflight_polls++;
+    return 0;
+}
+
+/* Before the wait: every request whose watchers changed or ran is sent, or cancelled to be
+ * sent again with other events. */
+static void mux__apoll_flush(struct mux__loop *loop)
+{
+    struct mux__iocp *st = loop->bdata;
+    uint32_t n = st->ndirty;
+    st->ndirty = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct mux__apoll *p = st->dirty[i];
+        p->dirty = 0;
+        if (p->fd < 0) {
+            if (!p->pending)
+                free(p);
+            continue;
+        }
+        unsigned want = mux__fd_at(loop, p->fd)->want & MUX__IO_EVENTS;
+        if (p->pending) {
+            if (p->polled != want && !p->cancelled) {
+                p->cancelled = 1; /* sent again from its completion */
+                CancelIoEx(st->afd, &p->ov);
+            }
+        } else if (want) {
+            int err = mux__apoll_send(st, p, want);
+            if (err != 0)
+                mux__fd_kill(loop, p->fd, err);
+        }
+    }
+}
+
+/* A poll request's completion; 1 when it reached a watcher. */
+static int mux__apoll_done(struct mux__loop *loop, struct mux__apoll *p)
+{
+    struct mux__iocp *st = loop->bdata;
+    p->pending = 0;
+    st->inflight_polls--;
+    if (p->fd < 0) {
+        if (!p->dirty)
+            free(p);
+        return 0;
+    }
+    int fd = p->fd;
+    NTSTATUS s = (NTSTATUS)p->ov.Internal;
+    ULONG ev = s == 0 && p->info.nhandles > 0 ? p->info.h[0].events : 0;
+    int cancelled = p->cancelled;
+    p->cancelled = 0;
+    /* Sent again before the next wait: after the watchers ran (level triggering), or with the
+     * events they want now (a cancel for a change). */
+    if (mux__apoll_mark(st, p) != 0) {
+        mux__fd_kill(loop, fd, -ENOMEM);
+        return 1;
+    }
+    if (cancelled || s != 0) {
+        if (s != 0 && (LONG)s != (LONG)0xC0000120L /* STATUS_CANCELLED */)
+            mux__fd_kill(loop, fd, mux__win_errno(RtlNtStatusToDosError(s)));
+        return s != 0 && (LONG)s != (LONG)0xC0000120L;
+    }
+    if (ev & MUX__AFD_LOCAL_CLOSE) {
+        mux__fd_kill(loop, fd, -EBADF); /* its entry is changed: the slot goes then */
+        return 1;
+    }
+    unsigned got = 0;
+    if (ev & (MUX__AFD_RECEIVE | MUX__AFD_RECEIVE_EXPEDITED | MUX__AFD_ACCEPT |
+              MUX__AFD_DISCONNECT))
+        got |= MUX_READ;
+    if (ev & MUX__AFD_SEND)
+        got |= MUX_WRITE;
+    if (ev & (MUX__AFD_ABORT | MUX__AFD_CONNECT_FAIL))
+        got |= MUX__IO_EVENTS;
+    if (got)
+        mux__fd_event(loop, fd, got); /* may run a callback: nothing of `p` is read after */
+    return got != 0;
+}
+
+/* ---- operations ----------------------------------------------------------------------- */
+
+static int mux__iocp_adopt(struct mux__loop *loop, mux_os_sock_t sock)
+{
+    struct mux__iocp *st = loop->bdata;
+    if (!CreateIoCompletionPort((HANDLE)sock, st->port, MUX__KEY_SOCK, 0))
+        return mux__win_errno(GetLastError()); /* another loop's: -EINVAL */
+    return 0;
+}
+
+/* Ends `op` from the next wait with `res`: a call that failed, or was done, at once. */
+static void mux__iocp_post(struct mux__loop *loop, struct mux__op *op, int res)
+{
+    struct mux__iocp *st = loop->bdata;
+    struct mux__iop *io = mux__P(op);
+    io->ov.Internal = (ULONG_PTR)(intptr_t)res;
+    if (!PostQueuedCompletionStatus(st->port, 0, MUX__KEY_LOCAL, &io->ov))
+        abort(); /* a port that takes no packet can complete nothing: nothing sane is left */
+}
+
+static int mux__iocp_zero_recv(struct mux__op *op)
+{
+    WSABUF none = {0, NULL};
+    DWORD flags = 0;
+    if (WSARecv(op->sock_, &none, 1, NULL, &flags, &mux__P(op)->ov, NULL) != 0 &&
+        WSAGetLastError() != WSA_IO_PENDING)
+        return mux__wsa_errno();
+    return 0;
+}
+
+static struct mux__ipool *mux__ipool_of(struct mux__iocp *st, const mux_bufpool_t *pool)
+{
+    for (struct mux__ipool *ip = st->pools; ip; ip = ip->next)
+        if (ip->pool == pool)
+            return ip;
+    return NULL;
+}
+
+static int mux__iocp_send(struct mux__op *op)
+{
+    WSABUF v[MUX__SENDV_MAX];
+    const mux_buf_t *b = op->kind_ == MUX__OP_SEND ? &op->a_.buf : op->a_.bufs.v;
+    uint32_t n = op->kind_ == MUX__OP_SEND ? 1 : op->a_.bufs.n, k = 0;
+    size_t room = MUX__RES_MAX;
+    for (uint32_t i = 0; i < n && k < MUX__SENDV_MAX && room > 0; i++) {
+        if (b[i].len == 0)
+            continue;
+        v[k].buf = b[i].base;
+        v[k].len = b[i].len < room ? b[i].len : (ULONG)room;
+        room -= v[k++].len;
+    }
+    if (WSASend(op->sock_, v, k, NULL, 0, &mux__P(op)->ov, NULL) != 0 &&
+        WSAGetLastError() != WSA_IO_PENDING)
+        return mux__wsa_errno();
+    return 0;
+}
+
+static int mux__iocp_ext(SOCKET s, GUID guid, void *fn, size_t size)
+{
+    DWORD got = 0;
+    if (WSAIoctl(s, SIO_GET_EXTENSION_FUNCTION_POINTER, &guid, sizeof guid, fn, (DWORD)size, &got,
+                 NULL, NULL) != 0)
+        return mux__wsa_errno();
+    return 0;
+}
+
+static int mux__iocp_accept(struct mux__iocp *st, struct mux__op *op)
+{
+    struct mux__iop *io = mux__P(op);
+    if (!st->acceptex) {
+        GUID g = WSAID_ACCEPTEX;
+        int err = mux__iocp_ext(op->sock_, g, &st->acceptex, sizeof st->acceptex);
+        if (err != 0)
+            return err;
+    }
+    struct sockaddr_storage ss;
+    int slen = sizeof ss;
+    if (getsockname(op->sock_, (struct sockaddr *)&ss, &slen) != 0)
+        return mux__wsa_errno();
+    struct mux__actx *a = st->actx_free;
+    if (a)
+        st->actx_free = a->next;
+    else if (!(a = malloc(sizeof *a)))
+        return -ENOMEM;
+    a->as = WSASocketW(ss.ss_family, SOCK_STREAM, 0, NULL, 0,
+                       WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+    int err = a->as == INVALID_SOCKET ? mux__wsa_errno() : 0;
+    DWORD alen = sizeof(struct sockaddr_storage) + 16;
+    if (!err && !st->acceptex(op->sock_, a->as, a->addrs, 0, alen, alen, NULL, &io->ov) &&
+        WSAGetLastError() != ERROR_IO_PENDING)
+        err = mux__wsa_errno();
+    if (err != 0) {
+        if (a->as != INVALID_SOCKET)
+            closesocket(a->as);
+        a->next = st->actx_free;
+        st->actx_free = a;
+        return err;
+    }
+    io->u.actx = a;
+    return 0;
+}
+
+static int mux__iocp_connect(struct mux__iocp *st, struct mux__op *op)
+{
+    const struct sockaddr *sa = op->a_.addr.sa;
+    if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+        return -EAFNOSUPPORT; /* ConnectEx serves TCP only */
+    if (!st->connectex) {
+        GUID g = WSAID_CONNECTEX;
+        int err = mux__iocp_ext(op->sock_, g, &st->connectex, sizeof st->connectex);
+        if (err != 0)
+            return err;
+    }
+    struct sockaddr_storage any;
+    memset(&any, 0, sizeof any);
+    any.ss_family = sa->sa_family;
+    if (bind(op->sock_, (struct sockaddr *)&any,
+             sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) !=
+        0)
+        return mux__wsa_errno();
+    /* The address is copied during the call: the caller's may go at once. */
+    if (!st->connectex(op->sock_, sa, (int)op->a_.addr.len, NULL, 0, NULL, &mux__P(op)->ov) &&
+        WSAGetLastError() != ERROR_IO_PENDING)
+        return mux__wsa_errno();
+    return 0;
+}
+
+static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
+{
+    struct mux__iocp *st = loop->bdata;
+    struct mux__iop *io = mux__P(op);
+    uint32_t iter = io->u.iter; /* a receive's: the budget's stamp */
+    memset(io, 0, sizeof *io);
+    int err = 0;
+    switch (op->kind_) {
+    case MUX__OP_RECV:
+        /* A sender faster than the loop would keep a reader completing inside its submits
+         * forever: past the budget, it waits for the port as the emulation waits for
+         * readiness (ready_ops.c). */
+        if (iter != loop->iter) {
+            op->streak_ = 0;
+        }
+        io->u.iter = loop->iter;
+        if (!(op->flags_ & MUX__OPF_POLL_FIRST) && op->streak_ < MUX__READ_BUDGET) {
+            op->streak_++;
+            /* The owner expects bytes: read them now, the one completion inside a submit. */
+            size_t len = op->a_.buf.len < MUX__RES_MAX ? op->a_.buf.len : MUX__RES_MAX;
+            ssize_t n = mux__sock_recv(op->sock_, op->a_.buf.base, len);
+            if (n != -EAGAIN) {
+                unsigned more = n > 0 && (size_t)n == len ? MUX__OPC_FILLED : 0;
+                mux__op_complete(op, (int)n, NULL, more);
+                return;
+            }
+        }
+        err = mux__iocp_zero_recv(op);
+        break;
+    case MUX__OP_RECV_POOL:
+        err = mux__iocp_zero_recv(op);
+        if (err == 0)
+            mux__ipool_of(st, op->a_.pool)->armed++;
+        break;
+    case MUX__OP_SEND:
+    case MUX__OP_SENDV:
+        err = mux__iocp_send(op);
+        break;
+    case MUX__OP_ACCEPT:
+        err = mux__iocp_accept(st, op);
+        break;
+    case MUX__OP_CONNECT:
+        err = mux__iocp_connect(st, op);
+        break;
+    case MUX__OP_SHUTDOWN: /* one quick call; its completion comes through the port */
+        mux__iocp_post(loop, op, mux__sock_shutdown(op->sock_));
+        return;
+    default:
+        err = -EINVAL;
+    }
+    if (err != 0)
+        mux__iocp_post(loop, op, err);
+}
+
+static void mux__iocp_cancel(struct mux__loop *loop, struct mux__op *op)
+{
+    (void)loop;
+    /* Not found: it completed, or failed at once; its completion is on its way. */
+    CancelIoEx((HANDLE)op->sock_, &mux__P(op)->ov);
+}
+
+static int mux__iocp_pool_attach(struct mux__loop *loop, mux_bufpool_t *pool)
+{
+    struct mux__iocp *st = loop->bdata;
+    struct mux__ipool *ip = calloc(1, sizeof *ip);
+    if (!ip)
+        return -ENOMEM;
+    ip->pool = pool;
+    ip->next = st->pools;
+    st->pools = ip;
+    /* Bound, so that no other loop's reader takes its buffers (they get -ENOBUFS, as from a
+     * pool in io_uring's ring), but with no kernel ring: this loop's receives take a buffer
+     * only once bytes are there. */
+    mux__bufpool_bind(pool, loop, ip, NULL);
+    return 0;
+}
+
+static int mux__iocp_pool_detach(struct mux__loop *loop, mux_bufpool_t *pool)
+{
+    struct mux__iocp *st = loop->bdata;
+    struct mux__ipool **pp = &st->pools, *ip;
+    while ((ip = *pp) != NULL && ip->pool != pool)
+        pp = &ip->next;
+    if (!ip)
+        return 0;
+    if (ip->armed)
+        return -EBUSY;
+    *pp = ip->next;
+    free(ip);
+    mux__bufpool_unbind(pool);
+    return 0;
+}
+
+/* A zero-byte receive for a pool completed: a buffer, and the bytes into it. Returns 1 when
+ * the operation goes on (no bytes after all: another zero-byte receive is in flight). */
+static int mux__iocp_pool_read(struct mux__op *op, int *res, char **buf)
+{
+    uint32_t i = mux__bufpool_lend(op->a_.pool);
+    if (i == MUX__POOL_NONE) {
+        *res = -ENOBUFS;
+        return 0;
+    }
+    char *b = mux__bufpool_taken(op->a_.pool, i);
+    size_t len = mux__bufpool_size(op->a_.pool);
+    ssize_t n = mux__sock_recv(op->sock_, b, len < MUX__RES_MAX ? len : MUX__RES_MAX);
+    if (n > 0) {
+        *res = (int)n;
+        *buf = b;
+        return 0;
+    }
+    mux_bufpool_put(op->a_.pool, b);
+    if (n == -EAGAIN) { /* woken with nothing to read: wait again */
+        int err = mux__iocp_zero_recv(op);
+        if (err == 0)
+            return 1;
+        n = err;
+    }
+    *res = (int)n;
+    return 0;
+}
+
+/* An operation's completion: `res` is the byte count or a negative errno. */
+static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int res)
+{
+    struct mux__iocp *st = loop->bdata;
+    struct mux__iop *io = mux__P(op);
+    char *buf = NULL;
+    unsigned flags = 0;
+    switch (op->kind_) {
+    case MUX__OP_RECV:
+        if (res >= 0) { /* readable, or at the end of the stream: the next submit reads */
+            res = -EAGAIN;
+            flags = MUX__OPC_NONEMPTY;
+        }
+        break;
+    case MUX__OP_RECV_POOL: {
+        if (res >= 0 && mux__iocp_pool_read(op, &res, &buf))
+            return; /* nothing to read after all: waiting again */
+        struct mux__ipool *ip = mux__ipool_of(st, op->a_.pool);
+        if (ip)
+            ip->armed--;
+        if (buf && (size_t)res == mux__bufpool_size(op->a_.pool))
+            flags = MUX__OPC_FILLED;
+        break;
+    }
+    case MUX__OP_ACCEPT: {
+        struct mux__actx *a = io->u.actx;
+        io->u.actx = NULL;
+        if (res >= 0) {
+            SOCKET ls = op->sock_;
+            u_long on = 1;
+            if (setsockopt(a->as, SOL_SOCKET, SO_UPDATE_ACCEPT_CONTEXT, (const char *)&ls,
+                           sizeof ls) != 0 ||
+                ioctlsocket(a->as, FIONBIO, &on) != 0)
+                res = mux__wsa_errno();
+            else
+                res = (int)a->as;
+        }
+        if (res < 0 && a) {
+            closesocket(a->as);
+            if (res == -ECONNRESET)
+                res = -ECONNABORTED; /* the peer gave up while in the backlog */
+        }
+        if (a) {
+            a->next = st->actx_free;
+            st->actx_free = a;
+        }
+        break;
+    }
+    case MUX__OP_CONNECT:
+        if (res >= 0 && setsockopt(op->sock_, SOL_SOCKET, SO_UPDATE_CONNECT_CONTEXT, NULL, 0) != 0)
+            res = mux__wsa_errno();
+        else if (res > 0)
+            res = 0;
+        break;
+    default:
+        break;
+    }
+    mux__op_complete(op, res, buf, flags);
+}
+
+/* ---- the wait ------------------------------------------------------------------------ */
+
+static int mux__iocp_status(const OVERLAPPED *ov, DWORD bytes)
+{
+    NTSTATUS s = (NTSTATUS)ov->Internal;
+    if ((LONG)s >= 0) /* success, or a warning with a count */
+        return bytes > MUX__RES_MAX ? (int)MUX__RES_MAX : (int)bytes;
+    return mux__win_errno(RtlNtStatusToDosError(s));
+}
+
+static VOID CALLBACK mux__iocp_timer_apc(LPVOID arg, DWORD low, DWORD high)
+{
+    (void)arg, (void)low, (void)high; /* it only ends the alertable wait */
+}
+
+/* One GetQueuedCompletionStatusEx and its completions, for `timeout_ns` (-1: no limit).
+ * Returns how many reached an owner (a watcher's report, an operation's completion, a
+ * wake-up), or -errno; *timed_out is set when the port had nothing in time. */
+static int mux__iocp_wait_once(struct mux__loop *loop, int64_t timeout_ns, uint64_t deadline,
+                               int *timed_out)
+{
+    struct mux__iocp *st = loop->bdata;
+    if (st->ndirty)
+        mux__apoll_flush(loop);
+    DWORD ms = INFINITE;
+    BOOL alertable = FALSE;
+    if (timeout_ns > 0 && st->timer) {
+        LARGE_INTEGER due; /* relative, in 100 ns steps, rounded up */
+        due.QuadPart = -(timeout_ns / 100 + (timeout_ns % 100 != 0));
+        alertable = SetWaitableTimer(st->timer, &due, 0, mux__iocp_timer_apc, NULL, FALSE);
+    }
+    if (timeout_ns >= 0 && !alertable) {
+        int64_t m = timeout_ns / 1000000 + (timeout_ns % 1000000 != 0); /* up: never early */
+        ms = m >= INFINITE ? INFINITE - 1 : (DWORD)m;
+    }
+    ULONG n = 0;
+    BOOL got = GetQueuedCompletionStatusEx(st->port, st->entries, MUX__ENTRIES, &n, ms, alertable);
+    DWORD e = got ? 0 : GetLastError();
+    if (alertable && e != WAIT_IO_COMPLETION)
+        CancelWaitableTimer(st->timer);
+    if (!got) {
+        if (e == WAIT_IO_COMPLETION) { /* the timer's APC, or an earlier one's: the clock says */
+            *timed_out = mux__mono_ns() >= deadline;
+            return 0;
+        }
+        *timed_out = 1;
+        return e == WAIT_TIMEOUT ? 0 : mux__win_errno(e);
+    }
+    int delivered = 0;
+    for (ULONG i = 0; i < n; i++) {
+        OVERLAPPED_ENTRY *en = &st->entries[i];
+        switch (en->lpCompletionKey) {
+        case MUX__KEY_WAKE:
+            loop->woken = 1;
+            delivered++;
+            break;
+        case MUX__KEY_AFD:
+            delivered += mux__apoll_done(loop, (struct mux__apoll *)(void *)en->lpOverlapped);
+            break;
+        case MUX__KEY_LOCAL:
+            mux__iocp_op_done(loop, mux__op_of_ov(en->lpOverlapped),
+                              (int)(intptr_t)en->lpOverlapped->Internal);
+            delivered++;
+            break;
+        case MUX__KEY_SOCK:
+            mux__iocp_op_done(loop, mux__op_of_ov(en->lpOverlapped),
+                              mux__iocp_status(en->lpOverlapped, en->dwNumberOfBytesTransferred));
+            delivered++;
+            break;
+        default:
+            break;
+        }
+    }
+    return delivered;
+}
+
+static int mux__iocp_wait(struct mux__loop *loop, int64_t timeout_ns)
+{
+    uint64_t deadline = 0;
+    if (timeout_ns > 0)
+        deadline = mux__mono_ns() + (uint64_t)timeout_ns;
+    for (;;) {
+        int timed_out = 0, r = mux__iocp_wait_once(loop, timeout_ns, deadline, &timed_out);
+        /* Only poll requests that a change of events cancelled came back: they are sent again
+         * and the wait goes on, for what is left of its time. */
+        if (r != 0 || timed_out || timeout_ns == 0)
+            return r < 0 ? r : 0;
+        if (timeout_ns > 0) {
+            uint64_t now = mux__mono_ns();
+            if (now >= deadline)
+                return 0;
+            timeout_ns = (int64_t)(deadline - now);
+        }
+    }
+}
+
+const struct mux__backend mux__backend_iocp = {
+    .name = "iocp",
+    .caps = MUX__CAP(MUX__OP_RECV) | MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) |
+            MUX__CAP(MUX__OP_SENDV) | MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP(MUX__OP_CONNECT) |
+            MUX__CAP(MUX__OP_SHUTDOWN),
+    .fd_limit = INT_MAX,
+    .open = mux__iocp_open,
+    .close = mux__iocp_close,
+    .fork = mux__iocp_fork,
+    .change = mux__iocp_change,
+    .adopt = mux__iocp_adopt,
+    .wait = mux__iocp_wait,
+    .wake = mux__iocp_wake,
+    .submit = mux__iocp_submit,
+    .cancel = mux__iocp_cancel,
+    .pool_attach = mux__iocp_pool_attach,
+    .pool_detach = mux__iocp_pool_detach,
+};

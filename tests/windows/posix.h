@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/* The few POSIX calls the test cases make, on Windows, for the cross-built suite that runs
+ * under Wine (tests/windows/tests.cmake force-includes this header into every test source,
+ * and include/ beside it stands in for the POSIX headers it replaces).
+ *
+ * Sockets are the only descriptors the library watches there, so the cases' socketpairs are
+ * connected pairs of loopback TCP sockets (Windows has no socketpair), and read, write and
+ * close on a socket go to recv, send and closesocket, with errno set from the Winsock error.
+ * What has no counterpart makes the case skip with the reason (harness_skip): pipes, fork,
+ * descriptor limits, dup, mmap. Test code only: the library itself speaks Winsock. */
+#ifndef IOMUX_TEST_WIN_POSIX_H
+#define IOMUX_TEST_WIN_POSIX_H
+
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+#include <afunix.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <direct.h>
+#include <io.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+_Noreturn void harness_skip(const char *reason);
+
+#define SOCK_NONBLOCK 0x4000
+#define SOCK_CLOEXEC 0x8000
+#define MSG_NOSIGNAL 0
+#define MSG_DONTWAIT 0x40000000
+#define SHUT_RD SD_RECEIVE
+#define SHUT_WR SD_SEND
+#define SHUT_RDWR SD_BOTH
+#define O_NONBLOCK 0x4000
+#define O_CLOEXEC 0
+#define F_GETFL 3
+#define F_SETFL 4
+#define F_GETFD 1
+#define F_SETFD 2
+#define FD_CLOEXEC 1
+#define SIGUSR1 30
+#define SIGUSR2 31
+#define SIGPIPE 13
+#define SIGCHLD 17
+#define SIGKILL 9
+#define SIGALRM 14
+#define SIGHUP 1
+#define SIGQUIT 3
+#define SIGSTOP 19
+#define RLIMIT_NOFILE 7
+#define RLIM_INFINITY (~0ull)
+#define WNOHANG 1
+#define WIFEXITED(s) 1
+#define WEXITSTATUS(s) (s)
+#define WIFSIGNALED(s) 0
+#define WTERMSIG(s) 0
+#define PROT_READ 1
+#define MAP_PRIVATE 2
+#define MAP_ANONYMOUS 0x20
+#define MAP_NORESERVE 0x4000
+#define MAP_FAILED ((void *)-1)
+#define _SC_PAGESIZE 30
+#define IOV_MAX 1024
+
+typedef unsigned long long rlim_t;
+struct rlimit {
+    rlim_t rlim_cur, rlim_max;
+};
+struct iovec {
+    void *iov_base;
+    size_t iov_len;
+};
+typedef int sigset_t_test;
+
+static inline int win_sock_errno(void)
+{
+    switch (WSAGetLastError()) {
+    case WSAEWOULDBLOCK:
+        return EAGAIN;
+    case WSAECONNRESET:
+        return ECONNRESET;
+    case WSAENOTSOCK:
+        return EBADF;
+    case WSAEINTR:
+        return EINTR;
+    case WSAECONNREFUSED:
+        return ECONNREFUSED;
+    case WSAENOTCONN:
+        return ENOTCONN;
+    case WSAESHUTDOWN:
+        return EPIPE;
+    case WSAEINVAL:
+        return EINVAL;
+    default:
+        return EIO;
+    }
+}
+
+static inline int win_is_socket(int fd)
+{
+    int type, len = sizeof type;
+    return getsockopt((SOCKET)(unsigned)fd, SOL_SOCKET, SO_TYPE, (char *)&type, &len) == 0;
+}
+
+static inline ssize_t win_read(int fd, void *buf, size_t len)
+{
+    if (!win_is_socket(fd))
+        return _read(fd, buf, (unsigned)len);
+    int n = recv((SOCKET)(unsigned)fd, buf, (int)len, 0);
+    if (n < 0)
+        errno = win_sock_errno();
+    return n;
+}
+
+static inline ssize_t win_write(int fd, const void *buf, size_t len)
+{
+    if (!win_is_socket(fd))
+        return _write(fd, buf, (unsigned)len);
+    int n = send((SOCKET)(unsigned)fd, buf, (int)len, 0);
+    if (n < 0)
+        errno = win_sock_errno();
+    return n;
+}
+
+/* recv, with MSG_DONTWAIT (which makes the socket non-blocking for good) and errno. */
+static inline ssize_t win_recv(SOCKET s, void *buf, size_t len, int flags)
+{
+    if (flags & MSG_DONTWAIT) {
+        u_long on = 1;
+        ioctlsocket(s, FIONBIO, &on);
+    }
+    int n = recv(s, buf, (int)len, flags & ~MSG_DONTWAIT);
+    if (n < 0)
+        errno = win_sock_errno();
+    return n;
+}
+
+static inline int win_close(int fd)
+{
+    if (closesocket((SOCKET)(unsigned)fd) == 0)
+        return 0;
+    if (WSAGetLastError() == WSAENOTSOCK)
+        return _close(fd);
+    errno = win_sock_errno();
+    return -1;
+}
+
+static inline int win_fcntl(int fd, int cmd, ...)
+{
+    if (cmd == F_GETFL || cmd == F_GETFD || cmd == F_SETFD)
+        return win_is_socket(fd) ? 0 : -1;
+    va_list ap;
+    va_start(ap, cmd);
+    int fl = va_arg(ap, int);
+    va_end(ap);
+    u_long on = (fl & O_NONBLOCK) != 0;
+    return ioctlsocket((SOCKET)(unsigned)fd, FIONBIO, &on) == 0 ? 0 : -1;
+}
+
+/* socket(), taking SOCK_NONBLOCK and SOCK_CLOEXEC in `type` as Linux does. */
+static inline int win_socket(int domain, int type, int proto)
+{
+    SOCKET s = socket(domain, type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC), proto);
+    if (s == INVALID_SOCKET) {
+        errno = win_sock_errno();
+        return -1;
+    }
+    if (type & SOCK_NONBLOCK) {
+        u_long on = 1;
+        ioctlsocket(s, FIONBIO, &on);
+    }
+    return (int)s;
+}
+
+/* connect(), with errno as POSIX sets it (EINPROGRESS while a non-blocking one goes on). */
+static inline int win_connect(SOCKET s, const struct sockaddr *a, int len)
+{
+    if (connect(s, a, len) == 0)
+        return 0;
+    errno = WSAGetLastError() == WSAEWOULDBLOCK ? EINPROGRESS : win_sock_errno();
+    return -1;
+}
+
+/* A connected pair of loopback TCP sockets, buffering about what a Linux socketpair does
+ * (cases fill them). */
+static inline int win_socketpair_locked(int domain, int type, int proto, int sv[2])
+{
+    (void)domain, (void)proto;
+    /* One listener for the process's pairs (the cases that make thousands go faster), used
+     * under the lock below: cases make pairs from several threads. */
+    static SOCKET l = INVALID_SOCKET;
+    static struct sockaddr_in addr;
+    SOCKET a = INVALID_SOCKET, c = INVALID_SOCKET;
+    if (l == INVALID_SOCKET) {
+        int alen = sizeof addr;
+        memset(&addr, 0, sizeof addr);
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        l = socket(AF_INET, SOCK_STREAM, 0);
+        if (l == INVALID_SOCKET || bind(l, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+            getsockname(l, (struct sockaddr *)&addr, &alen) != 0 || listen(l, 16) != 0)
+            goto fail;
+    }
+    c = socket(AF_INET, SOCK_STREAM, 0);
+    if (c == INVALID_SOCKET || connect(c, (struct sockaddr *)&addr, sizeof addr) != 0)
+        goto fail;
+    a = accept(l, NULL, NULL);
+    if (a == INVALID_SOCKET)
+        goto fail;
+    DWORD on = 1, buf = 128 * 1024;
+    SOCKET ends[2] = {a, c};
+    for (int i = 0; i < 2; i++) {
+        setsockopt(ends[i], IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
+        setsockopt(ends[i], SOL_SOCKET, SO_SNDBUF, (const char *)&buf, sizeof buf);
+        setsockopt(ends[i], SOL_SOCKET, SO_RCVBUF, (const char *)&buf, sizeof buf);
+    }
+    if (type & SOCK_NONBLOCK) {
+        u_long nb = 1;
+        ioctlsocket(a, FIONBIO, &nb);
+        ioctlsocket(c, FIONBIO, &nb);
+    }
+    sv[0] = (int)c;
+    sv[1] = (int)a;
+    return 0;
+fail:
+    errno = win_sock_errno();
+    if (c != INVALID_SOCKET)
+        closesocket(c);
+    return -1;
+}
+
+static inline int win_socketpair(int domain, int type, int proto, int sv[2])
+{
+    static SRWLOCK lock = SRWLOCK_INIT;
+    AcquireSRWLockExclusive(&lock);
+    int r = win_socketpair_locked(domain, type, proto, sv);
+    ReleaseSRWLockExclusive(&lock);
+    return r;
+}
+
+/* mkstemp: the file is made in the template's folder (made if missing: "/tmp" is C:\tmp
+ * under Wine), binary, and deleted when its last descriptor closes, since Windows cannot
+ * unlink an open file (unlink then does nothing: see win_unlink). */
+static inline int win_mkstemp(char *tmpl)
+{
+    _mkdir("/tmp");
+    if (!_mktemp(tmpl))
+        return -1;
+    return _open(tmpl, _O_CREAT | _O_EXCL | _O_RDWR | _O_BINARY | _O_TEMPORARY, 0600);
+}
+
+/* unlink: an open file cannot be removed on Windows; win_mkstemp's go when they close. */
+static inline int win_unlink(const char *path)
+{
+    if (_unlink(path) == 0 || errno == EACCES)
+        return 0;
+    return -1;
+}
+
+static inline ssize_t win_pwrite(int fd, const void *buf, size_t len, long long off)
+{
+    if (_lseeki64(fd, off, SEEK_SET) < 0)
+        return -1;
+    return _write(fd, buf, (unsigned)len);
+}
+
+static inline int win_pipe(int p[2])
+{
+    (void)p;
+    harness_skip("pipes cannot be watched on Windows: only sockets can");
+}
+
+static inline int win_fork(void)
+{
+    harness_skip("Windows has no fork");
+}
+
+static inline int win_rlimit(int what, struct rlimit *r)
+{
+    (void)what, (void)r;
+    harness_skip("Windows has no descriptor limit to lower or raise (RLIMIT_NOFILE)");
+}
+
+static inline int win_dup(int fd)
+{
+    (void)fd;
+    harness_skip("a socket cannot be duplicated into a second descriptor number on Windows");
+}
+
+static inline void *win_mmap(void *a, size_t len, int prot, int flags, int fd, long off)
+{
+    (void)a, (void)len, (void)prot, (void)flags, (void)fd, (void)off;
+    harness_skip("no mmap on Windows (the case maps more than 2 GiB)");
+}
+
+static inline int win_posix_memalign(void **p, size_t align, size_t len)
+{
+    (void)align; /* freed with free(): only malloc's own alignment can be had */
+    *p = malloc(len);
+    return *p ? 0 : ENOMEM;
+}
+
+static inline int win_unsupported(const char *what)
+{
+    (void)what;
+    harness_skip("the case uses POSIX signals, which Windows does not have");
+}
+
+#define socketpair win_socketpair
+#define mkstemp win_mkstemp
+#define unlink win_unlink
+#define pwrite win_pwrite
+#define socket win_socket
+#define connect(s, a, l) win_connect((SOCKET)(s), a, l)
+#define read win_read
+#define write win_write
+#define close win_close
+#define fcntl win_fcntl
+#define pipe(p) win_pipe(p)
+#define pipe2(p, f) win_pipe(p)
+#define fork win_fork
+#define getrlimit win_rlimit
+#define setrlimit win_rlimit
+#define dup win_dup
+#define dup2(a, b) win_dup(a)
+#define mmap win_mmap
+#define munmap(p, l) 0
+#define posix_memalign win_posix_memalign
+#define waitpid(p, s, o) (-1)
+#define kill(p, s) win_unsupported("kill")
+#define sigaction(s, a, o) win_unsupported("sigaction")
+#define sysconf(x) 4096
+#define poll WSAPoll
+#define recv(s, b, l, f) win_recv((SOCKET)(s), b, l, f)
+#define setsockopt(s, l, o, v, n) setsockopt(s, l, o, (const char *)(v), n)
+#define getsockopt(s, l, o, v, n) getsockopt(s, l, o, (char *)(v), n)
+#define F_DUPFD 0
+#define aligned_alloc(a, n) malloc(n)
+#define mkdtemp(d) _mktemp(d)
+#define TCP_KEEPIDLE 3
+#define RUSAGE_SELF 0
+#define ioctl(fd, req, p) ioctlsocket((SOCKET)(unsigned)(fd), req, (u_long *)(p))
+#define setenv(n, v, o) _putenv_s(n, v)
+#define unsetenv(n) _putenv_s(n, "")
+
+struct rusage {
+    struct timeval ru_utime, ru_stime;
+};
+
+/* The process's CPU time so far, as getrusage gives it. */
+static inline int getrusage(int who, struct rusage *ru)
+{
+    FILETIME c, e, k, u;
+    (void)who;
+    if (!GetProcessTimes(GetCurrentProcess(), &c, &e, &k, &u))
+        return -1;
+    uint64_t ku = ((uint64_t)k.dwHighDateTime << 32 | k.dwLowDateTime) / 10,
+             uu = ((uint64_t)u.dwHighDateTime << 32 | u.dwLowDateTime) / 10;
+    ru->ru_stime.tv_sec = (long)(ku / 1000000);
+    ru->ru_stime.tv_usec = (long)(ku % 1000000);
+    ru->ru_utime.tv_sec = (long)(uu / 1000000);
+    ru->ru_utime.tv_usec = (long)(uu % 1000000);
+    return 0;
+}
+#define alarm harness_watchdog
+typedef int nfds_t;
+
+#endif

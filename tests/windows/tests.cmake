@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: MIT
+# The behavioural suite cross-built for Windows (included by tests/CMakeLists.txt when
+# WIN32): one executable, one CTest per case per backend (iocp, select), each case run under
+# Wine (the emulator the toolchain file found) in a Wine prefix of this build tree.
+#
+# The case files are the Linux suite's. Those whose subject Windows lacks are not compiled:
+# each of their cases is registered all the same, from a generated file whose case skips
+# (exit 77) with the reason below, so every case of the suite is reported. The others are
+# compiled with tests/windows/posix.h force-included (sockets for socketpairs, read/write/
+# close on them, skips for what has no counterpart) and tests/windows/include standing in for
+# the POSIX headers.
+set(win_skipped_files
+  test_signal.c "POSIX signals: Windows has none, mux_signal_start returns -ENOTSUP there"
+  test_child.c
+  "child watchers: Windows has no SIGCHLD or waitpid, mux_child_start returns -ENOTSUP there"
+  test_uring.c "io_uring is Linux's"
+  test_http_parser.c "the HTTP module is not built on Windows yet"
+  test_http_server.c "the HTTP module is not built on Windows yet"
+  test_http_static.c "the HTTP module is not built on Windows yet"
+  test_event.c "libiomux-event is not built on Windows yet")
+set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
+  test_periodic.c test_hooks.c test_async.c test_stream.c test_stream_read.c
+  test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
+  test_stream_errors.c test_listener.c windows/test_windows.c)
+
+set(win_sources harness.c ${win_ported_files})
+set(win_all_files ${win_ported_files})
+list(LENGTH win_skipped_files n)
+math(EXPR last "${n} - 1")
+foreach(i RANGE 0 ${last} 2)
+  math(EXPR j "${i} + 1")
+  list(GET win_skipped_files ${i} src)
+  list(GET win_skipped_files ${j} reason)
+  list(APPEND win_all_files ${src})
+  set(path ${CMAKE_CURRENT_SOURCE_DIR}/${src})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${path})
+  file(STRINGS ${path} lines REGEX "^(CORE_|THREAD_)?TEST\\([A-Za-z0-9_]+\\)")
+  set(code "/* Generated from tests/${src} for Windows: every case skips. */\n")
+  string(APPEND code "#include \"harness.h\"\n")
+  foreach(line IN LISTS lines)
+    string(REGEX MATCH "^((CORE_|THREAD_)?TEST)\\(([A-Za-z0-9_]+)\\)" unused "${line}")
+    string(APPEND code "${CMAKE_MATCH_1}(${CMAKE_MATCH_3})\n{\n    SKIP(\"${reason}\");\n}\n")
+  endforeach()
+  string(REPLACE ".c" "" stem ${src})
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/win_skip_${stem}.c)
+  file(WRITE ${out}.tmp "${code}")
+  configure_file(${out}.tmp ${out} COPYONLY)
+  list(APPEND win_sources ${out})
+endforeach()
+
+add_executable(iomux-tests ${win_sources})
+target_link_libraries(iomux-tests PRIVATE iomux_static ws2_32 pthread)
+target_include_directories(iomux-tests BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/windows/include
+  ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(iomux-tests PRIVATE -include ${CMAKE_CURRENT_SOURCE_DIR}/windows/posix.h
+  -Wno-unused-function -Wno-unused-parameter -Wno-type-limits -Wno-maybe-uninitialized
+  -Wno-overflow)
+string(REPLACE ";" "," backends_csv "${IOMUX_BACKENDS}")
+target_compile_definitions(iomux-tests PRIVATE IOMUX_TEST_BACKENDS="${backends_csv}")
+
+# Wine: its own prefix in the build tree, made (and its server started, kept for a minute
+# after the last program) by the first test, which every other one waits for.
+set(wine_env "WINEDEBUG=-all;WINEPREFIX=${CMAKE_BINARY_DIR}/wineprefix")
+add_test(NAME core.wine_prefix
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/windows/wine-setup.sh ${IOMUX_WINE})
+set_tests_properties(core.wine_prefix PROPERTIES ENVIRONMENT "${wine_env}"
+  FIXTURES_SETUP wine TIMEOUT 300 LABELS "core;windows")
+
+foreach(src IN LISTS win_all_files)
+  set(path ${CMAKE_CURRENT_SOURCE_DIR}/${src})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${path})
+  file(STRINGS ${path} lines REGEX "^(CORE_|THREAD_)?TEST\\([A-Za-z0-9_]+\\)")
+  foreach(line IN LISTS lines)
+    string(REGEX MATCH "^((CORE_|THREAD_)?TEST)\\(([A-Za-z0-9_]+)\\)" unused "${line}")
+    set(kind ${CMAKE_MATCH_1})
+    set(name ${CMAKE_MATCH_3})
+    set(variants ${IOMUX_BACKENDS})
+    if(kind STREQUAL "CORE_TEST")
+      set(variants core)
+    endif()
+    foreach(b IN LISTS variants)
+      set(env "${wine_env}")
+      if(NOT b STREQUAL "core")
+        list(APPEND env "IOMUX_BACKEND=${b}")
+      endif()
+      add_test(NAME ${b}.${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/windows/wine-run.sh
+        ${IOMUX_WINE} $<TARGET_FILE:iomux-tests> ${name})
+      set_tests_properties(${b}.${name} PROPERTIES ENVIRONMENT "${env}" TIMEOUT 120
+        SKIP_RETURN_CODE 77 FIXTURES_REQUIRED wine LABELS "${b};windows")
+    endforeach()
+  endforeach()
+endforeach()
