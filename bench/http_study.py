@@ -156,8 +156,9 @@ class Server:
             backend = self.spec["backend"]
             if f"({backend})" not in line:
                 return f"wrong backend: '{line}', expected ({backend})"
-            want = {"uring": "anon_inode:[io_uring]", "epoll": "anon_inode:[eventpoll]"}[backend]
-            if want not in self.study.h.fd_kinds(self.pid):
+            want = {"uring": "anon_inode:[io_uring]", "epoll": "anon_inode:[eventpoll]"}.get(
+                backend)  # poll and select hold nothing to tell them by
+            if want and want not in self.study.h.fd_kinds(self.pid):
                 return f"holds no {want}: not the mechanism it claims"
             return None
         deadline = time.time() + 10
@@ -353,18 +354,24 @@ def parse_tool(tool, text):
     return float(rps.group(1)), int(done.group(1)), ", ".join(bad) or None
 
 
-def nginx_conf(d, port, root_user):
+def nginx_conf(d, port, root_user, connections=4096, idle_s=None):
+    """nginx's configuration; connections: worker_connections (and above 4,096 the worker's
+    descriptor limit too); idle_s: how long a connection may stay silent, before its first
+    request and between requests (nginx's defaults: 60 and 75 s)."""
     return "\n".join(
         (["user root;  # the workers read the document root, in root's 0700 temporary "
           "directory"] if root_user else []) + [
         "worker_processes 1;",
         f"pid {d}/nginx.pid;",
-        f"error_log {d}/nginx-error.log;",
-        "events { worker_connections 4096; }",
+        f"error_log {d}/nginx-error.log;"] + (
+        [f"worker_rlimit_nofile {connections};"] if connections > 4096 else []) + [
+        f"events {{ worker_connections {connections}; }}",
         "http {",
         "    access_log off;",
         "    sendfile on;",
-        f"    keepalive_requests {MAX_REQUESTS};",
+        f"    keepalive_requests {MAX_REQUESTS};"] + (
+        [f"    client_header_timeout {idle_s}s;", f"    keepalive_timeout {idle_s}s;"]
+        if idle_s else []) + [
         "    # Debian's temporary paths are under /var/lib/nginx, which only root may create",
         f"    client_body_temp_path {d}/body;",
         f"    proxy_temp_path {d}/proxy;",
