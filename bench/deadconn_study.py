@@ -101,7 +101,8 @@ class Study:
         self.reps = args.reps or cfg["reps"]
         self.dir, self.configs, self.skipped = None, {}, []
         self.root_user = os.geteuid() == 0
-        self.max_dead = lim["nofile"] - LIVE - FD_MARGIN
+        self.nofile = lim["nofile"]
+        self.max_dead = self.nofile - LIVE - FD_MARGIN
         self.deadconn = os.path.join(args.build_abs, "deadconn")
         self.httperf = shutil.which("httperf")
         self.servers = {}
@@ -137,7 +138,9 @@ class Study:
                 cmd=lambda port: [nginx, "-c", f"{self.dir}/nginx.conf", "-g", "daemon off;"],
                 identity=(v.stderr.strip().split(": ", 1)[-1] or "nginx") + ", one worker, "
                 "sendfile on, access log off, worker_connections as the fd limit allows")
-            self.caps["nginx"] = self.max_dead
+            # nginx closes idle connections ("reusable" ones: a dead connection is one) when
+            # fewer than 1/16 of its worker_connections are free, so it holds that much less.
+            self.caps["nginx"] = (self.nofile - 32) * 15 // 16 - LIVE - FD_MARGIN
         else:
             self.skipped.append(("deadconn nginx", "nginx not installed (apt-get install "
                                  "nginx-light)"))
@@ -172,8 +175,8 @@ class Study:
     def config(self, kind, port):
         """nginx's configuration with room for every connection of the study (Server calls
         this before it starts nginx)."""
-        text = http_study.nginx_conf(self.dir, port, self.root_user,
-                                     connections=self.max_dead + 2 * LIVE + 64, idle_s=86400)
+        text = http_study.nginx_conf(self.dir, port, self.root_user, idle_s=86400,
+                                     connections=self.nofile - 32, nofile=self.nofile)
         with open(f"{self.dir}/{kind}.conf", "w") as f:
             f.write(text)
         self.configs[kind] = text.replace(str(port), "PORT").replace(self.dir, "DIR")
@@ -330,7 +333,9 @@ class Study:
                         seconds=r["seconds"], cpu_us=cpu / r["replies"] * 1e6,
                         cpu_pct=cpu / r["seconds"] * 100, cmd=shlex.join(cmd),
                         server_cmd=srv.shown_cmd()))
-                if not why and dead in self.burst_points:
+                top = self.server_points(name)[-1]  # the most this server can hold
+                if not why and (dead in self.burst_points or
+                                (dead == top and self.points[-1] in self.burst_points)):
                     b = cfg["burst"]
                     cmd = self.httperf_cmd(srv.port, "/128.bin", b["conns"], 2, b["rate"])
                     cmds.append(cmd)
@@ -483,9 +488,11 @@ class Study:
               "connection in the same repetition. Server CPU is the on-CPU time (schedstat) "
               "of all its threads over httperf's run, per reply. After the load, deadconn "
               "closes its connections and must have held every one and closed every "
-              "descriptor it opened, and the server's descriptor count must fall back to where "
+              "descriptor it opened, and the server's count of sockets must fall back to where "
               f"it was. `select` runs up to {FD_SETSIZE - LIVE - 24:,} dead connections (its "
-              f"FD_SETSIZE of {FD_SETSIZE:,} less the live ones); the most the fd limit "
+              f"FD_SETSIZE of {FD_SETSIZE:,} less the live ones), nginx up to "
+              f"{self.caps.get('nginx', 0):,} (it closes idle connections once fewer than a "
+              "sixteenth of its worker_connections are free); the most the fd limit "
               f"allows is {self.max_dead:,} ({LIVE} live and {FD_MARGIN} spare descriptors "
               "less than RLIMIT_NOFILE in each process).", "",
               "```", self.reproduce(), "```", "",

@@ -354,9 +354,10 @@ def parse_tool(tool, text):
     return float(rps.group(1)), int(done.group(1)), ", ".join(bad) or None
 
 
-def nginx_conf(d, port, root_user, connections=4096, idle_s=None):
-    """nginx's configuration; connections: worker_connections (and above 4,096 the worker's
-    descriptor limit too); idle_s: how long a connection may stay silent, before its first
+def nginx_conf(d, port, root_user, connections=4096, idle_s=None, nofile=None):
+    """nginx's configuration; connections: worker_connections; nofile: the worker's
+    descriptor limit (worker_rlimit_nofile; at most the hard limit, which an unprivileged
+    container cannot raise); idle_s: how long a connection may stay silent, before its first
     request and between requests (nginx's defaults: 60 and 75 s)."""
     return "\n".join(
         (["user root;  # the workers read the document root, in root's 0700 temporary "
@@ -364,7 +365,7 @@ def nginx_conf(d, port, root_user, connections=4096, idle_s=None):
         "worker_processes 1;",
         f"pid {d}/nginx.pid;",
         f"error_log {d}/nginx-error.log;"] + (
-        [f"worker_rlimit_nofile {connections};"] if connections > 4096 else []) + [
+        [f"worker_rlimit_nofile {nofile};"] if nofile else []) + [
         f"events {{ worker_connections {connections}; }}",
         "http {",
         "    access_log off;",
