@@ -260,7 +260,7 @@ class Study:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.runner.live.add(p)
         line = self.h.read_line(p, 120)
-        if line is None or not line.startswith("holding "):
+        if line is None or not line.startswith(f"holding {dead} connections"):
             return p, f"deadconn: {line or 'no holding line within 120 s'}"
         deadline = time.time() + 60
         while count_fds(pid) < base + dead and time.time() < deadline:

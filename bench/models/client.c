@@ -319,7 +319,7 @@ static void run_for(double secs)
             next += tick;
         }
         uint64_t wait = (next < end ? next : end) - now;
-        poll_events((int)(wait / 1000000));
+        poll_events((int)((wait + 999999) / 1000000)); /* never 0: no spinning to the tick */
     }
 }
 

@@ -83,8 +83,9 @@ static void conn_close(struct conn *c)
 static void on_level(mux_loop_t *l, mux_io_t *w, unsigned revents)
 {
     struct conn *c = w->data;
+    int writing = c->done < c->len; /* watching for writability, not readability */
     (void)revents;
-    if (c->done == c->len) {
+    if (!writing) {
         ssize_t n = read(c->fd, c->buf, bufsize);
         if (n <= 0) {
             if (n == 0 || errno != EAGAIN)
@@ -97,8 +98,8 @@ static void on_level(mux_loop_t *l, mux_io_t *w, unsigned revents)
     int r = echo_flush(c->fd, c->buf, c->len, &c->done);
     if (r < 0)
         conn_close(c);
-    else
-        mux_io_modify(l, w, r ? MUX_READ : MUX_WRITE); /* no change costs nothing */
+    else if (r == writing) /* written at last, or short now: the other direction */
+        mux_io_modify(l, w, r ? MUX_READ : MUX_WRITE);
 }
 
 /* edge: an event is not repeated, so work until the kernel says EAGAIN. */
