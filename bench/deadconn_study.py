@@ -130,14 +130,9 @@ class Study:
         if "rtsig" not in backends:
             self.skipped.append(("deadconn iomux-rtsig", "this build has no rtsig backend "
                                  "(its backends: " + (", ".join(backends) or "none") + ")"))
-        nginx = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+        nginx = http_study.nginx_server(self, "worker_connections as the fd limit allows")
         if nginx:
-            v = subprocess.run([nginx, "-v"], capture_output=True, text=True)
-            self.servers["nginx"] = dict(
-                kind="nginx", env={}, log=lambda: self.tail("nginx-error.log"),
-                cmd=lambda port: [nginx, "-c", f"{self.dir}/nginx.conf", "-g", "daemon off;"],
-                identity=(v.stderr.strip().split(": ", 1)[-1] or "nginx") + ", one worker, "
-                "sendfile on, access log off, worker_connections as the fd limit allows")
+            self.servers["nginx"] = nginx
             # nginx closes idle connections ("reusable" ones: a dead connection is one) when
             # fewer than 1/16 of its worker_connections are free, so it holds that much less,
             # and less again the connections the burst test has open at once (up to ~1,000).
@@ -164,14 +159,6 @@ class Study:
         return (f"dead connections (Libenzi) against {', '.join(self.names)}; D = "
                 f"{', '.join(f'{p:,}' for p in self.points)}; server on CPU {self.cpus[0]}, "
                 f"httperf and deadconn on CPU {self.cpus[1]}")
-
-    def tail(self, name):
-        try:
-            with open(f"{self.dir}/{name}") as f:
-                lines = f.read().strip().splitlines()
-            return lines[-1] if lines else ""
-        except OSError:
-            return ""
 
     def config(self, kind, port):
         """nginx's configuration with room for every connection of the study (Server calls

@@ -400,6 +400,30 @@ def h2o_conf(d, port, root_user):
         f"        file.dir: {d}/www", ""])
 
 
+def tail(d, name):
+    """The last line of a log in directory d, or ""."""
+    try:
+        with open(f"{d}/{name}") as f:
+            lines = f.read().strip().splitlines()
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
+
+
+def nginx_server(study, settings):
+    """Debian's nginx as a server of a study (Server's spec), started with the nginx.conf
+    that study.config() writes to study.dir, or None when nginx is not installed; settings:
+    what its identity adds to "one worker, sendfile on, access log off"."""
+    nginx = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+    if not nginx:
+        return None
+    v = subprocess.run([nginx, "-v"], capture_output=True, text=True)
+    return dict(kind="nginx", env={}, log=lambda: tail(study.dir, "nginx-error.log"),
+                cmd=lambda port: [nginx, "-c", f"{study.dir}/nginx.conf", "-g", "daemon off;"],
+                identity=(v.stderr.strip().split(": ", 1)[-1] or "nginx") + ", one worker, "
+                f"sendfile on, access log off, {settings}")
+
+
 class Study:
     """The HTTP study of one bench/run: its servers, tools and cells, its runs and report."""
 
@@ -431,14 +455,9 @@ class Study:
                                                str(MAX_REQUESTS)],
                     identity=f"examples/iomux-httpd --max-requests {MAX_REQUESTS:,}, iomux "
                              f"backend {b}")
-        nginx = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+        nginx = nginx_server(self, f"keepalive_requests {MAX_REQUESTS:,}")
         if nginx:
-            v = subprocess.run([nginx, "-v"], capture_output=True, text=True)
-            self.servers["nginx"] = dict(
-                kind="nginx", env={}, log=lambda: self.tail("nginx-error.log"),
-                cmd=lambda port: [nginx, "-c", f"{self.dir}/nginx.conf", "-g", "daemon off;"],
-                identity=(v.stderr.strip().split(": ", 1)[-1] or "nginx") + ", one worker, "
-                f"sendfile on, access log off, keepalive_requests {MAX_REQUESTS:,}")
+            self.servers["nginx"] = nginx
         else:
             self.skipped.append(("nginx", "nginx not installed (apt-get install nginx-light)"))
         h2o = shutil.which("h2o")
@@ -494,12 +513,7 @@ class Study:
 
     def tail(self, name):
         """The last line of a peer's log in the temporary directory."""
-        try:
-            with open(f"{self.dir}/{name}") as f:
-                lines = f.read().strip().splitlines()
-            return lines[-1] if lines else ""
-        except OSError:
-            return ""
+        return tail(self.dir, name)
 
     def total(self):
         """The timed runs, for the progress line."""
