@@ -156,8 +156,9 @@ class Server:
             backend = self.spec["backend"]
             if f"({backend})" not in line:
                 return f"wrong backend: '{line}', expected ({backend})"
-            want = {"uring": "anon_inode:[io_uring]", "epoll": "anon_inode:[eventpoll]"}[backend]
-            if want not in self.study.h.fd_kinds(self.pid):
+            want = {"uring": "anon_inode:[io_uring]", "epoll": "anon_inode:[eventpoll]"}.get(
+                backend)  # poll and select hold nothing to tell them by
+            if want and want not in self.study.h.fd_kinds(self.pid):
                 return f"holds no {want}: not the mechanism it claims"
             return None
         deadline = time.time() + 10
@@ -353,18 +354,25 @@ def parse_tool(tool, text):
     return float(rps.group(1)), int(done.group(1)), ", ".join(bad) or None
 
 
-def nginx_conf(d, port, root_user):
+def nginx_conf(d, port, root_user, connections=4096, idle_s=None, nofile=None):
+    """nginx's configuration; connections: worker_connections; nofile: the worker's
+    descriptor limit (worker_rlimit_nofile; at most the hard limit, which an unprivileged
+    container cannot raise); idle_s: how long a connection may stay silent, before its first
+    request and between requests (nginx's defaults: 60 and 75 s)."""
     return "\n".join(
         (["user root;  # the workers read the document root, in root's 0700 temporary "
           "directory"] if root_user else []) + [
         "worker_processes 1;",
         f"pid {d}/nginx.pid;",
-        f"error_log {d}/nginx-error.log;",
-        "events { worker_connections 4096; }",
+        f"error_log {d}/nginx-error.log;"] + (
+        [f"worker_rlimit_nofile {nofile};"] if nofile else []) + [
+        f"events {{ worker_connections {connections}; }}",
         "http {",
         "    access_log off;",
         "    sendfile on;",
-        f"    keepalive_requests {MAX_REQUESTS};",
+        f"    keepalive_requests {MAX_REQUESTS};"] + (
+        [f"    client_header_timeout {idle_s}s;", f"    keepalive_timeout {idle_s}s;"]
+        if idle_s else []) + [
         "    # Debian's temporary paths are under /var/lib/nginx, which only root may create",
         f"    client_body_temp_path {d}/body;",
         f"    proxy_temp_path {d}/proxy;",
@@ -390,6 +398,30 @@ def h2o_conf(d, port, root_user):
         "    paths:",
         "      /:",
         f"        file.dir: {d}/www", ""])
+
+
+def tail(d, name):
+    """The last line of a log in directory d, or ""."""
+    try:
+        with open(f"{d}/{name}") as f:
+            lines = f.read().strip().splitlines()
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
+
+
+def nginx_server(study, settings):
+    """Debian's nginx as a server of a study (Server's spec), started with the nginx.conf
+    that study.config() writes to study.dir, or None when nginx is not installed; settings:
+    what its identity adds to "one worker, sendfile on, access log off"."""
+    nginx = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+    if not nginx:
+        return None
+    v = subprocess.run([nginx, "-v"], capture_output=True, text=True)
+    return dict(kind="nginx", env={}, log=lambda: tail(study.dir, "nginx-error.log"),
+                cmd=lambda port: [nginx, "-c", f"{study.dir}/nginx.conf", "-g", "daemon off;"],
+                identity=(v.stderr.strip().split(": ", 1)[-1] or "nginx") + ", one worker, "
+                f"sendfile on, access log off, {settings}")
 
 
 class Study:
@@ -423,14 +455,9 @@ class Study:
                                                str(MAX_REQUESTS)],
                     identity=f"examples/iomux-httpd --max-requests {MAX_REQUESTS:,}, iomux "
                              f"backend {b}")
-        nginx = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+        nginx = nginx_server(self, f"keepalive_requests {MAX_REQUESTS:,}")
         if nginx:
-            v = subprocess.run([nginx, "-v"], capture_output=True, text=True)
-            self.servers["nginx"] = dict(
-                kind="nginx", env={}, log=lambda: self.tail("nginx-error.log"),
-                cmd=lambda port: [nginx, "-c", f"{self.dir}/nginx.conf", "-g", "daemon off;"],
-                identity=(v.stderr.strip().split(": ", 1)[-1] or "nginx") + ", one worker, "
-                f"sendfile on, access log off, keepalive_requests {MAX_REQUESTS:,}")
+            self.servers["nginx"] = nginx
         else:
             self.skipped.append(("nginx", "nginx not installed (apt-get install nginx-light)"))
         h2o = shutil.which("h2o")
@@ -486,12 +513,7 @@ class Study:
 
     def tail(self, name):
         """The last line of a peer's log in the temporary directory."""
-        try:
-            with open(f"{self.dir}/{name}") as f:
-                lines = f.read().strip().splitlines()
-            return lines[-1] if lines else ""
-        except OSError:
-            return ""
+        return tail(self.dir, name)
 
     def total(self):
         """The timed runs, for the progress line."""

@@ -13,6 +13,10 @@
  * With --server-pid, the client also reads the server's CPU time at the start and the end
  * of the timed window (/proc/PID/task/N/schedstat in nanoseconds, and /proc/PID/stat for
  * the user/system split), so that CPU per megabyte covers exactly the bytes counted.
+ *
+ * With --latency, every echo completed in the window is timed, from the moment its block
+ * was written to the moment its last byte was read back, and the median and 99th
+ * percentile are reported: at one session with small blocks, the ping-pong round trip.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -44,6 +48,7 @@ struct session {
     uint32_t rng;         /* picks the next block's offset */
     uint64_t echoes;      /* complete echoes */
     uint64_t echoes_mark; /* echoes when the timed window began */
+    uint64_t sent_at;     /* when this block's first byte was written (--latency) */
     int dead;             /* failed and closed */
     int want_out;         /* EPOLLOUT registered: the block did not fit the socket */
 };
@@ -54,12 +59,16 @@ static struct {
     size_t block;
     double seconds, warmup;
     int server_pid;
-} opt = {55555, 1, 16384, 10, 1, 0};
+    int latency;
+} opt = {55555, 1, 16384, 10, 1, 0, 0};
 
 static unsigned char *table;
 static struct session *sess;
 static int ep;
 static unsigned long errors, mismatches, short_echoes, resets, stalls, idle_sessions;
+static uint32_t *rtt_ns; /* --latency: one round trip per echo completed in the window */
+static size_t nrtt, caprtt;
+static int timing;
 
 static uint64_t now_ns(void)
 {
@@ -128,7 +137,29 @@ static void next_block(struct session *s)
 {
     s->off = xorshift(&s->rng) % TABLE_SPAN;
     s->sent = s->got = 0;
+    if (opt.latency)
+        s->sent_at = now_ns();
     send_rest(s);
+}
+
+static void record_rtt(uint64_t ns)
+{
+    if (nrtt == caprtt) {
+        caprtt = caprtt ? caprtt * 2 : 1 << 16;
+        uint32_t *p = realloc(rtt_ns, caprtt * sizeof *p);
+        if (!p) {
+            opt.latency = 0; /* out of memory: the run goes on, without latencies */
+            return;
+        }
+        rtt_ns = p;
+    }
+    rtt_ns[nrtt++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 /* Reads and checks what has come back; returns the bytes checked. */
@@ -167,6 +198,8 @@ static size_t receive(struct session *s, unsigned char *scratch)
     s->got += (uint32_t)n;
     if (s->got == opt.block) {
         s->echoes++;
+        if (opt.latency && timing)
+            record_rtt(now_ns() - s->sent_at);
         next_block(s);
     }
     return (size_t)n;
@@ -224,7 +257,7 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: echo-client --port N [--sessions S] [--block BYTES] [--seconds T]\n"
-            "                   [--warmup W] [--server-pid PID]\n"
+            "                   [--warmup W] [--server-pid PID] [--latency]\n"
             "Opens S TCP sessions to 127.0.0.1:N; each writes a block of a known pseudo-random\n"
             "pattern, waits for its full echo, checks every byte and repeats. Reports the\n"
             "bytes echoed per second (MB/s, 1 MB = 10^6 bytes) over T seconds after W\n"
@@ -235,6 +268,7 @@ static void usage(FILE *to)
             "  --seconds T       timed window (default 10)\n"
             "  --warmup W        untimed seconds before it (default 1)\n"
             "  --server-pid PID  also report that process's CPU time over the window\n"
+            "  --latency         time every echo in the window: round-trip median and p99\n"
             "Prints a summary and a 'RESULT {json}' line. Exits 1 with 'FAIL: ...' on any\n"
             "mismatch, short echo, reset or stall, 2 on bad usage.\n");
 }
@@ -245,10 +279,11 @@ static void parse(int argc, char **argv)
         {"port", required_argument, NULL, 'p'},    {"sessions", required_argument, NULL, 's'},
         {"block", required_argument, NULL, 'b'},   {"seconds", required_argument, NULL, 't'},
         {"warmup", required_argument, NULL, 'w'},  {"server-pid", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"latency", no_argument, NULL, 'l'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int o;
-    while ((o = getopt_long(argc, argv, "p:s:b:t:w:P:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "p:s:b:t:w:P:lh", opts, NULL)) != -1) {
         char *end = NULL;
         int bad = 0;
         switch (o) {
@@ -275,6 +310,9 @@ static void parse(int argc, char **argv)
         case 'P':
             opt.server_pid = (int)strtol(optarg, &end, 10);
             bad = opt.server_pid <= 0;
+            break;
+        case 'l':
+            opt.latency = 1;
             break;
         case 'h':
             usage(stdout);
@@ -368,7 +406,6 @@ int main(int argc, char **argv)
     uint64_t last_progress = t_start, bytes = 0, bytes_warm = 0, win_start = 0, win_end = 0;
     struct cpu cpu0 = {0, 0, 0, 0}, cpu1 = cpu0;
     double ccpu0 = 0;
-    int timing = 0;
     enum { MAXEV = 1024 };
     struct epoll_event events[MAXEV];
     for (;;) {
@@ -471,6 +508,13 @@ int main(int argc, char **argv)
            (unsigned long long)all_echoes, (unsigned long long)(timing ? min_echoes : 0), (unsigned long long)max_echoes,
            (t_start - t_open) / 1e9, client_cpu, errors, mismatches, short_echoes, resets,
            stalls, idle_sessions);
+    printf(",\"eps\":%.1f", timing && secs > 0 ? (double)total_echoes / secs : 0.0);
+    if (opt.latency && nrtt) {
+        qsort(rtt_ns, nrtt, sizeof *rtt_ns, cmp_u32);
+        printf(",\"rtt_us_p50\":%.2f,\"rtt_us_p99\":%.2f,\"rtt_samples\":%zu",
+               rtt_ns[nrtt / 2] / 1e3, rtt_ns[nrtt * 99 / 100] / 1e3, nrtt);
+    }
+    free(rtt_ns);
     if (opt.server_pid && cpu0.ok && cpu1.ok && window_bytes > 0) {
         double cpu_s = (double)(cpu1.ns - cpu0.ns) / 1e9;
         double tick = 1.0 / (double)sysconf(_SC_CLK_TCK);
@@ -479,6 +523,8 @@ int main(int argc, char **argv)
                cpu_s, (double)(cpu1.utick - cpu0.utick) * tick,
                (double)(cpu1.stick - cpu0.stick) * tick, cpu_s * 1e3 / (window_bytes / 1e6),
                cpu_s / secs * 100);
+        if (total_echoes)
+            printf(",\"cpu_us_per_echo\":%.4f", cpu_s * 1e6 / (double)total_echoes);
     }
     printf("}\n");
     if (errors)

@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: MIT
+"""The small-message echo and the ping-pong, run by bench/run beside the echo study (study
+3; bench/README.md, "Small messages and ping-pong"). The echo study's 16 KB blocks measure
+mostly the kernel's copy; with 128-byte blocks the loop's own cost shows. Every echo server
+of the echo study (the hand-written epoll floor, iomux, libev, libevent, libuv, Asio, ...)
+runs with the same client, `echo-client --block 128 --latency`: echoes per second, the
+server's CPU time per echo, and every echo's round trip timed (median and 99th
+percentile). At one session that is the ping-pong: one message in flight, its round trip
+the latency the loop adds. Same method as the echo study: the server pinned to one CPU, the
+client to the other, a fresh server per run, rotating order, ratios to the floor paired
+within each repetition.
+
+bench/run passes what it shares in a namespace `h`: log, median, paired, ratio_stats,
+fmt_num, run_echo_one, echo_skip, echo_order, plot, root."""
+import shlex
+import statistics
+import sys
+
+FLOOR = "raw-epoll"
+TARGET = 0.97  # iomux-epoll over the floor: echoes/s, and the floor's round trip over its own
+HELD = "iomux-epoll"  # the server the target is for
+PEERS = ["libev", "libevent", "libuv", "asio"]
+METRICS = [("eps", "echoes/s", "Echoes per second", "higher"),
+           ("cpu_us_per_echo", "µs", "Server CPU per echo", "lower"),
+           ("rtt_us_p50", "µs", "Round trip, median", "lower"),
+           ("rtt_us_p99", "µs", "Round trip, 99th percentile", "lower"),
+           ("server_cpu_pct", "% of one CPU", "Server CPU use", None)]
+
+
+class Study:
+    NAME = "echo-small"
+    AFTER_ECHO = True  # its section follows the echo study's
+
+    def __init__(self, runner, args, cfg, h, names, reps):
+        self.runner, self.args, self.cfg, self.h = runner, args, cfg, h
+        self.names, self.reps = names, reps
+        self.sessions = cfg["sessions"]
+        self.results, self.skipped = [], []
+
+    def banner(self):
+        return (f"small-message echo ({self.cfg['block']}-byte blocks, round trips timed; "
+                f"S = {', '.join(f'{s:,}' for s in self.sessions)}; S = 1 is the ping-pong)")
+
+    def total(self):
+        return len(self.names) * len(self.sessions) * self.reps
+
+    def reproduce(self):
+        build = self.args.build
+        cmd = ["bench/run", "--build", build, "--study", "echo"]
+        if self.args.full or self.args.smoke:
+            cmd.append("--full" if self.args.full else "--smoke")
+        cmd += ["--reps", str(self.reps), "--echo-cpus", ",".join(map(str, self.args.echo_cpus))]
+        if self.args.drivers:
+            cmd += ["--drivers", ",".join(self.names)]
+        return shlex.join(cmd) + "   # the echo study runs this variant after its own"
+
+    def run(self):
+        cfg = dict(block=self.cfg["block"], seconds=self.cfg["seconds"],
+                   warmup=self.cfg["warmup"])
+        for rep in range(self.reps):
+            k = rep % len(self.names)
+            order = self.names[k:] + self.names[:k]
+            for s in self.sessions:
+                for name in order:
+                    self.runner.progress(f"echo {cfg['block']} B S={s:,} {name} (rep {rep + 1})")
+                    if self.h.echo_skip(name, s, self.runner.echo_servers):
+                        continue
+                    r = self.h.run_echo_one(self.runner, name, s, cfg, rep, study=self.NAME,
+                                            client_args=["--latency"])
+                    if r:
+                        self.results.append(r)
+        if sys.stdout.isatty():
+            print()
+
+    # -----------------------------------------------------------------------------------
+
+    def tables(self):
+        """{metric: {server: {S: dict(median, cv, ratio, rmin, rmax)}}}, ratios to the floor
+        paired within each repetition."""
+        by = {}
+        for r in self.results:
+            for m, *_ in METRICS:
+                if r.get(m) is not None:
+                    by.setdefault(m, {}).setdefault(r["driver"], {}).setdefault(
+                        r["n"], {})[r["rep"]] = r[m]
+        t = {}
+        for m, bysrv in by.items():
+            floor = bysrv.get(FLOOR, {})
+            for name, bys in bysrv.items():
+                for s, byrep in bys.items():
+                    v = list(byrep.values())
+                    mean = statistics.mean(v)
+                    pairs = self.h.paired({k: [x] for k, x in byrep.items()},
+                                          {k: [x] for k, x in floor.get(s, {}).items()})
+                    t.setdefault(m, {}).setdefault(name, {})[s] = dict(
+                        median=self.h.median(v), n=len(v),
+                        cv=statistics.stdev(v) / mean * 100 if len(v) > 1 and mean else 0.0,
+                        **self.h.ratio_stats(pairs))
+        return t
+
+    def table(self, t, metric, ratio=False, mark=None):
+        rows = t.get(metric, {})
+        lines = ["| server | " + " | ".join(f"{s:,}" for s in self.sessions) + " |",
+                 "|---" * (len(self.sessions) + 1) + "|"]
+        for name in self.h.echo_order(self.names):
+            cells = []
+            for s in self.sessions:
+                st = rows.get(name, {}).get(s)
+                if st is None:
+                    cells.append("—")
+                elif ratio:
+                    cells.append("—" if st["ratio"] is None else
+                                 f"{st['ratio']:.2f}x ({st['rmin']:.2f}–{st['rmax']:.2f})"
+                                 + (" **!**" if mark and mark(name, s, st) else ""))
+                else:
+                    cells.append(f"{self.h.fmt_num(st['median'])} ±{st['cv']:.0f}%")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def misses(self, t):
+        """iomux-epoll against the floor and the peers: echoes/s at every S, and at S = 1 the
+        median round trip too."""
+        out = []
+        eps, rtt = t.get("eps", {}), t.get("rtt_us_p50", {})
+        me = eps.get(HELD, {})
+        if not me:
+            return [f"echo-small: {HELD} not measured"] if HELD in self.names else []
+        for s in self.sessions:
+            st = me.get(s)
+            if not st:
+                out.append(f"echo-small {HELD} S={s:,}: not measured")
+                continue
+            if st["ratio"] is not None and st["ratio"] < TARGET:
+                out.append(f"echo-small {HELD} S={s:,}: echoes/s {st['ratio']:.2f}x the floor "
+                           f"(< {TARGET})")
+            for p in PEERS:
+                ps = eps.get(p, {}).get(s)
+                if ps and ps["median"] >= st["median"]:
+                    out.append(f"echo-small {HELD} S={s:,}: echoes/s {st['median']:,.0f}, not "
+                               f"ahead of {p}'s {ps['median']:,.0f}")
+        mine, floor = rtt.get(HELD, {}).get(1), rtt.get(FLOOR, {}).get(1)
+        if mine and floor and mine["ratio"]:
+            if 1 / mine["ratio"] < TARGET:
+                out.append(f"ping-pong {HELD}: median round trip {mine['median']:.1f} µs, the "
+                           f"floor's over it {1 / mine['ratio']:.2f}x (< {TARGET})")
+            for p in PEERS:
+                ps = rtt.get(p, {}).get(1)
+                if ps and ps["median"] <= mine["median"]:
+                    out.append(f"ping-pong {HELD}: median round trip {mine['median']:.1f} µs, "
+                               f"not below {p}'s {ps['median']:.1f} µs")
+        return out
+
+    def report_md(self, out):
+        t = self.tables()
+        c = self.cfg
+        md = [f"## Study 3, small messages: {c['block']}-byte echo and ping-pong", "",
+              f"The echo study's servers and client with {c['block']}-byte blocks (`echo-client "
+              f"--block {c['block']} --latency`): each session writes a block and waits for its "
+              "whole echo, every byte checked, and every echo in the window is timed from the "
+              "write of its block to the read of its last byte. At S = 1 this is the ping-pong: "
+              f"the round trip is the latency the server's loop adds. {c['warmup']} s warm-up, "
+              f"{c['seconds']} s timed, {self.reps} repetitions in rotating order; ±% is the "
+              "variation over repetitions. Server CPU is its on-CPU time (schedstat) over the "
+              "window, per echo. Columns are sessions.", "", "```", self.reproduce(), "```", ""]
+        mark = lambda name, s, st: name == HELD and st["ratio"] is not None and \
+            st["ratio"] < TARGET
+        for metric, unit, title, better in METRICS:
+            if metric not in t:
+                continue
+            md += [f"### {title} ({unit}" + (f", {better} is better)" if better else ")"), "",
+                   self.table(t, metric), ""]
+            if metric in ("eps", "cpu_us_per_echo", "rtt_us_p50"):
+                md += [f"Ratio to {FLOOR}, paired within each repetition ({better} is better)"
+                       + ("; **!** marks iomux-epoll under the target" if metric == "eps" else "")
+                       + ":", "", self.table(t, metric, True, mark if metric == "eps" else None),
+                       ""]
+        if "eps" in t:
+            series = lambda m: {n: [(s, st["median"]) for s, st in byS.items()]
+                                for n, byS in t.get(m, {}).items()}
+            if self.h.plot(f"{out}/echo-small.png", f"Study 3 with {c['block']}-byte blocks: "
+                           "echoes per second and round trips",
+                           [("Echoes per second (higher is better)", series("eps"), "echoes/s"),
+                            ("Server CPU per echo (lower is better)", series("cpu_us_per_echo"),
+                             "µs per echo"),
+                            ("Round trip, median (lower is better)", series("rtt_us_p50"), "µs"),
+                            ("Round trip, 99th percentile (lower is better)",
+                             series("rtt_us_p99"), "µs")],
+                           "Concurrent sessions (log scale)", legend_title="server"):
+                md += ["![small-message echo](echo-small.png)", ""]
+        missed = self.misses(t)
+        md += ["### iomux-epoll against its target (small messages, ping-pong)", "",
+               f"Target: `{HELD}` at least {TARGET}x the floor's echoes per second (paired) at "
+               "every S and ahead of " + ", ".join(PEERS) + " (medians); in the ping-pong "
+               f"(S = 1) a median round trip no more than 1/{TARGET} of the floor's and below "
+               "every peer's.", ""]
+        md += [f"- missed: {m}" for m in missed] or ["- met in every cell"]
+        md.append("")
+        return md, missed
+
+    def print_tables(self):
+        t = self.tables()
+        for metric in ("eps", "rtt_us_p50"):
+            if metric in t:
+                self.h.log(f"\necho {self.cfg['block']} B: {metric} (columns: sessions)")
+                self.h.log(self.table(t, metric))
+                self.h.log(self.table(t, metric, True))
+
+    def smoke_summary(self):
+        n = sum(r["echoes_total"] for r in self.results)
+        return [f"echo {self.cfg['block']} B: {len(self.results)} runs, {n:,} echoes, every "
+                f"byte checked and every round trip timed"]
+
+    def json(self):
+        return dict(config=self.cfg, sessions=self.sessions, results=self.results)
