@@ -44,6 +44,11 @@ int mux__listener_walkable(const mux_listener_t *l)
     return mux__listener_valid(l);
 }
 
+int mux__listener_is_unix(const mux_listener_t *l)
+{
+    return (l->flags_ & L_UNIX) != 0;
+}
+
 static void mux__listener_kick(mux_listener_t *l)
 {
     if (!(l->flags_ & L_IN_TASK))
