@@ -757,6 +757,17 @@ mux_loop_t *mux_stream_loop(const mux_stream_t *s);
 enum {
     MUX_LISTEN_REUSEPORT = 0x1, /* SO_REUSEPORT: several listeners (loops) share a port */
     MUX_LISTEN_V6ONLY = 0x2,    /* IPV6_V6ONLY on an IPv6 address */
+    /* CPU steering of a sharded port (docs/stream.md, "A loop per core"): both imply
+     * MUX_LISTEN_REUSEPORT, for TCP only (-EINVAL for a Unix path), and are -ENOTSUP where
+     * the system has no such thing (Linux has both). Run the listener's loop on that CPU. */
+    MUX_LISTEN_INCOMING_CPU = 0x4, /* SO_INCOMING_CPU: of the port's listeners, this one takes
+                                      the connections whose handshake the kernel processed
+                                      on CPU `cpu` (Linux 6.2 on; before, a hint only) */
+    MUX_LISTEN_CPU_BPF = 0x8,      /* a classic BPF program on the port's SO_REUSEPORT group
+                                      picks the group's listener by CPU: the k-th listener to
+                                      join the group (bind order) takes the connections of
+                                      CPU k; a CPU past the last goes by the kernel's hash.
+                                      Bind listener k from the loop of CPU k; `cpu` unused */
 };
 
 typedef struct mux_listen_options {
@@ -764,6 +775,7 @@ typedef struct mux_listen_options {
     unsigned flags; /* MUX_LISTEN_*; unknown bits are -EINVAL */
     unsigned batch; /* connections handed to the callback per loop iteration at most; 0: 64
                        (where the kernel accepts, io_uring: also at most 16) */
+    int cpu;        /* MUX_LISTEN_INCOMING_CPU: the CPU (>= 0) whose connections it takes */
 } mux_listen_options_t;
 
 #define MUX__ACCEPT_SLOTS 16
@@ -791,9 +803,10 @@ struct mux_listener {
 /* Binds a listening socket to `addr` (TCP; SO_REUSEADDR is always set) or to a Unix path
  * (AF_UNIX; an existing socket file at the path is not removed) and starts accepting:
  * `cb` runs once per accepted connection. `opts` may be NULL (the defaults); `l->data` is
- * kept. Returns 0, -EINVAL (bad arguments, unknown flags, a negative backlog, a socket the
- * backend cannot watch), -EAFNOSUPPORT (not IPv4, IPv6 or Unix), -ENOMEM, or the socket
- * calls' error (-EADDRINUSE, -EACCES, ...). */
+ * kept. Returns 0, -EINVAL (bad arguments, unknown flags, a negative backlog, both steering
+ * flags, a negative `cpu` with MUX_LISTEN_INCOMING_CPU, steering on a Unix path, a socket
+ * the backend cannot watch), -EAFNOSUPPORT (not IPv4, IPv6 or Unix), -ENOTSUP (steering this
+ * system lacks), -ENOMEM, or the socket calls' error (-EADDRINUSE, -EACCES, ...). */
 int mux_listen(mux_loop_t *loop, mux_listener_t *l, const struct sockaddr *addr, socklen_t addrlen,
                const mux_listen_options_t *opts, mux_accept_cb cb);
 /* Writes the bound address (to learn the port after binding port 0). Returns 0, -EINVAL,
