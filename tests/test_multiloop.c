@@ -4,6 +4,7 @@
  * and a process of several loops that SIGTERM closes cleanly. Loopback only, ports from the
  * kernel. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "iomux/http.h"
 #include "stream_util.h"
 
 /* ---- steering ---- */
@@ -513,4 +515,89 @@ THREAD_TEST(multiloop_sigterm_closes_every_loop_and_exits_zero) {
         close(fds[i]);
     }
     close(p[0]);
+}
+
+/* ---- an HTTP server fed by another loop's listener ---- */
+
+struct adopter {
+    mux_http_server_t srv;
+    mux_chan_t chan, other; /* other: a channel of another loop */
+    int adopted, refused, answered;
+};
+
+static void adopter_request_cb(mux_http_exchange_t *x)
+{
+    struct adopter *ad = mux_http_exchange_server(x)->data;
+    ad->answered++;
+    CHECK_EQ(mux_http_respond(x, 200, NULL, 0, "adopted\n", 8), 0);
+}
+
+static void adopter_msg_cb(mux_chan_t *ch, mux_msg_t *m, int status)
+{
+    struct adopter *ad = ch->data;
+    CHECK_EQ(status, 0);
+    /* A channel of another loop is refused, and the socket stays in the message. */
+    CHECK_EQ(mux_http_server_adopt(&ad->srv, &ad->other, m), -EINVAL);
+    CHECK_NE(m->sock, MUX_OS_SOCK_INVALID);
+    CHECK_EQ(mux_http_server_adopt(&ad->srv, ch, m), 0);
+    CHECK_EQ(m->sock, MUX_OS_SOCK_INVALID);
+    ad->adopted++;
+}
+
+static void adopter_accept_cb(mux_listener_t *l, mux_os_sock_t sock, int status)
+{
+    struct adopter *ad = l->data;
+    CHECK_EQ(status, 0);
+    CHECK_EQ(mux_chan_send_socket(&ad->chan, l, sock, NULL), 0);
+}
+
+TEST(http_server_adopts_a_connection_another_loop_accepted) {
+    mux_loop_t acceptor, worker;
+    loop_open(&acceptor);
+    loop_open(&worker);
+    struct adopter ad;
+    memset(&ad, 0, sizeof ad);
+    CHECK_EQ(mux_http_server_init(&ad.srv, &worker, NULL, adopter_request_cb), 0);
+    ad.srv.data = &ad;
+    ad.chan.data = ad.other.data = &ad;
+    CHECK_EQ(mux_chan_open(&worker, &ad.chan, 4, adopter_msg_cb), 0);
+    CHECK_EQ(mux_chan_open(&acceptor, &ad.other, 4, adopter_msg_cb), 0);
+    mux_listener_t l;
+    l.data = &ad;
+    struct sockaddr_storage a;
+    socklen_t alen = addr_v4(&a, 0);
+    CHECK_EQ(mux_listen(&acceptor, &l, (struct sockaddr *)&a, alen, NULL, adopter_accept_cb), 0);
+    alen = sizeof a;
+    CHECK_EQ(mux_listener_address(&l, (struct sockaddr *)&a, &alen), 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(fd, 0);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&a, alen), 0);
+    const char req[] = "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    CHECK_EQ(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+    CHECK_EQ(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+    char got[1024];
+    size_t n = 0;
+    uint64_t end = mono_ns() + 5000 * MS;
+    for (;;) {
+        CHECK_GE(mux_run(&acceptor, MUX_RUN_NOWAIT), 0);
+        CHECK_GE(mux_run(&worker, MUX_RUN_NOWAIT), 0);
+        ssize_t r = read(fd, got + n, sizeof got - 1 - n);
+        if (r == 0)
+            break; /* Connection: close: the answer is whole */
+        if (r > 0)
+            n += (size_t)r;
+        CHECK_LT(mono_ns(), end);
+    }
+    got[n] = 0;
+    CHECK(strncmp(got, "HTTP/1.1 200", 12) == 0);
+    CHECK(strstr(got, "\r\n\r\nadopted\n") != NULL);
+    CHECK_EQ(ad.adopted, 1);
+    CHECK_EQ(ad.answered, 1);
+    close(fd);
+    CHECK_EQ(mux_listener_close(&l, NULL), 0);
+    CHECK_EQ(mux_chan_close(&ad.chan), 0);
+    CHECK_EQ(mux_chan_close(&ad.other), 0);
+    CHECK_EQ(mux_http_server_close(&ad.srv, NULL), 0);
+    loop_finish(&acceptor);
+    loop_finish(&worker);
 }
