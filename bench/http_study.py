@@ -170,15 +170,17 @@ class Server:
                     return f"not accepting on port {self.port} within 10 s"
                 time.sleep(0.02)
         if self.spec["kind"] == "nginx":
-            # One worker, as configured; it may come up a moment after the port opens.
+            # The workers configured (one here; the scaling study's spec says how many); they
+            # may come up a moment after the port opens.
+            want = self.spec.get("workers", 1)
             while True:
                 workers = [p for p in session_pids(self.pid) if p != self.pid
                            and proc_title(p).startswith("nginx: worker")]
-                if len(workers) == 1 or time.time() > deadline:
+                if len(workers) == want or time.time() > deadline:
                     break
                 time.sleep(0.02)
-            if len(workers) != 1:
-                return f"{len(workers)} worker processes, expected exactly one"
+            if len(workers) != want:
+                return f"{len(workers)} worker processes, expected {want}"
             self.worker = workers[0]
         return None
 
@@ -236,6 +238,8 @@ class Server:
         self.kill()
         self.study.runner.live.discard(self)
         p.stdout.close()
+        self.err.seek(0)  # all it said, for a study that reads its lines at exit (scaling)
+        self.err_text = self.err.read().decode(errors="replace")
         self.err.close()
         return False
 
@@ -353,11 +357,16 @@ def parse_tool(tool, text):
     return float(rps.group(1)), int(done.group(1)), ", ".join(bad) or None
 
 
-def nginx_conf(d, port, root_user):
+def nginx_conf(d, port, root_user, workers=1, cpus=None, reuseport=False):
+    """The configuration: one worker; the scaling study's `workers`, each bound to one of
+    `cpus` in turn (worker_cpu_affinity), with a listening socket each (`reuseport`)."""
+    masks = ["".join("1" if c == cpu else "0" for c in range(max(cpus), -1, -1))
+             for cpu in cpus] if cpus else []
     return "\n".join(
         (["user root;  # the workers read the document root, in root's 0700 temporary "
           "directory"] if root_user else []) + [
-        "worker_processes 1;",
+        f"worker_processes {workers};"] + (
+        [f"worker_cpu_affinity {' '.join(masks)};"] if masks else []) + [
         f"pid {d}/nginx.pid;",
         f"error_log {d}/nginx-error.log;",
         "events { worker_connections 4096; }",
@@ -371,7 +380,8 @@ def nginx_conf(d, port, root_user):
         f"    fastcgi_temp_path {d}/fastcgi;",
         f"    uwsgi_temp_path {d}/uwsgi;",
         f"    scgi_temp_path {d}/scgi;",
-        f"    server {{ listen 127.0.0.1:{port}; root {d}/www; }}",
+        f"    server {{ listen 127.0.0.1:{port}{' reuseport' if reuseport else ''}; "
+        f"root {d}/www; }}",
         "}", ""])
 
 

@@ -48,7 +48,8 @@ public:
 
     void start()
     {
-        socket_.set_option(tcp::no_delay(true));
+        boost::system::error_code ec; // not the throwing form: a connection accepted as
+        socket_.set_option(tcp::no_delay(true), ec); // another thread shuts down may be gone
         read();
     }
 
