@@ -757,7 +757,7 @@ mux_loop_t *mux_stream_loop(const mux_stream_t *s);
 enum {
     MUX_LISTEN_REUSEPORT = 0x1, /* SO_REUSEPORT: several listeners (loops) share a port */
     MUX_LISTEN_V6ONLY = 0x2,    /* IPV6_V6ONLY on an IPv6 address */
-    /* CPU steering of a sharded port (docs/stream.md, "A loop per core"): both imply
+    /* CPU steering of a sharded port (docs/multicore.md): both imply
      * MUX_LISTEN_REUSEPORT, for TCP only (-EINVAL for a Unix path), and are -ENOTSUP where
      * the system has no such thing (Linux has both). Run the listener's loop on that CPU. */
     MUX_LISTEN_INCOMING_CPU = 0x4, /* SO_INCOMING_CPU: of the port's listeners, this one takes
