@@ -131,7 +131,7 @@ int mux__sock_stream(int family)
 static int mux__sock_steer(int fd, int steer, int cpu)
 {
     if (steer == MUX__STEER_INCOMING_CPU) {
-#if defined(SO_INCOMING_CPU)
+#if defined(SO_INCOMING_CPU) && !defined(MUX_PORTABLE_POSIX) /* the BSDs' path has neither */
         return setsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, sizeof cpu) == 0 ? 0 : -errno;
 #else
         (void)cpu;
