@@ -25,7 +25,7 @@ the connections and bytes (requests) it printed at exit, and its on-CPU time.
 Servers start and stop through http_study.Server (one session per server, pinned, checked,
 SIGTERM and a clean exit required), and nginx's configuration is http_study.nginx_conf's.
 bench/run passes its helpers in a namespace `h`: log, median, quartiles, paired, ratio_stats,
-read_line, fd_kinds, fmt_num, plot, root."""
+read_line, fd_kinds, fmt_num, plot, parse_strace, root."""
 import hashlib
 import json
 import os
@@ -33,6 +33,7 @@ import re
 import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -193,6 +194,7 @@ class Study:
         self.cells = ([("echo", b, s) for b, s in cfg["echo"]] if self.echo_names else []) + (
             [("http", t, f) for t, f in cfg["http"]] if self.http_names else [])
         self.checked = {}  # (proto, name, n) -> the processes (and threads) the run saw
+        self.syscalls, self.syscalls_why = {}, None  # {n: {server: per echo}}
 
     def names(self, cell):
         return self.echo_names if cell[0] == "echo" else self.http_names
@@ -286,7 +288,9 @@ class Study:
     # -----------------------------------------------------------------------------------
     # Running.
 
-    def run(self):
+    def run(self, count_calls=False):
+        """The timed runs, then (count_calls) the system calls of each echo server at each N
+        in the first echo cell; the temporary directory is removed whatever happens."""
         self.dir = tempfile.mkdtemp(prefix="iomux-bench-scaling-")
         try:
             os.mkdir(f"{self.dir}/www")
@@ -307,8 +311,69 @@ class Study:
                                 self.runner.records.append(r)
             if sys.stdout.isatty():
                 print()
+            echo = [c for c in self.cells if c[0] == "echo"]
+            if count_calls and echo and not shutil.which("strace"):
+                self.syscalls_why = "strace not installed"
+            elif count_calls and echo:
+                self.h.log(f"counting the echo servers' system calls per echo with strace "
+                           f"({cell_name(echo[0])})")
+                for n in self.ns:
+                    for name in self.echo_names:
+                        self.count_calls(name, n, echo[0])
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def count_calls(self, name, n, cell):
+        """The server's system calls over a 1 s run of the cell without warm-up, counted by
+        strace -c -f attached to every thread once it is up, per echo (futex apart: the
+        calls of threads that wait for one another)."""
+        server_cpus, load_cpus, _ = self.layout(n)
+        self.servers = self.specs(n, cell)
+        self.current = (n, server_cpus)
+        self.cpus = (",".join(map(str, server_cpus)), ",".join(map(str, load_cpus)))
+        path = f"{self.dir}/strace.txt"
+        cmd, result, why = [], None, None
+        with Proc(self, name) as srv:
+            if srv.error:
+                self.fail(name, n, cell, f"strace run: {srv.error}", srv.shown_cmd())
+                return
+            scmd = self.runner.pin([shutil.which("strace"), "-c", "-f", "-o", path, "-p",
+                                    str(srv.pid)], self.cpus[0])
+            with tempfile.TemporaryFile() as err:
+                st = subprocess.Popen(scmd, stderr=err)
+                self.runner.live.add(st)
+                deadline = time.time() + 10  # "Process N attached with M threads"
+                while time.time() < deadline and st.poll() is None:
+                    err.seek(0)
+                    if b" attached" in err.read():
+                        break
+                    time.sleep(0.02)
+                saved = (self.seconds, self.warmup)
+                self.seconds, self.warmup = 1, 0
+                try:
+                    cmd, result, why = self.echo_load(srv, cell, load_cpus)
+                finally:
+                    self.seconds, self.warmup = saved
+                st.send_signal(signal.SIGINT)  # strace detaches and writes its count
+                try:
+                    st.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    st.kill()
+                    st.wait()
+                self.runner.live.discard(st)
+            echoes = None
+            if result:
+                echoes = result["echoes_total"]
+        if why or srv.error or not echoes or not os.path.exists(path):
+            self.fail(name, n, cell, f"under strace: {why or srv.error or 'no count'}",
+                      srv.shown_cmd() + " & " + shlex.join(cmd))
+            return
+        calls = self.h.parse_strace(path)
+        os.unlink(path)
+        self.syscalls.setdefault(n, {})[name] = dict(
+            echoes=echoes, total=sum(calls.values()) / echoes,
+            futex=calls.get("futex", 0) / echoes,
+            calls={c: v / echoes for c, v in calls.items() if v / echoes >= 0.01})
 
     def fail(self, name, n, cell, why, cmd):
         self.runner.failures.append((name, "scaling", f"N={n}", cell_name(cell), why, cmd))
@@ -352,6 +417,8 @@ class Study:
         if why:
             self.fail(name, n, cell, why, shown)
             return None
+        if result.get("server_cpu_pct"):  # what one CPU-second of the server moves
+            result["per_cpu"] = result["rate"] / (result["server_cpu_pct"] / 100)
         result.update(study="scaling", proto=cell[0], cell=cell_key(cell), n=n, driver=name,
                       rep=rep, server_cpus=server_cpus, load_cpus=load_cpus, apart=apart,
                       loops=loops, cmd=shlex.join(cmd), server_cmd=srv.shown_cmd(),
@@ -400,6 +467,7 @@ class Study:
                 out.stderr.strip() or f"exit status {out.returncode}").splitlines()[-1])
         return cmd, dict(rate=result["mbps"], server_cpu_pct=result.get("server_cpu_pct"),
                          client_cpu_pct=result["client_cpu_pct"], idle=result["idle_sessions"],
+                         echoes_total=result["echoes_total"],
                          min_session=result["min_session_echoes"],
                          max_session=result["max_session_echoes"]), None
 
@@ -455,10 +523,10 @@ class Study:
         q1, q3 = self.h.quartiles(vals)
         return dict(median=med, spread=(q3 - q1) / med * 100 if med else 0, n=len(vals))
 
-    def ratio(self, a, b):
-        """Paired over repetitions: {rep: [records]} a over b, by rate."""
-        pa = {rep: [r["rate"] for r in rs] for rep, rs in a.items()}
-        pb = {rep: [r["rate"] for r in rs] for rep, rs in b.items()}
+    def ratio(self, a, b, field="rate"):
+        """Paired over repetitions: {rep: [records]} a over b, by `field`."""
+        pa = {rep: [r[field] for r in rs if r.get(field)] for rep, rs in a.items()}
+        pb = {rep: [r[field] for r in rs if r.get(field)] for rep, rs in b.items()}
         pairs = self.h.paired(pa, pb)
         return self.h.ratio_stats(pairs) if pairs else None
 
@@ -482,7 +550,7 @@ class Study:
     def unit(self, cell):
         return "MB/s" if cell[0] == "echo" else "requests/s"
 
-    def table(self, cell, smp):
+    def table(self, cell, smp, field="rate"):
         names = self.names(cell)
         top = max(self.ns)
         head = ["server"] + [f"N = {n}" for n in self.ns] + (
@@ -491,12 +559,12 @@ class Study:
         for name in names:
             row = [name]
             for n in self.ns:
-                s = self.stats(smp.get((cell_key(cell), name, n), {}))
+                s = self.stats(smp.get((cell_key(cell), name, n), {}), field)
                 row.append(f"{self.h.fmt_num(s['median'])} ±{s['spread']:.0f}%" if s else
                            "failed" if self.failed(name, n, cell) else "—")
             if len(head) > len(self.ns) + 1:
                 r = self.ratio(smp.get((cell_key(cell), name, top), {}),
-                               smp.get((cell_key(cell), name, 1), {}))
+                               smp.get((cell_key(cell), name, 1), {}), field)
                 row.append(f"{r['ratio']:.2f}x ({r['rmin']:.2f}–{r['rmax']:.2f})" if r else "—")
             lines.append("| " + " | ".join(row) + " |")
         return lines
@@ -581,9 +649,14 @@ class Study:
             if r is None:
                 missed.append(f"{what}: iomux not measured at N = 1 and {TARGET_N}")
             elif limited1 or limited2 or not self.layout(TARGET_N)[2]:
-                unchecked.append(f"{what}: N = {TARGET_N} / N = 1 is {r['ratio']:.2f}x, not held "
-                                 f"to {TARGET_SCALING}x: at N = 1 {note1}; at N = {TARGET_N} "
-                                 f"{note2}")
+                e = self.ratio(two, smp.get((cell_key(cell), "iomux", 1), {}), "per_cpu")
+                unchecked.append(
+                    f"{what}: N = {TARGET_N} / N = 1 is {r['ratio']:.2f}x, not held to "
+                    f"{TARGET_SCALING}x: at N = 1 {note1}; at N = {TARGET_N} {note2}" + (
+                        f"; per server CPU-second, N = {TARGET_N} moves {e['ratio']:.2f}x "
+                        f"({e['rmin']:.2f}–{e['rmax']:.2f}) what N = 1 does" + (
+                            "" if self.layout(TARGET_N)[2] else ", sharing its CPUs with the "
+                            "load") if e else ""))
             elif r["ratio"] < TARGET_SCALING:
                 missed.append(f"{what}: N = {TARGET_N} / N = 1 is {r['ratio']:.2f}x "
                               f"({r['rmin']:.2f}–{r['rmax']:.2f}), under {TARGET_SCALING}x")
@@ -633,6 +706,12 @@ class Study:
         for cell in self.cells:
             md += [f"### {cell_name(cell)}: {self.unit(cell)} (higher is better)", ""]
             md += self.table(cell, smp) + [""]
+            md += [f"The same per second of server CPU ({self.unit(cell).split('/')[0]} per "
+                   "CPU-second, higher is better): where the load or the machine is the limit, "
+                   "whether a loop keeps its speed when there are more of them. Where the "
+                   "server shares its CPUs with the load, this includes what the sharing costs "
+                   "(the CPU switching between server and load threads, their caches):", ""]
+            md += self.table(cell, smp, "per_cpu") + [""]
             notes = []
             for n in self.ns:
                 byn = [smp.get((cell_key(cell), name, n), {}) for name in self.names(cell)]
@@ -653,6 +732,28 @@ class Study:
                 md += [f"Fairness across loops at N = {n} (shares, summed over the runs; "
                        "the loops' own counts, warm-up included):", ""]
                 md += self.fairness(cell, smp, n) + [""]
+        echo = [c for c in self.cells if c[0] == "echo"]
+        if self.syscalls and echo:
+            calls = sorted({c for t in self.syscalls.values() for v in t.values()
+                            for c in v["calls"]})
+            md += [f"### Echo servers' system calls per echo ({cell_name(echo[0])})", "",
+                   "Counted with `strace -c -f` attached to every thread of the server once it "
+                   "was up, over a 1 s run without warm-up, divided by the echoes the client "
+                   "completed; columns leave out calls under 0.01 per echo. `futex` is what "
+                   "threads that share something pay to wait for each other. strace slows the "
+                   "server, so these runs echo less, and batch differently.", "",
+                   "| server | N | echoes | total | " + " | ".join(calls) + " |",
+                   "|---" * (len(calls) + 4) + "|"]
+            for name in self.echo_names:
+                for n in self.ns:
+                    v = self.syscalls.get(n, {}).get(name)
+                    if v:
+                        md.append(f"| {name} | {n} | {v['echoes']:,} | {v['total']:.2f} | " +
+                                  " | ".join(f"{v['calls'].get(c, 0):.2f}" for c in calls) +
+                                  " |")
+            md.append("")
+        if self.syscalls_why:
+            md += [f"System calls not counted: {self.syscalls_why}.", ""]
         series = {}
         for cell in self.cells:
             panel = {}
@@ -721,4 +822,4 @@ class Study:
                     identity={f"{p} {n}": v for (p, n), v in self.identity.items()},
                     layout={n: self.layout(n) for n in self.ns}, seconds=self.seconds,
                     warmup=self.warmup, reps=self.reps, configs=self.configs,
-                    skipped=self.skipped)
+                    syscalls=self.syscalls, skipped=self.skipped)
