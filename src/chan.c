@@ -282,8 +282,8 @@ MUX_EXPORT int mux_chan_open(mux_loop_t *pub, mux_chan_t *c, uint32_t capacity, 
     if (err != 0)
         return err;
     size_t size = sizeof(struct mux__chan_ring) + (size_t)cap * sizeof(struct mux__chan_slot);
-    struct mux__chan_ring *r = aligned_alloc(64, (size + 63) / 64 * 64);
-    if (!r)
+    struct mux__chan_ring *r;
+    if (posix_memalign((void **)&r, 64, size) != 0)
         return -ENOMEM;
     memset(r, 0, size);
     for (uint32_t i = 0; i < cap; i++)

@@ -134,6 +134,7 @@ static int mux__sock_steer(int fd, int steer, int cpu)
 #if defined(SO_INCOMING_CPU) && !defined(MUX_PORTABLE_POSIX) /* the BSDs' path has neither */
         return setsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, sizeof cpu) == 0 ? 0 : -errno;
 #else
+        (void)fd;
         (void)cpu;
         return -ENOTSUP;
 #endif
@@ -149,6 +150,7 @@ static int mux__sock_steer(int fd, int steer, int cpu)
     return setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) == 0 ? 0
                                                                                         : -errno;
 #else
+    (void)fd;
     return -ENOTSUP;
 #endif
 }
