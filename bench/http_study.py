@@ -244,6 +244,32 @@ class Server:
         return False
 
 
+def traced(runner, pid, cpu, path, load):
+    """Runs load() with `strace -c -f -o path` attached to every thread of pid (pinned to
+    cpu) once it is up, so that start-up and shutdown are left out; returns what load()
+    returns, with the count in path once strace has detached."""
+    scmd = runner.pin([shutil.which("strace"), "-c", "-f", "-o", path, "-p", str(pid)], cpu)
+    with tempfile.TemporaryFile() as err:
+        st = subprocess.Popen(scmd, stderr=err)
+        runner.live.add(st)
+        deadline = time.time() + 10  # "Process N attached [with M threads]"
+        while time.time() < deadline and st.poll() is None:
+            err.seek(0)
+            if b" attached" in err.read():
+                break
+            time.sleep(0.02)
+        try:
+            return load()
+        finally:
+            st.send_signal(signal.SIGINT)  # strace detaches and writes its count
+            try:
+                st.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                st.kill()
+                st.wait()
+            runner.live.discard(st)
+
+
 def check_files(port, files):
     """Fetches every file over one HTTP/1.1 connection, which must stay open: the exact
     bytes (sha256) and the right Content-Length, else why not."""
@@ -647,26 +673,8 @@ class Study:
             if srv.error:
                 self.fail(name, cell, srv.error, srv.shown_cmd())
                 return
-            pid = srv.serving_pid()
-            scmd = self.runner.pin([shutil.which("strace"), "-c", "-f", "-o", path, "-p",
-                                    str(pid)], self.cpus[0])
-            with tempfile.TemporaryFile() as err:
-                st = subprocess.Popen(scmd, stderr=err)
-                self.runner.live.add(st)
-                deadline = time.time() + 10  # "Process N attached [with M threads]"
-                while time.time() < deadline and st.poll() is None:
-                    err.seek(0)
-                    if b" attached" in err.read():
-                        break
-                    time.sleep(0.02)
-                cmd, (_, done, why) = self.load(srv, cell, 1)
-                st.send_signal(signal.SIGINT)  # strace detaches and writes its count
-                try:
-                    st.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    st.kill()
-                    st.wait()
-                self.runner.live.discard(st)
+            cmd, (_, done, why) = traced(self.runner, srv.serving_pid(), self.cpus[0], path,
+                                         lambda: self.load(srv, cell, 1))
         shown = (f"{srv.shown_cmd()} & {shlex.join(['strace', '-c', '-f', '-p', 'PID'])} & "
                  f"{shlex.join(cmd)}").replace(self.dir, "DIR")
         if why or srv.error or not os.path.exists(path):

@@ -33,7 +33,6 @@ import re
 import resource
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -337,30 +336,14 @@ class Study:
             if srv.error:
                 self.fail(name, n, cell, f"strace run: {srv.error}", srv.shown_cmd())
                 return
-            scmd = self.runner.pin([shutil.which("strace"), "-c", "-f", "-o", path, "-p",
-                                    str(srv.pid)], self.cpus[0])
-            with tempfile.TemporaryFile() as err:
-                st = subprocess.Popen(scmd, stderr=err)
-                self.runner.live.add(st)
-                deadline = time.time() + 10  # "Process N attached with M threads"
-                while time.time() < deadline and st.poll() is None:
-                    err.seek(0)
-                    if b" attached" in err.read():
-                        break
-                    time.sleep(0.02)
-                saved = (self.seconds, self.warmup)
-                self.seconds, self.warmup = 1, 0
-                try:
-                    cmd, result, why = self.echo_load(srv, cell, load_cpus)
-                finally:
-                    self.seconds, self.warmup = saved
-                st.send_signal(signal.SIGINT)  # strace detaches and writes its count
-                try:
-                    st.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    st.kill()
-                    st.wait()
-                self.runner.live.discard(st)
+            saved = (self.seconds, self.warmup)
+            self.seconds, self.warmup = 1, 0
+            try:
+                cmd, result, why = http_study.traced(
+                    self.runner, srv.pid, self.cpus[0], path,
+                    lambda: self.echo_load(srv, cell, load_cpus))
+            finally:
+                self.seconds, self.warmup = saved
             echoes = None
             if result:
                 echoes = result["echoes_total"]
