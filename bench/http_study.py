@@ -171,15 +171,17 @@ class Server:
                     return f"not accepting on port {self.port} within 10 s"
                 time.sleep(0.02)
         if self.spec["kind"] == "nginx":
-            # One worker, as configured; it may come up a moment after the port opens.
+            # The workers configured (one here; the scaling study's spec says how many); they
+            # may come up a moment after the port opens.
+            want = self.spec.get("workers", 1)
             while True:
                 workers = [p for p in session_pids(self.pid) if p != self.pid
                            and proc_title(p).startswith("nginx: worker")]
-                if len(workers) == 1 or time.time() > deadline:
+                if len(workers) == want or time.time() > deadline:
                     break
                 time.sleep(0.02)
-            if len(workers) != 1:
-                return f"{len(workers)} worker processes, expected exactly one"
+            if len(workers) != want:
+                return f"{len(workers)} worker processes, expected {want}"
             self.worker = workers[0]
         return None
 
@@ -237,8 +239,36 @@ class Server:
         self.kill()
         self.study.runner.live.discard(self)
         p.stdout.close()
+        self.err.seek(0)  # all it said, for a study that reads its lines at exit (scaling)
+        self.err_text = self.err.read().decode(errors="replace")
         self.err.close()
         return False
+
+
+def traced(runner, pid, cpu, path, load):
+    """Runs load() with `strace -c -f -o path` attached to every thread of pid (pinned to
+    cpu) once it is up, so that start-up and shutdown are left out; returns what load()
+    returns, with the count in path once strace has detached."""
+    scmd = runner.pin([shutil.which("strace"), "-c", "-f", "-o", path, "-p", str(pid)], cpu)
+    with tempfile.TemporaryFile() as err:
+        st = subprocess.Popen(scmd, stderr=err)
+        runner.live.add(st)
+        deadline = time.time() + 10  # "Process N attached [with M threads]"
+        while time.time() < deadline and st.poll() is None:
+            err.seek(0)
+            if b" attached" in err.read():
+                break
+            time.sleep(0.02)
+        try:
+            return load()
+        finally:
+            st.send_signal(signal.SIGINT)  # strace detaches and writes its count
+            try:
+                st.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                st.kill()
+                st.wait()
+            runner.live.discard(st)
 
 
 def check_files(port, files):
@@ -354,15 +384,21 @@ def parse_tool(tool, text):
     return float(rps.group(1)), int(done.group(1)), ", ".join(bad) or None
 
 
-def nginx_conf(d, port, root_user, connections=4096, idle_s=None, nofile=None):
+def nginx_conf(d, port, root_user, connections=4096, idle_s=None, nofile=None, workers=1,
+               cpus=None, reuseport=False):
     """nginx's configuration; connections: worker_connections; nofile: the worker's
     descriptor limit (worker_rlimit_nofile; at most the hard limit, which an unprivileged
     container cannot raise); idle_s: how long a connection may stay silent, before its first
-    request and between requests (nginx's defaults: 60 and 75 s)."""
+    request and between requests (nginx's defaults: 60 and 75 s). One worker, or the scaling
+    study's `workers`, each bound to one of `cpus` in turn (worker_cpu_affinity), with a
+    listening socket each (`reuseport`)."""
+    masks = ["".join("1" if c == cpu else "0" for c in range(max(cpus), -1, -1))
+             for cpu in cpus] if cpus else []
     return "\n".join(
         (["user root;  # the workers read the document root, in root's 0700 temporary "
           "directory"] if root_user else []) + [
-        "worker_processes 1;",
+        f"worker_processes {workers};"] + (
+        [f"worker_cpu_affinity {' '.join(masks)};"] if masks else []) + [
         f"pid {d}/nginx.pid;",
         f"error_log {d}/nginx-error.log;"] + (
         [f"worker_rlimit_nofile {nofile};"] if nofile else []) + [
@@ -379,7 +415,8 @@ def nginx_conf(d, port, root_user, connections=4096, idle_s=None, nofile=None):
         f"    fastcgi_temp_path {d}/fastcgi;",
         f"    uwsgi_temp_path {d}/uwsgi;",
         f"    scgi_temp_path {d}/scgi;",
-        f"    server {{ listen 127.0.0.1:{port}; root {d}/www; }}",
+        f"    server {{ listen 127.0.0.1:{port}{' reuseport' if reuseport else ''}; "
+        f"root {d}/www; }}",
         "}", ""])
 
 
@@ -659,26 +696,8 @@ class Study:
             if srv.error:
                 self.fail(name, cell, srv.error, srv.shown_cmd())
                 return
-            pid = srv.serving_pid()
-            scmd = self.runner.pin([shutil.which("strace"), "-c", "-f", "-o", path, "-p",
-                                    str(pid)], self.cpus[0])
-            with tempfile.TemporaryFile() as err:
-                st = subprocess.Popen(scmd, stderr=err)
-                self.runner.live.add(st)
-                deadline = time.time() + 10  # "Process N attached [with M threads]"
-                while time.time() < deadline and st.poll() is None:
-                    err.seek(0)
-                    if b" attached" in err.read():
-                        break
-                    time.sleep(0.02)
-                cmd, (_, done, why) = self.load(srv, cell, 1)
-                st.send_signal(signal.SIGINT)  # strace detaches and writes its count
-                try:
-                    st.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    st.kill()
-                    st.wait()
-                self.runner.live.discard(st)
+            cmd, (_, done, why) = traced(self.runner, srv.serving_pid(), self.cpus[0], path,
+                                         lambda: self.load(srv, cell, 1))
         shown = (f"{srv.shown_cmd()} & {shlex.join(['strace', '-c', '-f', '-p', 'PID'])} & "
                  f"{shlex.join(cmd)}").replace(self.dir, "DIR")
         if why or srv.error or not os.path.exists(path):

@@ -9,7 +9,7 @@ wine=$1 server=$2 client_src=$3 dir=$4
 cc=${CC_HOST:-cc}
 command -v "$cc" >/dev/null || { echo "SKIP: no host C compiler to build the client"; exit 77; }
 client=$dir/echo-client-host
-"$cc" -O2 -o "$client" "$client_src" 2>"$dir/echo-client-build.log" ||
+"$cc" -O2 -D_GNU_SOURCE -pthread -o "$client" "$client_src" 2>"$dir/echo-client-build.log" ||
     { cat "$dir/echo-client-build.log"; exit 1; }
 out=$(mktemp)
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$out"' EXIT

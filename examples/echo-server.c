@@ -13,12 +13,24 @@
  * and only that long. SIGINT or SIGTERM closes everything and ends the program with status
  * 0. The backend comes from IOMUX_BACKEND, as in every iomux program. On Windows there are no
  * signals to watch (mux_signal_start says -ENOTSUP): the program runs until it is ended.
+ *
+ * A loop per core: --threads N runs N loops, each on a thread of its own (loop 0 on the main
+ * thread), and --pin pins loop i to the i-th CPU the process may use. By default every loop
+ * listens on the port itself (SO_REUSEPORT: the kernel spreads the connections by hash),
+ * with --steer the kernel gives each connection to the loop on the CPU that received it, and
+ * with --acceptor loop 0 alone accepts and hands the connections round robin to every loop
+ * through channels (mux_chan_t). Each loop has its own pool (--pool is shared out). Loop 0
+ * hears SIGINT and SIGTERM and tells every loop, through an async, to close what it owns;
+ * each loop's mux_run then returns, and at the end each prints its connections and bytes.
+ * Pinning and steering need Linux's CPU affinity calls; elsewhere they are refused.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdalign.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +49,11 @@
 #define aligned_free free
 #define close_socket close
 #endif
+#ifdef __linux__
+#include <sched.h>
+#endif
+
+#define MAX_THREADS 1024
 
 struct conn {
     mux_stream_t stream;
@@ -50,18 +67,34 @@ struct conn {
     alignas(64) char buf[]; /* --pool 0: the connection's own, aligned as the pool is */
 };
 
+/* One loop and what it owns. */
 struct server {
     mux_loop_t loop;
-    mux_listener_t listener;
-    mux_signal_t sigint, sigterm;
+    mux_listener_t listener; /* every loop's, or loop 0's alone with --acceptor */
+    mux_chan_t chan;         /* --acceptor: the connections loop 0 hands over */
+    mux_async_t stop;        /* loop 0 tells every loop to close what it owns */
+    mux_signal_t sigint, sigterm; /* loop 0's */
+    pthread_t thread;
+    int index, cpu; /* cpu: where it is pinned, or -1 */
+    int listening, has_chan;
     struct conn *conns;
     struct conn *dry_head, *dry_tail; /* FIFO of connections waiting for a buffer */
-    size_t bufsize;
-    uint32_t nbufs; /* pool size; 0: a buffer per connection */
+    uint32_t nbufs;                   /* its pool's size; 0: a buffer per connection */
     mux_bufpool_t pool;
-    mux_stream_timeouts_t timeouts;
-    unsigned long accepted;
+    char *pool_mem;
+    uint32_t *pool_slots;
+    unsigned long accepted; /* connections it served */
+    uint64_t bytes;         /* bytes it echoed */
 };
+
+/* What every loop shares, set before the threads start and never written after. */
+static struct {
+    size_t bufsize;
+    mux_stream_timeouts_t timeouts;
+    int nthreads, acceptor;
+    unsigned next; /* --acceptor: the next loop's turn (loop 0's thread only) */
+    struct server *srv;
+} cfg = {.bufsize = 16384, .nthreads = 1};
 
 static void on_read(mux_stream_t *s, ssize_t nread, char *buf);
 
@@ -69,7 +102,7 @@ static int start_reading(struct server *srv, struct conn *c)
 {
     if (srv->nbufs)
         return mux_read_start_pool(&c->stream, &srv->pool, on_read);
-    return mux_read_start(&c->stream, c->buf, srv->bufsize, on_read);
+    return mux_read_start(&c->stream, c->buf, cfg.bufsize, on_read);
 }
 
 static void on_closed(mux_stream_t *s)
@@ -107,7 +140,9 @@ static void on_written(mux_write_t *req, int status)
     struct conn *c = req->data;
     if (status == -ECANCELED)
         return; /* closing: the close callback frees it */
-    struct server *srv = mux_stream_loop(&c->stream)->data;
+    struct server *srv = c->srv;
+    if (status == 0)
+        srv->bytes += c->out.len;
     if (c->held) {
         mux_bufpool_put(&srv->pool, c->held);
         c->held = NULL;
@@ -128,7 +163,7 @@ static void on_written(mux_write_t *req, int status)
 static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
 {
     struct conn *c = s->data;
-    struct server *srv = mux_stream_loop(s)->data;
+    struct server *srv = c->srv;
     if (nread == -ENOBUFS) { /* the pool is dry: wait for a buffer to come back */
         c->dry = 1;
         c->next_dry = NULL;
@@ -152,21 +187,15 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
         conn_close(srv, c);
 }
 
-static void on_accept(mux_listener_t *l, mux_os_sock_t fd, int status)
+static struct conn *conn_new(struct server *srv)
 {
-    struct server *srv = l->data;
-    if (fd == MUX_OS_SOCK_INVALID) {
-        fprintf(stderr, "echo-server: accept: %s\n", mux_strerror(status));
-        return; /* EMFILE: the listener pauses and resumes by itself */
-    }
-    struct conn *c =
-        aligned_alloc(64, (sizeof *c + (srv->nbufs ? 0 : srv->bufsize) + 63) / 64 * 64);
-    if (!c || mux_stream_open(&srv->loop, &c->stream, fd) < 0) {
-        fprintf(stderr, "echo-server: out of memory or bad socket\n");
-        close_socket(fd);
-        aligned_free(c);
-        return;
-    }
+    return aligned_alloc(64, (sizeof(struct conn) + (srv->nbufs ? 0 : cfg.bufsize) + 63) / 64 *
+                                 64);
+}
+
+/* A connection whose stream was opened on srv's loop starts echoing. */
+static void conn_serve(struct server *srv, struct conn *c)
+{
     c->stream.data = c;
     c->dry = 0;
     c->held = NULL;
@@ -178,40 +207,163 @@ static void on_accept(mux_listener_t *l, mux_os_sock_t fd, int status)
     srv->conns = c;
     srv->accepted++;
     mux_stream_nodelay(&c->stream, 1);
-    mux_stream_set_timeouts(&c->stream, &srv->timeouts); /* -ETIMEDOUT closes it below */
+    mux_stream_set_timeouts(&c->stream, &cfg.timeouts); /* -ETIMEDOUT closes it below */
     if (start_reading(srv, c) < 0)
         conn_close(srv, c);
+}
+
+static void on_accept(mux_listener_t *l, mux_os_sock_t fd, int status)
+{
+    struct server *srv = l->data;
+    if (fd == MUX_OS_SOCK_INVALID) {
+        fprintf(stderr, "echo-server: accept: %s\n", mux_strerror(status));
+        return; /* EMFILE: the listener pauses and resumes by itself */
+    }
+    if (cfg.acceptor) { /* round robin; a full loop's turn goes to the next */
+        for (int tries = 0; tries < cfg.nthreads; tries++) {
+            struct server *to = &cfg.srv[cfg.next++ % (unsigned)cfg.nthreads];
+            if (to == srv)
+                break; /* this loop's own turn: served here, below */
+            if (mux_chan_send_socket(&to->chan, l, fd, NULL) == 0)
+                return;
+        }
+    }
+    struct conn *c = conn_new(srv);
+    if (!c || mux_stream_accept(l, &c->stream, fd) < 0) {
+        fprintf(stderr, "echo-server: out of memory or bad socket\n");
+        close_socket(fd);
+        aligned_free(c);
+        return;
+    }
+    conn_serve(srv, c);
+}
+
+/* --acceptor: a connection loop 0 accepted, to serve here. */
+static void on_handed(mux_chan_t *ch, mux_msg_t *msg, int status)
+{
+    struct server *srv = ch->data;
+    if (status != 0)
+        return; /* closing: its socket is closed for us */
+    struct conn *c = conn_new(srv);
+    if (!c || mux_chan_stream_open(ch, &c->stream, msg) < 0) {
+        fprintf(stderr, "echo-server: out of memory or bad socket\n");
+        aligned_free(c);
+        return; /* the socket left in msg is closed when this returns */
+    }
+    conn_serve(srv, c);
+}
+
+/* From loop 0: close everything this loop owns; its mux_run then returns. */
+static void on_stop(mux_loop_t *loop, mux_async_t *a)
+{
+    struct server *srv = a->data;
+    mux_async_stop(loop, a);
+    if (srv->listening)
+        mux_listener_close(&srv->listener, NULL);
+    srv->listening = 0;
+    if (srv->has_chan)
+        mux_chan_close(&srv->chan);
+    srv->has_chan = 0;
+    while (srv->conns)
+        conn_close(srv, srv->conns);
 }
 
 static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
 {
     struct server *srv = loop->data;
     (void)w;
-    fprintf(stderr, "echo-server: signal %d, %lu connections served, closing\n", signum,
-            srv->accepted);
+    /* The other loops' counts are theirs until their threads end: told at exit. */
+    fprintf(stderr, "echo-server: signal %d, closing %d loop%s\n", signum, cfg.nthreads,
+            cfg.nthreads > 1 ? "s" : "");
     mux_signal_stop(loop, &srv->sigint);
     mux_signal_stop(loop, &srv->sigterm);
-    mux_listener_close(&srv->listener, NULL);
-    while (srv->conns)
-        conn_close(srv, srv->conns);
-    /* Nothing is active once the close callbacks ran: mux_run returns. */
+    for (int i = 0; i < cfg.nthreads; i++)
+        mux_async_send(&cfg.srv[i].stop); /* loop 0's own included */
+}
+
+static void *run_loop(void *arg)
+{
+    struct server *srv = arg;
+#ifdef __linux__
+    if (srv->cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(srv->cpu, &set);
+        int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        if (err != 0)
+            fprintf(stderr, "echo-server: loop %d: pin to CPU %d: %s\n", srv->index, srv->cpu,
+                    strerror(err));
+    }
+#endif
+    int rc = mux_run(&srv->loop, MUX_RUN_DEFAULT);
+    if (rc < 0)
+        fprintf(stderr, "echo-server: loop %d: run: %s\n", srv->index, mux_strerror(rc));
+    return (void *)(intptr_t)(rc < 0);
 }
 
 static void usage(FILE *to)
 {
     fprintf(to, "usage: echo-server [--port N] [--bind ADDR] [--buffer BYTES] [--pool N]\n"
-                "                   [--timeout SECONDS] [--reuseport]\n"
+                "                   [--timeout SECONDS] [--reuseport] [--threads N [--pin]\n"
+                "                   [--steer cpu|bpf | --acceptor]]\n"
                 "  --port N        TCP port to listen on (default 55555; 0 picks a free one)\n"
                 "  --bind ADDR     IPv4 or IPv6 address to bind (default 127.0.0.1)\n"
                 "  --buffer BYTES  read buffer size (default 16384)\n"
                 "  --pool N        buffers shared by all connections (default 4096, at most\n"
-                "                  1048576); 0: a buffer of its own per connection\n"
+                "                  1048576), shared out among the loops; 0: a buffer of its\n"
+                "                  own per connection\n"
                 "  --timeout S     close a connection idle for S seconds, or whose echo cannot\n"
                 "                  be written for S seconds (default 10; 0: never)\n"
                 "  --reuseport     set SO_REUSEPORT, to run one server per CPU on one port\n"
-                "Prints 'listening on ADDR:PORT' once ready. The backend comes from the\n"
-                "IOMUX_BACKEND environment variable (epoll, poll, select, uring, or the opt-in\n"
-                "rtsig), else the best available. SIGINT or SIGTERM stops it.\n");
+                "  --threads N     N loops, a thread each (default 1); each listens on the\n"
+                "                  port (SO_REUSEPORT) unless --acceptor\n"
+                "  --pin           pin loop i to the i-th CPU this process may run on\n"
+                "  --steer cpu     (implies --pin) give each connection to the loop on the CPU\n"
+                "                  that received it: SO_INCOMING_CPU (Linux 6.2 on)\n"
+                "  --steer bpf     the same with a classic BPF program on the port's group\n"
+                "                  (needs the process to run on CPUs 0 .. N-1)\n"
+                "  --acceptor      loop 0 alone accepts, and hands connections round robin to\n"
+                "                  every loop (itself included) through channels\n"
+                "Prints 'listening on ADDR:PORT' once ready, and per loop at exit 'loop I (cpu\n"
+                "C): N connections, B bytes echoed'. The backend comes from the IOMUX_BACKEND\n"
+                "environment variable (epoll, poll, select, uring, or the opt-in rtsig), else the\n"
+                "best available. SIGINT or SIGTERM stops it.\n");
+}
+
+static int open_loop(struct server *srv)
+{
+    int rc = mux_loop_init(&srv->loop, NULL);
+    if (rc < 0) {
+        const char *env = getenv("IOMUX_BACKEND");
+        fprintf(stderr, "echo-server: loop: %s\n", mux_strerror(rc));
+        if (env && *env) { /* the usual cause: a misspelt or unavailable backend */
+            fprintf(stderr, "echo-server: IOMUX_BACKEND=%s; this build has:", env);
+            for (size_t i = 0; mux_backend_name(i); i++)
+                fprintf(stderr, " %s", mux_backend_name(i));
+            fprintf(stderr, "\n");
+        }
+        return -1;
+    }
+    srv->loop.data = srv;
+    if (srv->nbufs) {
+        srv->pool_mem =
+            aligned_alloc(4096, ((size_t)srv->nbufs * cfg.bufsize + 4095) / 4096 * 4096);
+        srv->pool_slots = malloc((size_t)srv->nbufs * sizeof *srv->pool_slots);
+        if (!srv->pool_mem || !srv->pool_slots ||
+            mux_bufpool_init(&srv->pool, srv->pool_mem, cfg.bufsize, srv->nbufs,
+                             srv->pool_slots) < 0) {
+            fprintf(stderr, "echo-server: no memory for %u buffers of %zu bytes\n", srv->nbufs,
+                    cfg.bufsize);
+            return -1;
+        }
+    }
+    mux_async_init(&srv->stop, on_stop);
+    srv->stop.data = srv;
+    if ((rc = mux_async_start(&srv->loop, &srv->stop)) < 0) {
+        fprintf(stderr, "echo-server: async: %s\n", mux_strerror(rc));
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -223,13 +375,19 @@ int main(int argc, char **argv)
         {"reuseport", no_argument, NULL, 'r'},
         {"pool", required_argument, NULL, 'n'},
         {"timeout", required_argument, NULL, 't'},
+        {"threads", required_argument, NULL, 'T'},
+        {"pin", no_argument, NULL, 'P'},
+        {"steer", required_argument, NULL, 'S'},
+        {"acceptor", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static struct server srv = {.bufsize = 16384, .nbufs = 4096};
     double timeout_s = 10;
     const char *bind_addr = "127.0.0.1";
     long port = 55555;
+    unsigned long nbufs = 4096;
+    int pin = 0;
+    unsigned steer = 0;
     mux_listen_options_t lopts = {0};
     int opt;
     while ((opt = getopt_long(argc, argv, "p:b:s:n:t:rh", opts, NULL)) != -1) {
@@ -246,21 +404,19 @@ int main(int argc, char **argv)
             bind_addr = optarg;
             break;
         case 's':
-            srv.bufsize = strtoul(optarg, &end, 10);
-            if (*end || srv.bufsize == 0 || srv.bufsize > (64u << 20)) {
+            cfg.bufsize = strtoul(optarg, &end, 10);
+            if (*end || cfg.bufsize == 0 || cfg.bufsize > (64u << 20)) {
                 fprintf(stderr, "echo-server: bad buffer size '%s'\n", optarg);
                 return 2;
             }
             break;
-        case 'n': {
-            unsigned long n = strtoul(optarg, &end, 10);
-            if (*end || !*optarg || n > (1u << 20)) {
+        case 'n':
+            nbufs = strtoul(optarg, &end, 10);
+            if (*end || !*optarg || nbufs > (1u << 20)) {
                 fprintf(stderr, "echo-server: bad pool size '%s'\n", optarg);
                 return 2;
             }
-            srv.nbufs = (uint32_t)n;
             break;
-        }
         case 't':
             timeout_s = strtod(optarg, &end);
             if (*end || !*optarg || !(timeout_s >= 0 && timeout_s <= 86400)) {
@@ -270,6 +426,33 @@ int main(int argc, char **argv)
             break;
         case 'r':
             lopts.flags |= MUX_LISTEN_REUSEPORT;
+            break;
+        case 'T': {
+            long n = strtol(optarg, &end, 10);
+            if (*end || n < 1 || n > MAX_THREADS) {
+                fprintf(stderr, "echo-server: bad thread count '%s' (1 .. %d)\n", optarg,
+                        MAX_THREADS);
+                return 2;
+            }
+            cfg.nthreads = (int)n;
+            break;
+        }
+        case 'P':
+            pin = 1;
+            break;
+        case 'S':
+            if (strcmp(optarg, "cpu") == 0) {
+                steer = MUX_LISTEN_INCOMING_CPU;
+            } else if (strcmp(optarg, "bpf") == 0) {
+                steer = MUX_LISTEN_CPU_BPF;
+            } else {
+                fprintf(stderr, "echo-server: bad steering '%s' (cpu or bpf)\n", optarg);
+                return 2;
+            }
+            pin = 1;
+            break;
+        case 'A':
+            cfg.acceptor = 1;
             break;
         case 'h':
             usage(stdout);
@@ -281,6 +464,10 @@ int main(int argc, char **argv)
     }
     if (optind < argc) {
         usage(stderr);
+        return 2;
+    }
+    if (steer && cfg.acceptor) {
+        fprintf(stderr, "echo-server: --steer and --acceptor exclude each other\n");
         return 2;
     }
 
@@ -305,60 +492,107 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    if (srv.nbufs) {
-        char *mem = aligned_alloc(4096, ((size_t)srv.nbufs * srv.bufsize + 4095) / 4096 * 4096);
-        uint32_t *slots = malloc((size_t)srv.nbufs * sizeof *slots);
-        if (!mem || !slots || mux_bufpool_init(&srv.pool, mem, srv.bufsize, srv.nbufs, slots) < 0) {
-            fprintf(stderr, "echo-server: no memory for %u buffers of %zu bytes\n", srv.nbufs,
-                    srv.bufsize);
-            return 1;
-        }
+    /* The CPUs loops are pinned to: the i-th that this process may run on. */
+    int cpus[MAX_THREADS], ncpus = 0;
+#ifdef __linux__
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int i = 0; i < CPU_SETSIZE && ncpus < MAX_THREADS; i++)
+            if (CPU_ISSET(i, &allowed))
+                cpus[ncpus++] = i;
+#endif
+    if (pin && ncpus == 0) {
+        fprintf(stderr, "echo-server: cannot read the CPUs this process may use (pinning and "
+                        "steering need Linux)\n");
+        return 1;
     }
 
-    srv.timeouts.idle_ns = srv.timeouts.write_ns = (uint64_t)(timeout_s * 1e9);
-    int rc = mux_loop_init(&srv.loop, NULL);
-    if (rc < 0) {
-        const char *env = getenv("IOMUX_BACKEND");
-        fprintf(stderr, "echo-server: loop: %s\n", mux_strerror(rc));
-        if (env && *env) { /* the usual cause: a misspelt or unavailable backend */
-            fprintf(stderr, "echo-server: IOMUX_BACKEND=%s; this build has:", env);
-            for (size_t i = 0; mux_backend_name(i); i++)
-                fprintf(stderr, " %s", mux_backend_name(i));
-            fprintf(stderr, "\n");
+    cfg.timeouts.idle_ns = cfg.timeouts.write_ns = (uint64_t)(timeout_s * 1e9);
+    cfg.srv = calloc((size_t)cfg.nthreads, sizeof *cfg.srv);
+    if (!cfg.srv) {
+        fprintf(stderr, "echo-server: out of memory\n");
+        return 1;
+    }
+    if (cfg.nthreads > 1 && !cfg.acceptor)
+        lopts.flags |= MUX_LISTEN_REUSEPORT;
+    int rc;
+    for (int i = 0; i < cfg.nthreads; i++) {
+        struct server *srv = &cfg.srv[i];
+        srv->index = i;
+        srv->cpu = pin ? cpus[i % ncpus] : -1;
+        unsigned long n = (unsigned long)cfg.nthreads;
+        srv->nbufs = (uint32_t)((nbufs + n - 1) / n);
+        if (open_loop(srv) < 0)
+            return 1;
+        if (cfg.acceptor && i > 0) {
+            srv->chan.data = srv;
+            if ((rc = mux_chan_open(&srv->loop, &srv->chan, 1024, on_handed)) < 0) {
+                fprintf(stderr, "echo-server: channel: %s\n", mux_strerror(rc));
+                return 1;
+            }
+            srv->has_chan = 1;
         }
-        return 1;
+        if (cfg.acceptor && i > 0)
+            continue;
+        /* Bound in loop order: the BPF steering gives CPU k to the k-th listener. */
+        mux_listen_options_t lo = lopts;
+        lo.flags |= steer;
+        lo.cpu = srv->cpu;
+        srv->listener.data = srv;
+        rc = mux_listen(&srv->loop, &srv->listener, (struct sockaddr *)&ss, len, &lo, on_accept);
+        if (rc < 0) {
+            fprintf(stderr, "echo-server: listen on %s:%ld: %s\n", bind_addr, port,
+                    mux_strerror(rc));
+            return 1;
+        }
+        srv->listening = 1;
+        if (i == 0) { /* the others bind the port the first one got */
+            socklen_t blen = sizeof ss;
+            mux_listener_address(&srv->listener, (struct sockaddr *)&ss, &blen);
+        }
     }
-    srv.loop.data = &srv;
-    srv.listener.data = &srv;
-    rc = mux_listen(&srv.loop, &srv.listener, (struct sockaddr *)&ss, len, &lopts, on_accept);
-    if (rc < 0) {
-        fprintf(stderr, "echo-server: listen on %s:%ld: %s\n", bind_addr, port, mux_strerror(rc));
-        return 1;
-    }
-    mux_signal_init(&srv.sigint, on_signal, SIGINT);
-    mux_signal_init(&srv.sigterm, on_signal, SIGTERM);
-    if (((rc = mux_signal_start(&srv.loop, &srv.sigint)) < 0 ||
-         (rc = mux_signal_start(&srv.loop, &srv.sigterm)) < 0) &&
+    struct server *first = &cfg.srv[0];
+    mux_signal_init(&first->sigint, on_signal, SIGINT);
+    mux_signal_init(&first->sigterm, on_signal, SIGTERM);
+    if (((rc = mux_signal_start(&first->loop, &first->sigint)) < 0 ||
+         (rc = mux_signal_start(&first->loop, &first->sigterm)) < 0) &&
         rc != -ENOTSUP) { /* Windows: no signals, the program runs until it is ended */
         fprintf(stderr, "echo-server: signals: %s\n", mux_strerror(rc));
         return 1;
     }
-    len = sizeof ss;
-    mux_listener_address(&srv.listener, (struct sockaddr *)&ss, &len);
+    for (int i = 1; i < cfg.nthreads; i++)
+        if ((rc = pthread_create(&cfg.srv[i].thread, NULL, run_loop, &cfg.srv[i])) != 0) {
+            fprintf(stderr, "echo-server: thread: %s\n", strerror(rc));
+            return 1;
+        }
     printf("listening on %s:%u (backend %s)\n", bind_addr,
            ntohs(ss.ss_family == AF_INET ? v4->sin_port : v6->sin6_port),
-           mux_loop_backend(&srv.loop));
+           mux_loop_backend(&first->loop));
     fflush(stdout);
 
-    rc = mux_run(&srv.loop, MUX_RUN_DEFAULT);
-    if (rc < 0) {
-        fprintf(stderr, "echo-server: run: %s\n", mux_strerror(rc));
-        return 1;
+    int failed = run_loop(first) != NULL;
+    for (int i = 1; i < cfg.nthreads; i++) {
+        void *res;
+        pthread_join(cfg.srv[i].thread, &res);
+        failed |= res != NULL;
     }
-    rc = mux_loop_close(&srv.loop);
-    if (rc < 0) {
-        fprintf(stderr, "echo-server: close: %s\n", mux_strerror(rc));
-        return 1;
+    for (int i = 0; i < cfg.nthreads; i++) {
+        struct server *srv = &cfg.srv[i];
+        if (srv->cpu >= 0)
+            fprintf(stderr,
+                    "echo-server: loop %d (cpu %d): %lu connections, %llu bytes echoed\n", i,
+                    srv->cpu, srv->accepted, (unsigned long long)srv->bytes);
+        else
+            fprintf(stderr, "echo-server: loop %d: %lu connections, %llu bytes echoed\n", i,
+                    srv->accepted, (unsigned long long)srv->bytes);
+        rc = mux_loop_close(&srv->loop);
+        if (rc < 0) {
+            fprintf(stderr, "echo-server: loop %d: close: %s\n", i, mux_strerror(rc));
+            failed = 1;
+        }
+        free(srv->pool_mem);
+        free(srv->pool_slots);
     }
-    return 0;
+    free(cfg.srv);
+    return failed;
 }

@@ -19,7 +19,8 @@
  *                               event already gathered) and the memory may be freed.
  * Starting and stopping any watcher from any callback, its own included, is safe.
  *
- * Only mux_async_send() may be called from another thread or from a signal handler.
+ * Only mux_async_send() may be called from another thread or from a signal handler, and the
+ * channel calls that say so (mux_chan_send and its kin) from another thread.
  *
  * Every active watcher keeps mux_run(MUX_RUN_DEFAULT) running, signal and async watchers
  * included; a loop whose only active watchers are prepare or check watchers blocks until
@@ -135,8 +136,8 @@ int mux_run(mux_loop_t *loop, int mode);
  * block. Returns 0 or -EINVAL. */
 int mux_loop_stop(mux_loop_t *loop);
 
-/* Returns the number of active watchers plus open streams and listeners (each counting
- * once, whatever it is doing), or -EINVAL. */
+/* Returns the number of active watchers plus open streams, listeners and channels (each
+ * counting once, whatever it is doing), or -EINVAL. */
 int mux_loop_active(const mux_loop_t *loop);
 
 /* Returns the name of the loop's backend ("epoll", ...), or NULL for a closed loop. */
@@ -156,13 +157,15 @@ enum {
     MUX_HANDLE_ASYNC,    /* mux_async_t */
     MUX_HANDLE_STREAM,   /* mux_stream_t */
     MUX_HANDLE_LISTENER, /* mux_listener_t */
+    MUX_HANDLE_CHAN,     /* mux_chan_t */
 };
 typedef void (*mux_walk_cb)(mux_loop_t *loop, int kind, void *handle, void *arg);
-/* Calls `cb` once for every active watcher and every stream and listener that is open and
- * not closing, in no particular order: to close everything at shutdown, for instance, so
- * that mux_run(MUX_RUN_DEFAULT) returns and the loop can be closed. The parts a stream or
- * listener is made of are not handles of their own and are not reported. `cb` may stop the
- * watcher, or close the stream or listener, it is given, and start or stop others; a handle
+/* Calls `cb` once for every active watcher and every stream, listener and channel that is
+ * open and not closing, in no particular order: to close everything at shutdown, for
+ * instance, so that mux_run(MUX_RUN_DEFAULT) returns and the loop can be closed. The parts a
+ * stream, listener or channel is made of are not handles of their own and are not reported.
+ * `cb` may stop the watcher, or close the stream, listener or channel, it is given, and
+ * start or stop others; a handle
  * that is no longer active (or is closing) when its turn comes is skipped. It must not free
  * the memory of a handle it has not been given yet. Returns the number of calls made, or
  * -EINVAL (NULL arguments, a closed loop), -ENOMEM. */
@@ -754,6 +757,17 @@ mux_loop_t *mux_stream_loop(const mux_stream_t *s);
 enum {
     MUX_LISTEN_REUSEPORT = 0x1, /* SO_REUSEPORT: several listeners (loops) share a port */
     MUX_LISTEN_V6ONLY = 0x2,    /* IPV6_V6ONLY on an IPv6 address */
+    /* CPU steering of a sharded port (docs/multicore.md): both imply
+     * MUX_LISTEN_REUSEPORT, for TCP only (-EINVAL for a Unix path), and are -ENOTSUP where
+     * the system has no such thing (Linux has both). Run the listener's loop on that CPU. */
+    MUX_LISTEN_INCOMING_CPU = 0x4, /* SO_INCOMING_CPU: of the port's listeners, this one takes
+                                      the connections whose handshake the kernel processed
+                                      on CPU `cpu` (Linux 6.2 on; before, a hint only) */
+    MUX_LISTEN_CPU_BPF = 0x8,      /* a classic BPF program on the port's SO_REUSEPORT group
+                                      picks the group's listener by CPU: the k-th listener to
+                                      join the group (bind order) takes the connections of
+                                      CPU k; a CPU past the last goes by the kernel's hash.
+                                      Bind listener k from the loop of CPU k; `cpu` unused */
 };
 
 typedef struct mux_listen_options {
@@ -761,6 +775,7 @@ typedef struct mux_listen_options {
     unsigned flags; /* MUX_LISTEN_*; unknown bits are -EINVAL */
     unsigned batch; /* connections handed to the callback per loop iteration at most; 0: 64
                        (where the kernel accepts, io_uring: also at most 16) */
+    int cpu;        /* MUX_LISTEN_INCOMING_CPU: the CPU (>= 0) whose connections it takes */
 } mux_listen_options_t;
 
 #define MUX__ACCEPT_SLOTS 16
@@ -788,9 +803,10 @@ struct mux_listener {
 /* Binds a listening socket to `addr` (TCP; SO_REUSEADDR is always set) or to a Unix path
  * (AF_UNIX; an existing socket file at the path is not removed) and starts accepting:
  * `cb` runs once per accepted connection. `opts` may be NULL (the defaults); `l->data` is
- * kept. Returns 0, -EINVAL (bad arguments, unknown flags, a negative backlog, a socket the
- * backend cannot watch), -EAFNOSUPPORT (not IPv4, IPv6 or Unix), -ENOMEM, or the socket
- * calls' error (-EADDRINUSE, -EACCES, ...). */
+ * kept. Returns 0, -EINVAL (bad arguments, unknown flags, a negative backlog, both steering
+ * flags, a negative `cpu` with MUX_LISTEN_INCOMING_CPU, steering on a Unix path, a socket
+ * the backend cannot watch), -EAFNOSUPPORT (not IPv4, IPv6 or Unix), -ENOTSUP (steering this
+ * system lacks), -ENOMEM, or the socket calls' error (-EADDRINUSE, -EACCES, ...). */
 int mux_listen(mux_loop_t *loop, mux_listener_t *l, const struct sockaddr *addr, socklen_t addrlen,
                const mux_listen_options_t *opts, mux_accept_cb cb);
 /* Writes the bound address (to learn the port after binding port 0). Returns 0, -EINVAL,
@@ -802,6 +818,120 @@ mux_loop_t *mux_listener_loop(const mux_listener_t *l);
 /* Stops accepting and closes the socket; `cb` (may be NULL) runs from the loop once the
  * listener's memory is the caller's again. Returns 0, -EINVAL, -EALREADY. */
 int mux_listener_close(mux_listener_t *l, mux_listener_close_cb cb);
+
+/* ---------------------------------------------------------------------------------------
+ * Channels: messages from any thread to one loop (docs/chan.md).
+ *
+ * A channel is a bounded queue that any number of threads send to and one loop receives
+ * from: the way to hand an accepted connection, or any other message, to the loop of
+ * another thread. A send takes no lock: it claims a slot with one compare-and-swap and
+ * publishes it with one atomic store, and only the first message of a burst wakes the loop
+ * (one wake-up per burst, as mux_async_send coalesces). The loop calls the channel's
+ * callback once per message, in the order the slots were claimed, so the messages of one
+ * sender arrive in the order it sent them. A full channel refuses a message (-EAGAIN)
+ * rather than block; mux_chan_notify_room says when to try again.
+ * ------------------------------------------------------------------------------------ */
+
+typedef struct mux_chan mux_chan_t;
+
+/* A message: two words of the caller's and, if `sock` is not MUX_OS_SOCK_INVALID, a socket
+ * that travels with it. The channel owns that socket from a successful send on: the
+ * receiving callback may open a stream with it (mux_chan_stream_open) or take it (copy it and
+ * set `sock` to MUX_OS_SOCK_INVALID); a socket still in the message when the callback
+ * returns, or when the channel is closed, is closed. */
+typedef struct mux_msg {
+    void *ptr;          /* the caller's */
+    uint64_t value;     /* the caller's */
+    mux_os_sock_t sock; /* a socket handed over, or MUX_OS_SOCK_INVALID */
+    uint32_t flags_;    /* private: how the socket was set up; a send ignores it */
+} mux_msg_t;
+
+/* Called on the channel's loop once per message. `status` is 0 for a message delivered, or
+ * -ECANCELED for a message still queued when the channel was closed (mux_chan_close calls
+ * the callback for each of those before it returns; free what `ptr` holds, say). `msg` is
+ * valid during the call only. The callback may close the channel, and free it then. */
+typedef void (*mux_chan_cb)(mux_chan_t *c, mux_msg_t *msg, int status);
+
+#define MUX_CHAN_MAX          (1u << 24) /* the largest capacity */
+#define MUX_CHAN_ROOM_WAITERS 64         /* asyncs waiting for room at once (notify_room) */
+
+struct mux__chan_ring;
+
+struct mux_chan {
+    void *data;
+    /* private */
+    struct mux__chan_ring *ring_; /* the slots, allocated by open, freed by close */
+    struct mux__loop *loop_;
+    mux_chan_cb cb_;
+    uint64_t tail_; /* atomic: the next slot a sender claims */
+    uint32_t mask_; /* capacity - 1 */
+    uint32_t users_; /* atomic: senders inside a call, and the closed and done bits */
+    int wake_;       /* atomic: the loop has been woken and has not begun taking yet */
+    int nroom_;      /* atomic: asyncs waiting for room */
+    int firing_;     /* atomic: the loop is sending the asyncs waiting for room */
+    int *gone_;      /* set to 1 when the callback closed the channel */
+    mux_async_t async_;
+    struct mux__link link_; /* the loop's open channels, for mux_loop_walk */
+};
+
+/* Opens channel `c` (caller-owned; `c->data` is kept) with room for `capacity` messages (1 ..
+ * MUX_CHAN_MAX, rounded up to a power of two), received by `loop`, which calls `cb` for each.
+ * The slots are allocated here, once; nothing is allocated per message. The channel keeps
+ * the loop running (it counts as one active handle) until it is closed. Call from the loop's
+ * thread. Returns 0, -EINVAL, -ENOMEM. */
+int mux_chan_open(mux_loop_t *loop, mux_chan_t *c, uint32_t capacity, mux_chan_cb cb);
+
+/* Sends a copy of `*msg` (its socket, if any, becomes the channel's: see mux_msg_t). Any
+ * thread, the loop's own included; not from a signal handler. Returns 0; -EAGAIN when the
+ * channel is full (nothing was sent: the socket is still the caller's); -EPIPE once the
+ * channel is closed, while its memory still exists (free a channel only once no thread can
+ * send to it); -EINVAL; or the wake-up's error (-EBADF in a fork's child whose loop has not
+ * re-created its kernel state yet; the message is queued all the same). */
+int mux_chan_send(mux_chan_t *c, const mux_msg_t *msg);
+
+/* Sends a connection that listener `from` handed to its accept callback (call it from there,
+ * on `from`'s thread) with `ptr`, `value` 0: the receiving loop opens it with
+ * mux_chan_stream_open without asking the kernel anything, as mux_stream_accept does.
+ * Returns what mux_chan_send returns, and -EINVAL for a NULL or closing listener or an
+ * invalid socket; on any error the socket is still the caller's, to close or send again. */
+int mux_chan_send_socket(mux_chan_t *c, const mux_listener_t *from, mux_os_sock_t sock,
+                         void *ptr);
+
+/* On the channel's loop, from its callback: opens stream `s` (`s->data` is kept) on that
+ * loop with the socket `msg` carries, as mux_stream_accept does for a socket that came from
+ * mux_chan_send_socket, else as mux_stream_open does. On success the stream owns the socket
+ * and msg->sock is MUX_OS_SOCK_INVALID. Returns 0, -EINVAL (no socket, a closed channel, or
+ * a socket the backend cannot watch), or mux_stream_open's errors; the socket then stays in
+ * the message, and is closed when the callback returns unless the caller takes it. */
+int mux_chan_stream_open(mux_chan_t *c, mux_stream_t *s, mux_msg_t *msg);
+
+/* Asks the channel's loop to send `a` once it has taken at least one message out after this
+ * call: the way a sender that met -EAGAIN waits for room. One-shot (ask again for the next
+ * time). Any thread. `a` must be started on the caller's loop and stay started until it is
+ * sent, the channel is closed (which sends every async still waiting; a send then returns
+ * -EPIPE), or mux_chan_cancel_room returns for it. Room may come between the -EAGAIN and this
+ * call: after it, try the send once more before waiting. An async already waiting is not
+ * added twice. Returns 0, -EINVAL, -EPIPE when the channel is closed, -EBUSY when
+ * MUX_CHAN_ROOM_WAITERS asyncs wait already. */
+int mux_chan_notify_room(mux_chan_t *c, mux_async_t *a);
+
+/* Withdraws `a` from the asyncs waiting for room: once it returns, the channel will not send
+ * `a` (a send already made stays made: stopping `a` drops it), so `a` may be stopped. Any
+ * thread. Waits, yielding, for a loop that is sending the waiting asyncs at that moment (or
+ * closing the channel) to finish. Returns 0, also when `a` was not waiting or the channel is
+ * closed, or -EINVAL. */
+int mux_chan_cancel_room(mux_chan_t *c, mux_async_t *a);
+
+/* Closes the channel, from its loop's thread (its callback included): sends begun before it
+ * finish first (they are short), later ones return -EPIPE; every message still queued goes to
+ * the callback with -ECANCELED, its socket closed after that call unless taken; every async
+ * waiting for room is sent. When it returns, nothing refers to the channel any more except
+ * senders that have yet to learn it is closed: the slots are freed, and `c` may be freed once
+ * no thread will send to it again. Returns 0, -EINVAL (NULL, not open, or already closed). */
+int mux_chan_close(mux_chan_t *c);
+
+/* Returns the loop of an open channel, or NULL. */
+mux_loop_t *mux_chan_loop(const mux_chan_t *c);
 
 #ifdef __cplusplus
 }

@@ -14,11 +14,8 @@
 #include <stdlib.h>
 
 #include "iomux.h"
+#include "platform.h" /* mux__aligned_alloc: the heap's array */
 
-/* Memory aligned to `align` bytes, or NULL (the platform seam: posix_memalign, or Windows'
- * _aligned_malloc, whose blocks only _aligned_free takes); the heap's array is one. */
-void *mux__aligned_alloc(size_t align, size_t size);
-void mux__aligned_free(void *p);
 
 struct mux__hnode {
     uint64_t at;

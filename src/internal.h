@@ -135,6 +135,7 @@ struct mux__loop {
     uint32_t sig_refs[65];      /* watchers per signal, child watchers counting for SIGCHLD */
     mux_listener_t *paused;     /* listeners waiting for a free descriptor */
     struct mux__link streams, listeners; /* open ones (closing included), for the walk */
+    struct mux__link chans;              /* open channels, for the walk */
     mux_child_t *children;
     uint32_t nchildren;
     unsigned chld_seen;
@@ -321,6 +322,9 @@ void mux__children_reap(struct mux__loop *loop);
 void mux__listeners_resume(struct mux__loop *loop);
 int mux__listener_walkable(const mux_listener_t *l); /* open and not closing */
 int mux__stream_walkable(const mux_stream_t *s);
+int mux__listener_is_unix(const mux_listener_t *l);
+/* chan.c */
+int mux__chan_walkable(const mux_chan_t *c); /* open and not closed */
 /* Opens a stream on a socket known to be set up as the library's own are (stream.c). */
 int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
                             int is_unix);

@@ -44,6 +44,11 @@ int mux__listener_walkable(const mux_listener_t *l)
     return mux__listener_valid(l);
 }
 
+int mux__listener_is_unix(const mux_listener_t *l)
+{
+    return (l->flags_ & L_UNIX) != 0;
+}
+
 static void mux__listener_kick(mux_listener_t *l)
 {
     if (!(l->flags_ & L_IN_TASK))
@@ -195,17 +200,25 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
 {
     struct mux__loop *loop = mux__L(pub);
     unsigned flags = opts ? opts->flags : 0;
+    unsigned steer_flags = MUX_LISTEN_INCOMING_CPU | MUX_LISTEN_CPU_BPF;
     if (!loop || !l || !addr || !cb || addrlen < (socklen_t)sizeof addr->sa_family ||
-        (flags & ~(unsigned)(MUX_LISTEN_REUSEPORT | MUX_LISTEN_V6ONLY)) ||
-        (opts && opts->backlog < 0))
+        (flags & ~(unsigned)(MUX_LISTEN_REUSEPORT | MUX_LISTEN_V6ONLY | steer_flags)) ||
+        (flags & steer_flags) == steer_flags || (opts && opts->backlog < 0) ||
+        ((flags & MUX_LISTEN_INCOMING_CPU) && opts->cpu < 0))
         return -EINVAL;
     if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6 && addr->sa_family != AF_UNIX)
         return -EAFNOSUPPORT;
+    if ((flags & steer_flags) && addr->sa_family == AF_UNIX)
+        return -EINVAL; /* no CPU steering for Unix sockets */
+    int steer = flags & MUX_LISTEN_INCOMING_CPU ? MUX__STEER_INCOMING_CPU
+                : flags & MUX_LISTEN_CPU_BPF    ? MUX__STEER_CPU_BPF
+                                                : MUX__STEER_NONE;
     int err = mux__reserve(loop); /* room to queue its task whenever it needs to */
     if (err != 0)
         return err;
-    int fd = mux__sock_listen(addr, addrlen, (flags & MUX_LISTEN_REUSEPORT) != 0,
-                              (flags & MUX_LISTEN_V6ONLY) != 0, opts ? opts->backlog : 0);
+    int fd = mux__sock_listen(addr, addrlen, (flags & (MUX_LISTEN_REUSEPORT | steer_flags)) != 0,
+                              (flags & MUX_LISTEN_V6ONLY) != 0, opts ? opts->backlog : 0, steer,
+                              opts ? opts->cpu : 0);
     if (fd < 0)
         return fd;
     if (fd >= loop->backend->fd_limit) { /* select: FD_SETSIZE */

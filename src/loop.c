@@ -333,6 +333,7 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
     loop->changes = -1;
     mux__link_init(&loop->streams);
     mux__link_init(&loop->listeners);
+    mux__link_init(&loop->chans);
     loop->wake_rfd = loop->wake_wfd = -1;
     loop->sig_slot = -1;
     loop->clock_fd = -1;

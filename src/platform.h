@@ -31,10 +31,21 @@ int64_t mux__wall_ns(void);
 
 /* A new stream socket of `family`: non-blocking, close-on-exec, never raising SIGPIPE. */
 int mux__sock_stream(int family);
+/* How a listener of a SO_REUSEPORT group steers connections by CPU. */
+enum {
+    MUX__STEER_NONE,
+    MUX__STEER_INCOMING_CPU, /* SO_INCOMING_CPU: this listener takes CPU `cpu`'s */
+    MUX__STEER_CPU_BPF,      /* the group's listener k takes CPU k's (a classic BPF program) */
+};
+/* Memory aligned to `align` bytes, or NULL: posix_memalign, or Windows' _aligned_malloc,
+ * whose blocks only _aligned_free takes (the timer heap's array, a channel's ring). */
+void *mux__aligned_alloc(size_t align, size_t size);
+void mux__aligned_free(void *p);
 /* A listening socket bound to `addr` (SO_REUSEADDR for TCP; SO_REUSEPORT and IPV6_V6ONLY
- * when asked), set up as mux__sock_stream's are. The socket, or -errno. */
+ * when asked; `steer`, MUX__STEER_*, with `cpu`), set up as mux__sock_stream's are. The
+ * socket, or -errno: -ENOTSUP for steering the system does not have. */
 int mux__sock_listen(const struct sockaddr *addr, socklen_t len, int reuseport, int v6only,
-                     int backlog);
+                     int backlog, int steer, int cpu);
 /* The address `sock` is bound to (getsockname). */
 int mux__sock_name(mux_os_sock_t sock, struct sockaddr *addr, socklen_t *len);
 /* Accepts one connection on `lsock`, set up as mux__sock_stream's sockets are. The socket,

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* mux_loop_walk: every active watcher, stream and listener of a loop, for a program that
- * wants to close them all at shutdown.
+/* mux_loop_walk: every active watcher, stream, listener and channel of a loop, for a
+ * program that wants to close them all at shutdown.
  *
  * The handles are gathered first, from the structures the loop already keeps (the fd table's
  * watcher lists, the two heaps, the signal and child lists, the hook lists, and the lists of
- * open streams and listeners), and the callback runs afterwards for each one that is still
- * active: it may stop or close what it is given, and that changes those structures under a
- * walk that read them directly. The parts of streams and listeners (MUX__W_NOREF watchers)
- * and the loop's own (MUX__W_INTERNAL) are not handles of the caller's and are left out.
+ * open streams, listeners and channels), and the callback runs afterwards for each one that
+ * is still active: it may stop or close what it is given, and that changes those structures
+ * under a walk that read them directly. The parts of streams, listeners and channels
+ * (MUX__W_NOREF watchers) and the loop's own (MUX__W_INTERNAL) are not handles of the
+ * caller's and are left out.
  */
 #include <stdlib.h>
 
@@ -87,6 +88,8 @@ static void mux__walk_gather(struct mux__loop *loop, struct mux__walk *w)
         if (mux__listener_walkable(l))
             mux__walk_add(w, MUX_HANDLE_LISTENER, l);
     }
+    for (struct mux__link *k = loop->chans.next; k != &loop->chans; k = k->next)
+        mux__walk_add(w, MUX_HANDLE_CHAN, mux__container_of(k, mux_chan_t, link_));
 }
 
 /* Whether a gathered handle is still one to report: a callback before may have stopped or
@@ -98,6 +101,8 @@ static int mux__walk_still(const struct mux__walked *h)
         return mux__stream_walkable(h->handle);
     case MUX_HANDLE_LISTENER:
         return mux__listener_walkable(h->handle);
+    case MUX_HANDLE_CHAN:
+        return mux__chan_walkable(h->handle);
     default: {
         const struct mux__whdr *hdr = (const struct mux__whdr *)((char *)h->handle + MUX__WHDR_OFF);
         return (hdr->flags & MUX__W_ACTIVE) != 0;

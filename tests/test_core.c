@@ -34,7 +34,9 @@ CORE_TEST(struct_sizes_are_pinned) {
     CHECK_EQ(sizeof(mux_bufpool_t), 72);
     CHECK_EQ(sizeof(struct mux__op), 72);
     CHECK_EQ(sizeof(mux_buf_t), 16);
-    CHECK_EQ(sizeof(mux_listen_options_t), 12);
+    CHECK_EQ(sizeof(mux_listen_options_t), 16); /* 12 until `cpu` (CPU steering) */
+    CHECK_EQ(sizeof(mux_chan_t), 144);
+    CHECK_EQ(sizeof(mux_msg_t), 24);
     CHECK_EQ(sizeof(mux_stream_timeouts_t), 24);
     CHECK_LE(sizeof(mux_io_t), 48);
     CHECK_LE(sizeof(mux_timer_t), 56);

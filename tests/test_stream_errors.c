@@ -273,7 +273,7 @@ TEST(stream_bad_input_listen_and_listener) {
     struct sockaddr_storage a;
     socklen_t alen = addr_v4(&a, 0);
     const struct sockaddr *sa = (struct sockaddr *)&a;
-    mux_listen_options_t bad_flags = {.flags = 0x4};
+    mux_listen_options_t bad_flags = {.flags = 0x10}; /* the first bit no flag has */
     mux_listen_options_t high_flag = {.flags = 0x80000000u};
     mux_listen_options_t bad_backlog = {.backlog = -1};
     CHECK_EQ(mux_listen(NULL, &l, sa, alen, NULL, any_accept_cb), -EINVAL);

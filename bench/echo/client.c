@@ -14,9 +14,16 @@
  * of the timed window (/proc/PID/task/N/schedstat in nanoseconds, and /proc/PID/stat for
  * the user/system split), so that CPU per megabyte covers exactly the bytes counted.
  *
- * With --latency, every echo completed in the window is timed, from the moment its block
- * was written to the moment its last byte was read back, and the median and 99th
- * percentile are reported: at one session with small blocks, the ping-pong round trip.
+ * With --threads T (the scaling study's load for servers of several loops), T threads share
+ * the sessions out (session i to thread i mod T), each with its own epoll instance; with
+ * --cpus, thread i is pinned to the (i mod n)-th CPU of the list, and connects its own
+ * sessions after pinning (so a server that steers by CPU sees them arrive on that CPU). The
+ * client's own CPU use over the window is reported, to tell when the load is the limit.
+ *
+ * With --latency (one load thread), every echo completed in the window is timed, from the
+ * moment its block was written to the moment its last byte was read back, and the median
+ * and 99th percentile are reported: at one session with small blocks, the ping-pong round
+ * trip.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -25,6 +32,8 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -48,9 +57,9 @@ struct session {
     uint32_t rng;         /* picks the next block's offset */
     uint64_t echoes;      /* complete echoes */
     uint64_t echoes_mark; /* echoes when the timed window began */
-    uint64_t sent_at;     /* when this block's first byte was written (--latency) */
     int dead;             /* failed and closed */
     int want_out;         /* EPOLLOUT registered: the block did not fit the socket */
+    uint64_t sent_at;     /* when this block's first byte was written (--latency) */
 };
 
 static struct {
@@ -59,16 +68,33 @@ static struct {
     size_t block;
     double seconds, warmup;
     int server_pid;
+    unsigned threads;
+    int cpus[256], ncpus;
     int latency;
-} opt = {55555, 1, 16384, 10, 1, 0, 0};
+} opt = {55555, 1, 16384, 10, 1, 0, 1, {0}, 0, 0};
+
+/* --latency (one load thread only, so no lock): one round trip per echo in the window. */
+static uint32_t *rtt_ns;
+static size_t nrtt, caprtt;
+static int rtt_timing;
+
+/* One load thread: its sessions are sess[id], sess[id + threads], ... */
+struct loader {
+    pthread_t th;
+    unsigned id;
+    int ep;
+    unsigned char *scratch;
+    uint64_t bytes, bytes_warm;
+    int timing;
+};
 
 static unsigned char *table;
 static struct session *sess;
-static int ep;
+static struct loader *loaders;
+static pthread_barrier_t ready, go;
+static uint64_t t_start, warm_end, end_ns; /* set by main between the two barriers */
+/* Counted by every thread (atomically), read once they are joined. */
 static unsigned long errors, mismatches, short_echoes, resets, stalls, idle_sessions;
-static uint32_t *rtt_ns; /* --latency: one round trip per echo completed in the window */
-static size_t nrtt, caprtt;
-static int timing;
 
 static uint64_t now_ns(void)
 {
@@ -79,8 +105,8 @@ static uint64_t now_ns(void)
 
 static void error_at(unsigned long *counter, const char *fmt, ...)
 {
-    (*counter)++;
-    if (++errors > MAX_REPORTED)
+    __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+    if (__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED) > MAX_REPORTED)
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -105,10 +131,15 @@ static void kill_session(struct session *s)
     s->dead = 1;
 }
 
+static int session_ep(const struct session *s)
+{
+    return loaders[(size_t)(s - sess) % opt.threads].ep;
+}
+
 static void set_out(struct session *s, int on)
 {
     struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = s};
-    epoll_ctl(ep, EPOLL_CTL_MOD, s->fd, &ev);
+    epoll_ctl(session_ep(s), EPOLL_CTL_MOD, s->fd, &ev);
     s->want_out = on;
 }
 
@@ -198,7 +229,7 @@ static size_t receive(struct session *s, unsigned char *scratch)
     s->got += (uint32_t)n;
     if (s->got == opt.block) {
         s->echoes++;
-        if (opt.latency && timing)
+        if (opt.latency && rtt_timing)
             record_rtt(now_ns() - s->sent_at);
         next_block(s);
     }
@@ -257,7 +288,8 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: echo-client --port N [--sessions S] [--block BYTES] [--seconds T]\n"
-            "                   [--warmup W] [--server-pid PID] [--latency]\n"
+            "                   [--warmup W] [--server-pid PID] [--threads T] [--cpus LIST]\n"
+            "                   [--latency]\n"
             "Opens S TCP sessions to 127.0.0.1:N; each writes a block of a known pseudo-random\n"
             "pattern, waits for its full echo, checks every byte and repeats. Reports the\n"
             "bytes echoed per second (MB/s, 1 MB = 10^6 bytes) over T seconds after W\n"
@@ -268,7 +300,10 @@ static void usage(FILE *to)
             "  --seconds T       timed window (default 10)\n"
             "  --warmup W        untimed seconds before it (default 1)\n"
             "  --server-pid PID  also report that process's CPU time over the window\n"
+            "  --threads T       load threads sharing the sessions out (default 1)\n"
+            "  --cpus LIST       pin thread i to the (i mod n)-th CPU of LIST (0,1,...)\n"
             "  --latency         time every echo in the window: round-trip median and p99\n"
+            "                    (one thread)\n"
             "Prints a summary and a 'RESULT {json}' line. Exits 1 with 'FAIL: ...' on any\n"
             "mismatch, short echo, reset or stall, 2 on bad usage.\n");
 }
@@ -279,6 +314,7 @@ static void parse(int argc, char **argv)
         {"port", required_argument, NULL, 'p'},    {"sessions", required_argument, NULL, 's'},
         {"block", required_argument, NULL, 'b'},   {"seconds", required_argument, NULL, 't'},
         {"warmup", required_argument, NULL, 'w'},  {"server-pid", required_argument, NULL, 'P'},
+        {"threads", required_argument, NULL, 'T'}, {"cpus", required_argument, NULL, 'C'},
         {"latency", no_argument, NULL, 'l'},       {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -311,6 +347,20 @@ static void parse(int argc, char **argv)
             opt.server_pid = (int)strtol(optarg, &end, 10);
             bad = opt.server_pid <= 0;
             break;
+        case 'T':
+            opt.threads = (unsigned)strtoul(optarg, &end, 10);
+            bad = opt.threads == 0 || opt.threads > 1024;
+            break;
+        case 'C':
+            for (char *p = optarg; !bad && *p;) {
+                long c = strtol(p, &end, 10);
+                bad = end == p || c < 0 || c >= CPU_SETSIZE || opt.ncpus == 256 ||
+                      (*end && *end != ',');
+                opt.cpus[opt.ncpus++] = (int)c;
+                p = *end ? end + 1 : end;
+            }
+            end = NULL;
+            break;
         case 'l':
             opt.latency = 1;
             break;
@@ -328,6 +378,10 @@ static void parse(int argc, char **argv)
     }
     if (optind < argc) {
         usage(stderr);
+        exit(2);
+    }
+    if (opt.latency && opt.threads > 1) {
+        fprintf(stderr, "echo-client: --latency times one load thread only\n");
         exit(2);
     }
 }
@@ -349,30 +403,35 @@ static void fail(const char *fmt, ...)
     exit(1);
 }
 
-static void open_sessions(void)
+static void raise_nofile(void)
 {
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
     getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < (rlim_t)opt.sessions + 16)
+    if (rl.rlim_cur < (rlim_t)opt.sessions + 16 + 2 * opt.threads)
         fail("%u sessions need more fds than RLIMIT_NOFILE allows (%llu)", opt.sessions,
              (unsigned long long)rl.rlim_cur);
+}
+
+/* A thread's sessions, connected from it. */
+static void open_sessions(struct loader *l)
+{
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int one = 1;
-    for (unsigned i = 0; i < opt.sessions; i++) {
+    for (unsigned i = l->id; i < opt.sessions; i += opt.threads) {
         struct session *s = &sess[i];
         /* Blocking connects, one after the other: the server accepts on its own CPU
-         * meanwhile, and the backlog never holds more than a few. */
+         * meanwhile, and the backlog never holds more than a few per thread. */
         s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&a, sizeof a) != 0)
             fail("session %u: connect to 127.0.0.1:%u: %s", i, opt.port, strerror(errno));
         setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
-        if (epoll_ctl(ep, EPOLL_CTL_ADD, s->fd, &ev) != 0)
+        if (epoll_ctl(l->ep, EPOLL_CTL_ADD, s->fd, &ev) != 0)
             fail("epoll_ctl: %s", strerror(errno));
         s->rng = 2463534242u ^ (i * 2654435761u);
         if (!s->rng)
@@ -380,62 +439,48 @@ static void open_sessions(void)
     }
 }
 
-int main(int argc, char **argv)
+/* A load thread: connects its sessions, then echoes until the window ends. */
+static void *load(void *arg)
 {
-    parse(argc, argv);
-    signal(SIGPIPE, SIG_IGN);
-    table = malloc(TABLE_SPAN + opt.block);
-    unsigned char *scratch = malloc(opt.block);
-    sess = calloc(opt.sessions, sizeof *sess);
-    if (!table || !scratch || !sess)
-        fail("out of memory");
-    uint32_t seed = 0x9e3779b9u;
-    for (size_t i = 0; i < TABLE_SPAN + opt.block; i++)
-        table[i] = (unsigned char)(xorshift(&seed) >> 24);
-    if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
+    struct loader *l = arg;
+    if (opt.ncpus) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(opt.cpus[l->id % (unsigned)opt.ncpus], &set);
+        int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        if (err != 0)
+            fail("pin thread %u to CPU %d: %s", l->id, opt.cpus[l->id % (unsigned)opt.ncpus],
+                 strerror(err));
+    }
+    if ((l->ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
         fail("epoll_create1: %s", strerror(errno));
-
-    uint64_t t_open = now_ns();
-    open_sessions();
-    uint64_t t_start = now_ns();
-    for (unsigned i = 0; i < opt.sessions; i++)
+    open_sessions(l);
+    pthread_barrier_wait(&ready);
+    pthread_barrier_wait(&go); /* main has set the window */
+    for (unsigned i = l->id; i < opt.sessions; i += opt.threads)
         next_block(&sess[i]);
-
-    uint64_t warm_end = t_start + (uint64_t)(opt.warmup * 1e9);
-    uint64_t end = warm_end + (uint64_t)(opt.seconds * 1e9);
-    uint64_t last_progress = t_start, bytes = 0, bytes_warm = 0, win_start = 0, win_end = 0;
-    struct cpu cpu0 = {0, 0, 0, 0}, cpu1 = cpu0;
-    double ccpu0 = 0;
+    uint64_t last_progress = t_start;
     enum { MAXEV = 1024 };
     struct epoll_event events[MAXEV];
     for (;;) {
         uint64_t now = now_ns();
-        if (!timing && now >= warm_end) {
-            timing = 1;
-            win_start = now;
-            end = now + (uint64_t)(opt.seconds * 1e9); /* the warm-up may have overrun */
-            if (opt.server_pid)
-                cpu0 = server_cpu(opt.server_pid);
-            struct timespec ts;
-            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-            ccpu0 = ts.tv_sec + ts.tv_nsec / 1e9;
-            for (unsigned i = 0; i < opt.sessions; i++)
+        if (!l->timing && now >= warm_end) {
+            l->timing = 1;
+            rtt_timing = opt.latency; /* one thread with --latency */
+            l->bytes_warm = l->bytes;
+            for (unsigned i = l->id; i < opt.sessions; i += opt.threads)
                 sess[i].echoes_mark = sess[i].echoes;
         }
-        if (now >= end) {
-            win_end = now;
-            if (opt.server_pid)
-                cpu1 = server_cpu(opt.server_pid);
+        if (now >= end_ns)
             break;
-        }
         if (now - last_progress > STALL_NS) {
-            error_at(&stalls, "no byte echoed on any session for %.0f s", STALL_NS / 1e9);
-            win_end = now;
+            error_at(&stalls, "no byte echoed on any session of thread %u for %.0f s", l->id,
+                     STALL_NS / 1e9);
             break;
         }
-        uint64_t next = timing ? end : warm_end;
+        uint64_t next = l->timing ? end_ns : warm_end;
         int timeout = (int)((next - now) / 1000000 + 1);
-        int n = epoll_wait(ep, events, MAXEV, timeout > 1000 ? 1000 : timeout);
+        int n = epoll_wait(l->ep, events, MAXEV, timeout > 1000 ? 1000 : timeout);
         if (n < 0 && errno != EINTR)
             fail("epoll_wait: %s", strerror(errno));
         for (int i = 0; i < n; i++) {
@@ -445,19 +490,87 @@ int main(int argc, char **argv)
             if (events[i].events & EPOLLOUT)
                 send_rest(s);
             if (!s->dead && (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
-                size_t got = receive(s, scratch);
+                size_t got = receive(s, l->scratch);
                 if (got) {
-                    bytes += got;
+                    l->bytes += got;
                     last_progress = now;
                 }
             }
         }
-        if (!timing)
-            bytes_warm = bytes;
     }
+    return NULL;
+}
+
+static void sleep_until(uint64_t t)
+{
+    for (uint64_t now = now_ns(); now < t; now = now_ns()) {
+        uint64_t left = t - now;
+        struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static double process_cpu_s(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    double client_cpu = ts.tv_sec + ts.tv_nsec / 1e9 - ccpu0;
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    parse(argc, argv);
+    if (opt.threads > opt.sessions)
+        opt.threads = opt.sessions; /* a thread without sessions would only wait */
+    signal(SIGPIPE, SIG_IGN);
+    table = malloc(TABLE_SPAN + opt.block);
+    sess = calloc(opt.sessions, sizeof *sess);
+    loaders = calloc(opt.threads, sizeof *loaders);
+    if (!table || !sess || !loaders)
+        fail("out of memory");
+    uint32_t seed = 0x9e3779b9u;
+    for (size_t i = 0; i < TABLE_SPAN + opt.block; i++)
+        table[i] = (unsigned char)(xorshift(&seed) >> 24);
+    raise_nofile();
+    pthread_barrier_init(&ready, NULL, opt.threads + 1);
+    pthread_barrier_init(&go, NULL, opt.threads + 1);
+
+    uint64_t t_open = now_ns();
+    for (unsigned i = 0; i < opt.threads; i++) {
+        loaders[i].id = i;
+        if (!(loaders[i].scratch = malloc(opt.block)))
+            fail("out of memory");
+        if (pthread_create(&loaders[i].th, NULL, load, &loaders[i]) != 0)
+            fail("pthread_create: %s", strerror(errno));
+    }
+    pthread_barrier_wait(&ready); /* every session connected */
+    t_start = now_ns();
+    warm_end = t_start + (uint64_t)(opt.warmup * 1e9);
+    end_ns = warm_end + (uint64_t)(opt.seconds * 1e9);
+    pthread_barrier_wait(&go);
+    struct cpu cpu0 = {0, 0, 0, 0}, cpu1 = cpu0;
+    sleep_until(warm_end);
+    uint64_t win_start = now_ns();
+    if (opt.server_pid)
+        cpu0 = server_cpu(opt.server_pid);
+    double ccpu0 = process_cpu_s();
+    sleep_until(end_ns);
+    uint64_t win_end = now_ns();
+    if (opt.server_pid)
+        cpu1 = server_cpu(opt.server_pid);
+    double client_cpu = process_cpu_s() - ccpu0;
+    uint64_t bytes = 0, bytes_warm = 0;
+    int timing = 1;
+    for (unsigned i = 0; i < opt.threads; i++) {
+        pthread_join(loaders[i].th, NULL);
+        bytes += loaders[i].bytes;
+        bytes_warm += loaders[i].bytes_warm;
+        timing &= loaders[i].timing;
+        close(loaders[i].ep);
+        free(loaders[i].scratch);
+    }
+    if (stalls) /* a thread stopped early: the window is not the whole one for it */
+        win_end = now_ns();
 
     uint64_t min_echoes = UINT64_MAX, max_echoes = 0, total_echoes = 0;
     uint64_t all_echoes = 0;
@@ -487,26 +600,27 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < opt.sessions; i++)
         if (!sess[i].dead)
             close(sess[i].fd);
-    close(ep);
     free(sess);
-    free(scratch);
+    free(loaders);
     free(table);
 
     double secs = (double)(win_end - win_start) / 1e9;
     double window_bytes = (double)(bytes - bytes_warm);
     double mbps = timing && secs > 0 ? window_bytes / 1e6 / secs : 0;
-    printf("echo-client: %u sessions, %zu-byte blocks, %.2f s window after %.2f s warm-up "
-           "(connecting took %.3f s): %.1f MB/s, %llu echoes, %lu errors\n",
-           opt.sessions, opt.block, secs, opt.warmup, (t_start - t_open) / 1e9, mbps,
-           (unsigned long long)total_echoes, errors);
+    printf("echo-client: %u sessions, %zu-byte blocks, %u thread%s, %.2f s window after "
+           "%.2f s warm-up (connecting took %.3f s): %.1f MB/s, %llu echoes, %lu errors\n",
+           opt.sessions, opt.block, opt.threads, opt.threads > 1 ? "s" : "", secs, opt.warmup,
+           (t_start - t_open) / 1e9, mbps, (unsigned long long)total_echoes, errors);
     printf("RESULT {\"sessions\":%u,\"block\":%zu,\"seconds\":%.4f,\"bytes\":%.0f,"
            "\"mbps\":%.3f,\"echoes\":%llu,\"echoes_total\":%llu,\"min_session_echoes\":%llu,"
            "\"max_session_echoes\":%llu,\"connect_s\":%.4f,\"client_cpu_s\":%.4f,"
+           "\"client_threads\":%u,\"client_cpu_pct\":%.1f,"
            "\"errors\":%lu,\"mismatches\":%lu,\"short_echoes\":%lu,\"resets\":%lu,"
            "\"stalls\":%lu,\"idle_sessions\":%lu",
            opt.sessions, opt.block, secs, window_bytes, mbps, (unsigned long long)total_echoes,
-           (unsigned long long)all_echoes, (unsigned long long)(timing ? min_echoes : 0), (unsigned long long)max_echoes,
-           (t_start - t_open) / 1e9, client_cpu, errors, mismatches, short_echoes, resets,
+           (unsigned long long)all_echoes, (unsigned long long)(timing ? min_echoes : 0),
+           (unsigned long long)max_echoes, (t_start - t_open) / 1e9, client_cpu, opt.threads,
+           secs > 0 ? client_cpu / secs * 100 : 0, errors, mismatches, short_echoes, resets,
            stalls, idle_sessions);
     printf(",\"eps\":%.1f", timing && secs > 0 ? (double)total_echoes / secs : 0.0);
     if (opt.latency && nrtt) {

@@ -2,7 +2,12 @@
 /* The echo server on libuv (uv_tcp_t streams; epoll is its only Linux backend). Reads go
  * into the connection's own buffer, which alloc_cb hands out; a read is written back with
  * uv_try_write, and only when that is short does the connection stop reading and queue
- * the rest with uv_write, reading again from the write callback. */
+ * the rest with uv_write, reading again from the write callback.
+ *
+ * With --threads N (the scaling study), N loops run, a thread each, each listening on the
+ * port with a socket of its own (SO_REUSEPORT, made here and given to uv_tcp_open: this
+ * libuv has no UV_TCP_REUSEPORT). Loop 0 hears the signals and wakes each loop with a
+ * uv_async_t, whose callback closes every handle of that loop. */
 #include "echo_common.h"
 
 #include <stdalign.h>
@@ -12,18 +17,32 @@
 struct conn {
     uv_tcp_t tcp; /* first: a handle pointer is a connection pointer */
     uv_write_t req;
+    struct shard *sh;
     alignas(64) char buf[]; /* aligned: the kernel copies into misaligned buffers much slower */
 };
 
+/* One loop and what it counts. */
+struct shard {
+    uv_loop_t loop;
+    uv_tcp_t server;
+    uv_async_t stop;
+    uv_thread_t th;
+    int index, cpu;
+    unsigned long accepted;
+    uint64_t bytes;
+};
+
+static const char *NAME = "echo-libuv";
 static size_t bufsize;
-static uv_tcp_t server;
+static struct shard *shards;
+static int nshards;
 static uv_signal_t sigint_h, sigterm_h;
 
 static void on_closed(uv_handle_t *h)
 {
-    if (h->data)
-        free(h->data); /* connections carry themselves in data; the server's own handles
-                        * have none */
+    if (h->data == h)
+        free(h); /* a connection carries itself in data (its handle comes first); the
+                  * loop's own handles carry their shard, or nothing */
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -52,6 +71,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             uv_close((uv_handle_t *)s, on_closed);
         return;
     }
+    c->sh->bytes += (uint64_t)nread; /* echoed, or queued to be */
     uv_buf_t out = uv_buf_init(buf->base, (unsigned)nread);
     int n = uv_try_write(s, &out, 1);
     if (n == nread)
@@ -72,6 +92,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void on_connection(uv_stream_t *srv, int status)
 {
+    struct shard *sh = srv->data;
     if (status < 0) {
         fprintf(stderr, "echo-libuv: accept: %s\n", uv_strerror(status));
         return;
@@ -81,10 +102,12 @@ static void on_connection(uv_stream_t *srv, int status)
         return; /* the next connection callback retries */
     uv_tcp_init(srv->loop, &c->tcp);
     c->tcp.data = c;
+    c->sh = sh;
     if (uv_accept(srv, (uv_stream_t *)&c->tcp) < 0) {
         uv_close((uv_handle_t *)&c->tcp, on_closed);
         return;
     }
+    sh->accepted++;
     uv_tcp_nodelay(&c->tcp, 1);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
         uv_close((uv_handle_t *)&c->tcp, on_closed);
@@ -97,10 +120,26 @@ static void close_any(uv_handle_t *h, void *arg)
         uv_close(h, on_closed);
 }
 
+/* Every handle of this loop: uv_run then returns. */
+static void on_stop(uv_async_t *a)
+{
+    uv_walk(a->loop, close_any, NULL);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
+    (void)h;
     (void)signum;
-    uv_walk(h->loop, close_any, NULL); /* every handle: uv_run then returns */
+    for (int i = 0; i < nshards; i++)
+        uv_async_send(&shards[i].stop); /* loop 0's own included: it closes the signals */
+}
+
+static void run(void *arg)
+{
+    struct shard *sh = arg;
+    if (sh->cpu >= 0)
+        echo_pin(NAME, sh->cpu);
+    uv_run(&sh->loop, UV_RUN_DEFAULT);
 }
 
 static int identify(char *buf, size_t len)
@@ -118,25 +157,56 @@ int main(int argc, char **argv)
 {
     char identity[512];
     int ok = identify(identity, sizeof identity);
-    struct echo_options o = echo_parse(argc, argv, "echo-libuv",
-                                       "libuv uv_read_start + uv_try_write/uv_write", identity, ok);
+    struct echo_options o =
+        echo_parse_mt(argc, argv, NAME, "libuv uv_read_start + uv_try_write/uv_write, a loop "
+                                        "per thread with --threads", identity, ok,
+                      ECHO_MAX_THREADS);
     bufsize = o.bufsize;
-    uv_loop_t *loop = uv_default_loop();
-    struct sockaddr_in addr = echo_addr(o.port);
-    int r;
-    uv_tcp_init(loop, &server);
-    if ((r = uv_tcp_bind(&server, (const struct sockaddr *)&addr, 0)) < 0 ||
-        (r = uv_listen((uv_stream_t *)&server, SOMAXCONN, on_connection)) < 0) {
-        fprintf(stderr, "echo-libuv: listen on 127.0.0.1:%u: %s\n", o.port, uv_strerror(r));
+    nshards = o.threads;
+    shards = calloc((size_t)nshards, sizeof *shards);
+    if (!shards)
         return 1;
+    unsigned port = o.port;
+    int r, fd0 = -1;
+    for (int i = 0; i < nshards; i++) {
+        struct shard *sh = &shards[i];
+        sh->index = i;
+        sh->cpu = o.pin ? echo_cpu(i) : -1;
+        uv_loop_init(&sh->loop);
+        int fd = echo_listen_socket_on(NAME, port, nshards > 1);
+        port = echo_port(fd); /* the others join the port the first one got */
+        if (i == 0)
+            fd0 = fd;
+        uv_tcp_init(&sh->loop, &sh->server);
+        sh->server.data = sh;
+        if ((r = uv_tcp_open(&sh->server, fd)) < 0 ||
+            (r = uv_listen((uv_stream_t *)&sh->server, SOMAXCONN, on_connection)) < 0) {
+            fprintf(stderr, "echo-libuv: listen on 127.0.0.1:%u: %s\n", port, uv_strerror(r));
+            return 1;
+        }
+        uv_async_init(&sh->loop, &sh->stop, on_stop);
+        sh->stop.data = sh;
     }
-    uv_signal_init(loop, &sigint_h);
-    uv_signal_init(loop, &sigterm_h);
+    uv_signal_init(&shards[0].loop, &sigint_h);
+    uv_signal_init(&shards[0].loop, &sigterm_h);
     uv_signal_start(&sigint_h, on_signal, SIGINT);
     uv_signal_start(&sigterm_h, on_signal, SIGTERM);
-    uv_os_fd_t fd;
-    uv_fileno((uv_handle_t *)&server, &fd);
-    echo_listening(fd, identity);
-    uv_run(loop, UV_RUN_DEFAULT);
-    return uv_loop_close(loop) == 0 ? 0 : 1;
+    for (int i = 1; i < nshards; i++)
+        if (uv_thread_create(&shards[i].th, run, &shards[i]) != 0) {
+            fprintf(stderr, "echo-libuv: thread\n");
+            return 1;
+        }
+    echo_listening(fd0, identity);
+    run(&shards[0]);
+    int failed = 0;
+    for (int i = 1; i < nshards; i++)
+        uv_thread_join(&shards[i].th);
+    for (int i = 0; i < nshards; i++) {
+        struct shard *sh = &shards[i];
+        if (nshards > 1 || o.pin)
+            echo_loop_line(NAME, "loop", i, sh->cpu, sh->accepted, sh->bytes);
+        failed |= uv_loop_close(&sh->loop) != 0;
+    }
+    free(shards);
+    return failed;
 }

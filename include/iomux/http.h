@@ -176,6 +176,14 @@ int mux_http_server_init(mux_http_server_t *srv, mux_loop_t *loop,
  * or -EBUSY when it already listens. */
 int mux_http_server_listen(mux_http_server_t *srv, const struct sockaddr *addr, socklen_t addrlen,
                            const mux_listen_options_t *lopts);
+/* Serves the connection that a channel's message carries (mux_chan_send_socket from another
+ * loop's listener), from that channel's callback, on the server's loop: the way a server
+ * with no listener of its own is fed by an acceptor loop. The socket is opened with
+ * mux_chan_stream_open. Returns 0 (the server owns it now), or leaves it in `msg` (the
+ * channel closes it when the callback returns) and returns -EINVAL (a channel of another
+ * loop, no socket), -ECANCELED (the server is closing), -EBUSY (max_connections open),
+ * -ENOMEM, or mux_chan_stream_open's error. */
+int mux_http_server_adopt(mux_http_server_t *srv, mux_chan_t *ch, mux_msg_t *msg);
 /* The address it listens on (to learn the port after binding port 0). */
 int mux_http_server_address(const mux_http_server_t *srv, struct sockaddr *addr, socklen_t *len);
 /* Stops listening and closes every connection (exchanges waiting for an answer are

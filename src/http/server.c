@@ -1139,6 +1139,45 @@ static void mux__conn_timeout(mux_loop_t *loop, mux_timer_t *t)
         mux__conn_close(c); /* idle, silent since it connected, or lingering */
 }
 
+/* A connection's memory, before its stream is opened; NULL when there is none. */
+static struct mux__http_conn *mux__conn_alloc(struct mux__http_srv *srv)
+{
+    struct mux__http_conn *c = calloc(1, sizeof *c);
+    if (c && !(c->hdrs = calloc(srv->o.limits.max_headers, sizeof *c->hdrs))) {
+        free(c);
+        return NULL;
+    }
+    if (!c)
+        return NULL;
+    c->srv = srv;
+    c->streaming = srv->o.stream_bodies != 0;
+    c->s.data = c;
+    c->req.headers = c->hdrs;
+    c->req.headers_cap = srv->o.limits.max_headers;
+    return c;
+}
+
+static void mux__conn_free_unopened(struct mux__http_conn *c)
+{
+    free(c->hdrs);
+    free(c);
+}
+
+/* A connection whose stream was just opened on the server's loop starts reading. */
+static void mux__conn_start(struct mux__http_conn *c)
+{
+    struct mux__http_srv *srv = c->srv;
+    mux__link_insert(&srv->conns, &c->link);
+    srv->nconns++;
+    mux_timer_init(&c->timer, mux__conn_timeout);
+    c->timer.data = c;
+    mux_stream_timeouts_t to = {.write_ns = srv->o.write_timeout_ns};
+    mux_stream_set_timeouts(&c->s, &to);
+    /* A connection that sends nothing gets the header timeout, not the idle one. */
+    mux__conn_timer(c, T_HEADER, srv->o.header_timeout_ns);
+    mux__conn_reading(c, 1);
+}
+
 static void mux__srv_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
 {
     struct mux__http_srv *srv = l->data;
@@ -1151,35 +1190,40 @@ static void mux__srv_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
         mux__sock_close(sock);
         return;
     }
-    if (!(c = calloc(1, sizeof *c)) ||
-        !(c->hdrs = calloc(srv->o.limits.max_headers, sizeof *c->hdrs))) {
-        free(c);
+    if (!(c = mux__conn_alloc(srv))) {
         mux__sock_close(sock);
         mux__srv_error(srv, -ENOMEM);
         return;
     }
-    c->srv = srv;
-    c->streaming = srv->o.stream_bodies != 0;
-    c->s.data = c;
-    c->req.headers = c->hdrs;
-    c->req.headers_cap = srv->o.limits.max_headers;
     int r = mux_stream_accept(l, &c->s, sock);
     if (r != 0) {
-        free(c->hdrs);
-        free(c);
+        mux__conn_free_unopened(c);
         mux__sock_close(sock);
         mux__srv_error(srv, r);
         return;
     }
-    mux__link_insert(&srv->conns, &c->link);
-    srv->nconns++;
-    mux_timer_init(&c->timer, mux__conn_timeout);
-    c->timer.data = c;
-    mux_stream_timeouts_t to = {.write_ns = srv->o.write_timeout_ns};
-    mux_stream_set_timeouts(&c->s, &to);
-    /* A connection that sends nothing gets the header timeout, not the idle one. */
-    mux__conn_timer(c, T_HEADER, srv->o.header_timeout_ns);
-    mux__conn_reading(c, 1);
+    mux__conn_start(c);
+}
+
+MUX_EXPORT int mux_http_server_adopt(mux_http_server_t *pub, mux_chan_t *ch, mux_msg_t *msg)
+{
+    struct mux__http_srv *srv = pub ? pub->impl_ : NULL;
+    if (!srv || !ch || !msg || msg->sock == MUX_OS_SOCK_INVALID || mux_chan_loop(ch) != srv->loop)
+        return -EINVAL;
+    if (srv->closing)
+        return -ECANCELED;
+    if (srv->nconns >= srv->o.max_connections)
+        return -EBUSY;
+    struct mux__http_conn *c = mux__conn_alloc(srv);
+    if (!c)
+        return -ENOMEM;
+    int r = mux_chan_stream_open(ch, &c->s, msg);
+    if (r != 0) {
+        mux__conn_free_unopened(c);
+        return r;
+    }
+    mux__conn_start(c);
+    return 0;
 }
 
 MUX_EXPORT int mux_http_server_init(mux_http_server_t *pub, mux_loop_t *loop,

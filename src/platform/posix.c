@@ -20,6 +20,10 @@
  * and macOS's sendfile differ in their arguments and in how they block, so elsewhere (and when
  * Linux refuses a file) they go through pread into a buffer on the stack and send; what the socket
  * did not take is read again next time.
+ * - CPU steering of a SO_REUSEPORT group is Linux's: SO_INCOMING_CPU on a listener (which,
+ *   from Linux 6.2, makes the group pick the listener of the CPU the handshake ran on), or a
+ *   classic BPF program on the group (SO_ATTACH_REUSEPORT_CBPF) whose result is the index of
+ *   the listener to take the connection: the CPU number. Elsewhere both are -ENOTSUP.
  * - struct iovec and mux_buf_t have the same layout here (asserted below), so an array of
  *   buffers goes to sendmsg as it is.
  */
@@ -60,6 +64,9 @@
 #if MUX_HAVE_SENDFILE
 #include <signal.h>
 #include <sys/sendfile.h>
+#endif
+#if defined(__linux__) && !defined(MUX_PORTABLE_POSIX)
+#include <linux/filter.h>
 #endif
 
 #include "internal.h"
@@ -170,8 +177,37 @@ int mux__sock_stream(int family)
 #endif
 }
 
+/* Steers the connections of `fd`'s SO_REUSEPORT group by CPU: SO_INCOMING_CPU before bind,
+ * the group's program once listening (every listener attaches the same one). 0 or -errno. */
+static int mux__sock_steer(int fd, int steer, int cpu)
+{
+    if (steer == MUX__STEER_INCOMING_CPU) {
+#if defined(SO_INCOMING_CPU) && !defined(MUX_PORTABLE_POSIX) /* the BSDs' path has neither */
+        return setsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, sizeof cpu) == 0 ? 0 : -errno;
+#else
+        (void)fd;
+        (void)cpu;
+        return -ENOTSUP;
+#endif
+    }
+#if defined(SO_ATTACH_REUSEPORT_CBPF) && defined(SKF_AD_CPU)
+    /* A = the number of the CPU the packet is processed on; return A: the group's listener
+     * of that index, or, past the last, the kernel's own choice by hash. */
+    struct sock_filter code[] = {
+        {BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)(SKF_AD_OFF + SKF_AD_CPU)},
+        {BPF_RET | BPF_A, 0, 0, 0},
+    };
+    struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) == 0 ? 0
+                                                                                        : -errno;
+#else
+    (void)fd;
+    return -ENOTSUP;
+#endif
+}
+
 int mux__sock_listen(const struct sockaddr *addr, socklen_t len, int reuseport, int v6only,
-                     int backlog)
+                     int backlog, int steer, int cpu)
 {
     int fd = mux__sock_stream(addr->sa_family);
     if (fd < 0)
@@ -181,6 +217,8 @@ int mux__sock_listen(const struct sockaddr *addr, socklen_t len, int reuseport, 
         err = -errno;
     if (!err && reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0)
         err = -errno;
+    if (!err && steer == MUX__STEER_INCOMING_CPU)
+        err = mux__sock_steer(fd, steer, cpu);
     if (!err && v6only && addr->sa_family == AF_INET6 &&
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) != 0)
         err = -errno;
@@ -188,6 +226,10 @@ int mux__sock_listen(const struct sockaddr *addr, socklen_t len, int reuseport, 
         err = -errno;
     if (!err && listen(fd, backlog > 0 ? backlog : SOMAXCONN) != 0)
         err = -errno;
+    /* The program once listening: attached before, it gives the socket a group of its own,
+     * and the next listener of the port is refused (EADDRINUSE). */
+    if (!err && steer == MUX__STEER_CPU_BPF)
+        err = mux__sock_steer(fd, steer, cpu);
     if (err) {
         close(fd);
         return err;

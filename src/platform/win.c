@@ -231,9 +231,10 @@ int mux__sock_stream(int family)
 }
 
 int mux__sock_listen(const struct sockaddr *addr, socklen_t len, int reuseport, int v6only,
-                     int backlog)
+                     int backlog, int steer, int cpu)
 {
-    if (reuseport)
+    (void)cpu;
+    if (reuseport || steer != MUX__STEER_NONE) /* no SO_REUSEPORT group to steer on Windows */
         return -ENOTSUP;
     int fd = mux__sock_stream(addr->sa_family);
     if (fd < 0)
