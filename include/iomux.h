@@ -425,18 +425,18 @@ int mux_fork_stop(mux_loop_t *loop, mux_fork_t *w);  /* 0 or -EINVAL */
  * loop gets to the watcher are coalesced into one call, and a send is never lost: after
  * the last send returns, the callback runs at least once more.
  *
- * What the sender must guarantee: no mux_async_send of a watcher may be running, or start,
- * once its loop's thread calls mux_async_stop for it (or frees it, or closes the loop). A
- * send reads the watcher and the loop without a lock, so a send that overlaps the stop
- * uses memory that may be gone: it can crash, or write 8 bytes into whatever descriptor
- * took the loop's wake-up descriptor's number. The library does not detect it (doing so
- * would cost every send a lock or a reference count). The usual ways to guarantee it:
- *   - the senders are threads the loop's thread joins before it stops the watcher;
+ * A send may overlap mux_async_stop: the stop waits until every send already inside
+ * mux_async_send has returned, and a send that starts after the stop returns -EINVAL. So a
+ * loop may stop its watcher, close, and free the loop as soon as the stop returns, even from
+ * the callback of the very send that told it to (a controller telling a worker's loop to
+ * end). What the sender must still guarantee: the watcher's own memory stays valid while any
+ * thread or signal handler may call mux_async_send on it. The usual ways:
+ *   - the senders are threads the loop's thread joins before it frees the watcher;
  *   - or the senders check a flag of yours under your own lock, and the loop's thread
- *     clears the flag under that lock before it stops the watcher:
+ *     clears the flag under that lock before it frees the watcher:
  *         sender:       lock(m); if (open) mux_async_send(&w); unlock(m);
- *         loop thread:  lock(m); open = 0; unlock(m); mux_async_stop(loop, &w);
- *   - a signal handler: block the signal (or restore its disposition) before the stop. */
+ *         loop thread:  lock(m); open = 0; unlock(m); mux_async_stop(loop, &w); free
+ *   - a signal handler: block the signal (or restore its disposition) before the free. */
 typedef struct mux_async mux_async_t;
 typedef void (*mux_async_cb)(mux_loop_t *loop, mux_async_t *w);
 struct mux_async {
@@ -446,6 +446,7 @@ struct mux_async {
     struct mux__loop *loop_;
     struct mux__link link_;
     int sent_;
+    int busy_; /* sends inside mux_async_send: mux_async_stop waits for them */
 };
 int mux_async_init(mux_async_t *w, mux_async_cb cb);   /* 0 or -EINVAL */
 int mux_async_start(mux_loop_t *loop, mux_async_t *w); /* 0, -EBUSY, -EINVAL */

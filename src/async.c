@@ -7,7 +7,13 @@
  * own flag before it scans the watchers' flags, so a send that lands during the scan either is seen
  * by it or sets the loop's flag again and writes: the last send is never lost. Only atomics and
  * write(2): async-signal-safe.
+ *
+ * A send counts itself in the watcher while it is inside (busy_), and mux_async_stop waits
+ * until none is: the loop may be closed and its memory given back as soon as the stop
+ * returns, while a send that the loop already saw (its flag) is still on its way to the
+ * wake-up. libuv's uv_close of an async spins for the same reason.
  */
+#include <sched.h>
 #include <string.h>
 
 #include "backend.h"
@@ -46,8 +52,11 @@ MUX_EXPORT int mux_async_stop(mux_loop_t *pub, mux_async_t *w)
     struct mux__loop *loop = mux__L(pub);
     if (!loop || !mux__async_valid(w))
         return -EINVAL;
-    if (w->h_.flags & MUX__W_ACTIVE)
+    if (w->h_.flags & MUX__W_ACTIVE) {
         __atomic_store_n(&w->loop_, NULL, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&w->busy_, __ATOMIC_SEQ_CST) != 0)
+            sched_yield(); /* a send is finishing: it saw the loop before the store */
+    }
     mux__hook_stop(loop, &loop->asyncs, &w->link_);
     return 0;
 }
@@ -56,13 +65,14 @@ MUX_EXPORT int mux_async_send(mux_async_t *w)
 {
     if (!mux__async_valid(w))
         return -EINVAL;
+    __atomic_fetch_add(&w->busy_, 1, __ATOMIC_SEQ_CST);
     struct mux__loop *loop = __atomic_load_n(&w->loop_, __ATOMIC_SEQ_CST);
-    if (!loop)
-        return -EINVAL;
-    if (__atomic_exchange_n(&w->sent_, 1, __ATOMIC_SEQ_CST) == 0 &&
+    int err = loop ? 0 : -EINVAL;
+    if (loop && __atomic_exchange_n(&w->sent_, 1, __ATOMIC_SEQ_CST) == 0 &&
         __atomic_exchange_n(&loop->async_pending, 1, __ATOMIC_SEQ_CST) == 0)
-        return loop->backend->wake(loop);
-    return 0;
+        err = loop->backend->wake(loop);
+    __atomic_fetch_sub(&w->busy_, 1, __ATOMIC_SEQ_CST);
+    return err;
 }
 
 MUX_EXPORT int mux_async_pending(const mux_async_t *w)
