@@ -103,7 +103,7 @@ class Study:
     """The scaling study of one bench/run."""
 
     NAME = "scaling"
-    count_calls = False  # also count each echo server's system calls (bench/run sets it)
+    strace = False  # also count each echo server's system calls (bench/run sets it)
 
     def __init__(self, runner, args, cfg, h, backends, want):
         """cfg: the mode's scaling entry of MODES; backends: {backend: iomux driver} of the
@@ -284,11 +284,10 @@ class Study:
     # -----------------------------------------------------------------------------------
     # Running.
 
-    def run(self, count_calls=None):
-        """The timed runs, then (count_calls) the system calls of each echo server at each N
+    def run(self):
+        """The timed runs, then (self.strace) the system calls of each echo server at each N
         in the first echo cell; the temporary directory is removed whatever happens."""
-        if count_calls is None:
-            count_calls = self.count_calls
+        count_calls = self.strace
         self.dir = tempfile.mkdtemp(prefix="iomux-bench-scaling-")
         try:
             os.mkdir(f"{self.dir}/www")
