@@ -494,6 +494,26 @@ static int mux__append(char **p, size_t *cap, size_t len, const char *src, size_
     return 0;
 }
 
+/* Turns the parsed request's strings into offsets into `base` (to_offsets), or offsets back
+ * into pointers into `base`. While the buffer moves they are offsets, kept plus one (so an
+ * absent string, NULL, stays absent) in the pointers as integers: a pointer into the freed
+ * buffer is never read. */
+static void mux__req_rebase(mux_http_request_t *r, char *base, int to_offsets)
+{
+    mux_http_str_t *strs[3] = {&r->method, &r->target, &r->host};
+    for (uint32_t i = 0; i < 3 + 2 * r->nheaders; i++) {
+        mux_http_str_t *str = i < 3             ? strs[i]
+                              : (i - 3) % 2 == 0 ? &r->headers[(i - 3) / 2].name
+                                                 : &r->headers[(i - 3) / 2].value;
+        if (!str->base)
+            continue;
+        if (to_offsets)
+            str->base = (char *)(uintptr_t)(str->base - base + 1);
+        else
+            str->base = base + ((uintptr_t)str->base - 1);
+    }
+}
+
 /* Makes room for `need` bytes in the connection's buffer. The parsed request's strings
  * point into it: when it moves they are moved along. 0 or -ENOMEM. */
 static int mux__conn_grow(struct mux__http_conn *c, size_t need)
@@ -503,25 +523,16 @@ static int mux__conn_grow(struct mux__http_conn *c, size_t need)
     size_t cap = c->cap ? c->cap : 4096;
     while (cap < need)
         cap *= 2;
-    uintptr_t old = (uintptr_t)c->buf;
+    if (c->head_len)
+        mux__req_rebase(&c->req, c->buf, 1);
     char *p = realloc(c->buf, cap);
-    if (!p)
-        return -ENOMEM;
-    c->buf = p;
-    c->cap = cap;
-    if (c->head_len && (uintptr_t)p != old) {
-        mux_http_request_t *r = &c->req;
-        mux_http_str_t *strs[3] = {&r->method, &r->target, &r->host};
-        for (int i = 0; i < 3; i++)
-            if (strs[i]->base)
-                strs[i]->base = p + ((uintptr_t)strs[i]->base - old);
-        for (uint32_t i = 0; i < r->nheaders; i++) {
-            r->headers[i].name.base = p + ((uintptr_t)r->headers[i].name.base - old);
-            if (r->headers[i].value.base)
-                r->headers[i].value.base = p + ((uintptr_t)r->headers[i].value.base - old);
-        }
+    if (p) {
+        c->buf = p;
+        c->cap = cap;
     }
-    return 0;
+    if (c->head_len)
+        mux__req_rebase(&c->req, c->buf, 0); /* the old buffer, if realloc failed */
+    return p ? 0 : -ENOMEM;
 }
 
 /* The body of a streamed request ended badly (the connection failed, or it was over the
