@@ -119,6 +119,11 @@ enum {
 #define MUX__OPC_FULL     0x8  /* a send stopped at a full socket: the next should poll first */
 #define MUX__OPC_NOW      0x10 /* from the loop's dispatch: the owner may deliver at once */
 
+/* Limits every backend's operations keep to. */
+#define MUX__READ_BUDGET 16         /* receives completed inside their submits per iteration */
+#define MUX__RES_MAX     0x7ffff000 /* a completion's byte count fits an int (Linux's cap too) */
+#define MUX__SENDV_MAX   64         /* buffers gathered per send */
+
 struct mux__backend {
     const char *name;
     /* MUX__CAP_* the backend can have; `open` may narrow them for a loop (loop->caps), never

@@ -80,11 +80,7 @@
 #include "platform.h"
 #include "platform/win.h"
 
-#define MUX__SOCK(fd) ((SOCKET)(uintptr_t)(unsigned)(fd))
-#define MUX__RES_MAX  0x7ffff000u /* a completion's count fits an int */
-#define MUX__SENDV_MAX 64u
-#define MUX__ENTRIES  128
-#define MUX__READ_BUDGET 16 /* receives done inside their submit per loop iteration */
+#define MUX__ENTRIES 128
 #ifndef CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
 #define CREATE_WAITABLE_TIMER_HIGH_RESOLUTION 0x2
 #endif
@@ -156,8 +152,8 @@ struct mux__iocp {
     HANDLE port;
     HANDLE afd;
     struct mux__apoll **slots; /* by mux__fd.bslot - 1 */
-    uint32_t nslots, slot_cap, free_slot; /* free ids are chained through NULL-marked entries */
-    uint32_t *free_ids, nfree;
+    uint32_t nslots, slot_cap;
+    uint32_t *free_ids, nfree; /* ids of slots given back, for reuse */
     struct mux__apoll **dirty;
     uint32_t ndirty, dirty_cap;
     uint32_t inflight_polls;
@@ -206,7 +202,8 @@ static int mux__afd_open(struct mux__iocp *st)
 static void mux__iocp_free(struct mux__iocp *st)
 {
     for (uint32_t i = 0; i < st->nslots; i++)
-        free(st->slots[i]);
+        if (st->slots[i] && !st->slots[i]->pending)
+            free(st->slots[i]); /* a request the drain gave up on may still be written: kept */
     free(st->slots);
     free(st->free_ids);
     free(st->dirty);
@@ -244,7 +241,8 @@ static int mux__iocp_open(struct mux__loop *loop)
 
 /* Waits for the completions of the poll requests still in the kernel (cancelled), so that
  * their memory can go. Anything else the port still holds is dropped: nothing is in flight
- * on a closing loop but these. */
+ * on a closing loop but these. A cancelled request completes at once; after 10 s of
+ * waiting, the ones still out are leaked, never freed under the kernel. */
 static void mux__iocp_drain(struct mux__iocp *st)
 {
     for (int rounds = 0; st->inflight_polls > 0 && rounds < 100; rounds++) {
@@ -525,14 +523,6 @@ static int mux__iocp_zero_recv(struct mux__op *op)
     return 0;
 }
 
-static struct mux__ipool *mux__ipool_of(struct mux__iocp *st, const mux_bufpool_t *pool)
-{
-    for (struct mux__ipool *ip = st->pools; ip; ip = ip->next)
-        if (ip->pool == pool)
-            return ip;
-    return NULL;
-}
-
 static int mux__iocp_send(struct mux__op *op)
 {
     WSABUF v[MUX__SENDV_MAX];
@@ -652,9 +642,10 @@ static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
         err = mux__iocp_zero_recv(op);
         break;
     case MUX__OP_RECV_POOL:
+        /* Counted whatever the receive does: its completion, or its failure posted below,
+         * comes back through mux__iocp_op_done, which uncounts it. */
+        ((struct mux__ipool *)mux__bufpool_kring(op->a_.pool))->armed++;
         err = mux__iocp_zero_recv(op);
-        if (err == 0)
-            mux__ipool_of(st, op->a_.pool)->armed++;
         break;
     case MUX__OP_SEND:
     case MUX__OP_SENDV:
@@ -760,9 +751,7 @@ static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int re
     case MUX__OP_RECV_POOL: {
         if (res >= 0 && mux__iocp_pool_read(op, &res, &buf))
             return; /* nothing to read after all: waiting again */
-        struct mux__ipool *ip = mux__ipool_of(st, op->a_.pool);
-        if (ip)
-            ip->armed--;
+        ((struct mux__ipool *)mux__bufpool_kring(op->a_.pool))->armed--;
         if (buf && (size_t)res == mux__bufpool_size(op->a_.pool))
             flags = MUX__OPC_FILLED;
         break;
@@ -882,8 +871,8 @@ static int mux__iocp_wait_once(struct mux__loop *loop, int64_t timeout_ns, uint6
 static int mux__iocp_wait(struct mux__loop *loop, int64_t timeout_ns)
 {
     uint64_t deadline = 0;
-    if (timeout_ns > 0)
-        deadline = mux__mono_ns() + (uint64_t)timeout_ns;
+    if (timeout_ns > 0) /* a timeout comes from the timers, computed from a clock read just now */
+        deadline = mux__now(loop) + (uint64_t)timeout_ns;
     for (;;) {
         int timed_out = 0, r = mux__iocp_wait_once(loop, timeout_ns, deadline, &timed_out);
         /* Only poll requests that a change of events cancelled came back: they are sent again

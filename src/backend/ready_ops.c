@@ -43,9 +43,6 @@
 #include "internal.h"
 #include "platform.h"
 
-#define MUX__READ_BUDGET 16
-#define MUX__RES_MAX     0x7ffff000 /* a completion's byte count fits an int (Linux's cap too) */
-#define MUX__SENDV_MAX   64         /* buffers gathered per sendmsg */
 
 /* The outcome of one attempt at an operation's system call: done with (res, buf, flags), or
  * again: the socket said EAGAIN. */

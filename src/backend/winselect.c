@@ -20,13 +20,13 @@
  */
 #define FD_SETSIZE 1024 /* before winsock2.h, which every header below brings in */
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "platform/win.h"
 
-#define MUX__SOCK(fd) ((SOCKET)(uintptr_t)(unsigned)(fd))
 
 struct mux__wselect {
     fd_set rd, wr;
@@ -109,6 +109,12 @@ static void mux__wselect_bad(struct mux__loop *loop)
         }
 }
 
+/* Copies the part of a counted fd_set in use (a whole one is about 8 KB). */
+static void mux__fdset_copy(fd_set *to, const fd_set *from)
+{
+    memcpy(to, from, offsetof(fd_set, fd_array) + from->fd_count * sizeof from->fd_array[0]);
+}
+
 static int mux__wselect_wait(struct mux__loop *loop, int64_t timeout_ns)
 {
     struct mux__wselect *st = loop->bdata;
@@ -119,9 +125,9 @@ static int mux__wselect_wait(struct mux__loop *loop, int64_t timeout_ns)
         }
         return 0;
     }
-    memcpy(&st->got_rd, &st->rd, sizeof st->rd);
-    memcpy(&st->got_wr, &st->wr, sizeof st->wr);
-    memcpy(&st->got_ex, &st->wr, sizeof st->wr);
+    mux__fdset_copy(&st->got_rd, &st->rd);
+    mux__fdset_copy(&st->got_wr, &st->wr);
+    mux__fdset_copy(&st->got_ex, &st->wr);
     struct timeval tv, *tvp = NULL;
     if (timeout_ns >= 0) {
         int64_t us = (timeout_ns + 999) / 1000;

@@ -38,7 +38,6 @@
 
 #include <mstcpip.h> /* after winsock2.h and windows.h, which it leans on */
 
-#define MUX__SOCK(fd) ((SOCKET)(uintptr_t)(unsigned)(fd))
 #define MUX__IOV_BATCH 64
 
 _Static_assert(sizeof(mux_buf_t) == sizeof(WSABUF) &&
@@ -342,7 +341,11 @@ ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
     at.Offset = (DWORD)off;
     at.OffsetHigh = (DWORD)(off >> 32);
     DWORD got = 0;
-    if (!ReadFile(h, buf, (DWORD)len, &got, &at)) {
+    BOOL ok = ReadFile(h, buf, (DWORD)len, &got, &at);
+    /* A file opened for overlapped I/O reads in the background, into this frame: wait. */
+    if (!ok && GetLastError() == ERROR_IO_PENDING)
+        ok = GetOverlappedResult(h, &at, &got, TRUE);
+    if (!ok) {
         DWORD e = GetLastError();
         if (e == ERROR_ACCESS_DENIED)
             return -EBADF; /* not open for reading, as POSIX says it */

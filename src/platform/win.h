@@ -16,5 +16,7 @@ int mux__wsa_errno(void);
 /* A connected pair of TCP sockets over 127.0.0.1, both non-blocking and overlapped-capable
  * (Windows has no socketpair). 0 or -errno. */
 int mux__win_sock_pair(SOCKET sv[2]);
+/* A socket handle passed as the int the API takes (mux_io_init): its value fits 32 bits. */
+#define MUX__SOCK(fd) ((SOCKET)(uintptr_t)(unsigned)(fd))
 
 #endif
