@@ -8,7 +8,6 @@
  * and keep the loop from blocking until waitpid finds nothing more.
  */
 #include <errno.h>
-#include <string.h>
 #include <sys/wait.h>
 
 #include "internal.h"
@@ -71,17 +70,6 @@ void mux__children_reap(struct mux__loop *loop)
             mux__queue(loop, &w->h_, (unsigned)status);
         }
     loop->recheck = 1; /* there may be more */
-}
-
-MUX_EXPORT int mux_child_init(mux_child_t *w, mux_child_cb cb, int pid)
-{
-    if (!w || !cb || pid < 0)
-        return -EINVAL;
-    memset(w, 0, sizeof *w);
-    w->h_.type = MUX__T_CHILD;
-    w->cb_ = cb;
-    w->pid_ = pid;
-    return 0;
 }
 
 MUX_EXPORT int mux_child_start(mux_loop_t *pub, mux_child_t *w)

@@ -78,6 +78,8 @@ struct mux__hooklist {
     ptrdiff_t hdr_off;
 };
 
+#define MUX__NSIG 65 /* signal numbers below this are watched (1 .. 64) */
+
 struct mux__loop {
     mux_loop_t *pub;
     const struct mux__backend *backend;
@@ -128,11 +130,11 @@ struct mux__loop {
     mux_io_t clock_io;
 
     /* signals and children */
-    int sig_slot;               /* index in the process registry, or -1 */
-    uint64_t sig_mask;          /* signals this loop has watchers for (bit signum - 1) */
-    unsigned sig_seen[65];      /* last delivery count seen, per signal */
-    mux_signal_t *sig_head[65]; /* watchers per signal */
-    uint32_t sig_refs[65];      /* watchers per signal, child watchers counting for SIGCHLD */
+    int sig_slot;                      /* index in the process registry, or -1 */
+    uint64_t sig_mask;                 /* signals this loop has watchers for (bit signum - 1) */
+    unsigned sig_seen[MUX__NSIG];      /* last delivery count seen, per signal */
+    mux_signal_t *sig_head[MUX__NSIG]; /* watchers per signal */
+    uint32_t sig_refs[MUX__NSIG]; /* watchers per signal, child watchers counting for SIGCHLD */
     mux_listener_t *paused;     /* listeners waiting for a free descriptor */
     struct mux__link streams, listeners; /* open ones (closing included), for the walk */
     struct mux__link chans;              /* open channels, for the walk */
@@ -164,9 +166,8 @@ static inline struct mux__fd *mux__fd_find(const struct mux__loop *loop, int fd)
     return &loop->fdl[i][(uint32_t)fd & (MUX__FD_LEAF - 1)];
 }
 
-/* clock.c; the clocks are the platform seam's (platform.h) */
-uint64_t mux__mono_ns(void);
-int64_t mux__wall_ns(void);
+/* clock.c; the clocks themselves (mux__mono_ns, mux__wall_ns) are the platform seam's
+ * (platform.h) */
 extern int64_t mux__test_wall_offset; /* tests only: a simulated wall-clock jump */
 extern unsigned mux__fork_gen;        /* bumped in every child by pthread_atfork */
 

@@ -21,7 +21,6 @@
 #include "internal.h"
 
 #define MUX__SIG_SLOTS 64
-#define MUX__NSIG      65
 
 struct mux__sig_slot {
     struct mux__loop *loop;  /* atomic: the loop to wake, or NULL */
@@ -187,18 +186,6 @@ void mux__sig_atfork_child(void)
 static int mux__signal_valid(const mux_signal_t *w)
 {
     return w && w->h_.type == MUX__T_SIGNAL;
-}
-
-MUX_EXPORT int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum)
-{
-    if (!w || !cb || signum <= 0 || signum >= MUX__NSIG || signum >= NSIG || signum == SIGKILL ||
-        signum == SIGSTOP)
-        return -EINVAL;
-    memset(w, 0, sizeof *w);
-    w->h_.type = MUX__T_SIGNAL;
-    w->cb_ = cb;
-    w->signum_ = signum;
-    return 0;
 }
 
 MUX_EXPORT int mux_signal_start(mux_loop_t *pub, mux_signal_t *w)

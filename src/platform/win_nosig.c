@@ -5,25 +5,11 @@
  * faults, from a thread of its own, with no mask and no way to wait for them) and no SIGCHLD:
  * a process's end is a handle becoming signalled, which a completion port does not report
  * without a thread per wait (RegisterWaitForSingleObject). So the watchers initialise as
- * everywhere, for portable code, and mux_signal_start and mux_child_start return -ENOTSUP;
+ * everywhere (src/watch_init.c), for portable code, and mux_signal_start and
+ * mux_child_start return -ENOTSUP;
  * docs/signal.md and docs/child.md say so. The loop's hooks for them do nothing here.
  */
-#include <string.h>
-
 #include "internal.h"
-
-#define MUX__NSIG 65
-
-MUX_EXPORT int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum)
-{
-    if (!w || !cb || signum <= 0 || signum >= MUX__NSIG)
-        return -EINVAL;
-    memset(w, 0, sizeof *w);
-    w->h_.type = MUX__T_SIGNAL;
-    w->cb_ = cb;
-    w->signum_ = signum;
-    return 0;
-}
 
 MUX_EXPORT int mux_signal_start(mux_loop_t *pub, mux_signal_t *w)
 {
@@ -36,17 +22,6 @@ MUX_EXPORT int mux_signal_stop(mux_loop_t *pub, mux_signal_t *w)
 {
     if (!mux__L(pub) || !w || w->h_.type != MUX__T_SIGNAL)
         return -EINVAL;
-    return 0;
-}
-
-MUX_EXPORT int mux_child_init(mux_child_t *w, mux_child_cb cb, int pid)
-{
-    if (!w || !cb || pid < 0)
-        return -EINVAL;
-    memset(w, 0, sizeof *w);
-    w->h_.type = MUX__T_CHILD;
-    w->cb_ = cb;
-    w->pid_ = pid;
     return 0;
 }
 
