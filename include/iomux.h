@@ -436,7 +436,8 @@ int mux_fork_stop(mux_loop_t *loop, mux_fork_t *w);  /* 0 or -EINVAL */
  *     clears the flag under that lock before it frees the watcher:
  *         sender:       lock(m); if (open) mux_async_send(&w); unlock(m);
  *         loop thread:  lock(m); open = 0; unlock(m); mux_async_stop(loop, &w); free
- *   - a signal handler: block the signal (or restore its disposition) before the free. */
+ *   - a signal handler: block the signal (or restore its disposition) before the free.
+ * mux_async_init resets the watcher: no send may overlap it. */
 typedef struct mux_async mux_async_t;
 typedef void (*mux_async_cb)(mux_loop_t *loop, mux_async_t *w);
 struct mux_async {

@@ -63,13 +63,17 @@ MUX_EXPORT int mux_async_stop(mux_loop_t *pub, mux_async_t *w)
 
 MUX_EXPORT int mux_async_send(mux_async_t *w)
 {
-    if (!mux__async_valid(w))
+    if (!mux__async_valid(w) || !__atomic_load_n(&w->loop_, __ATOMIC_SEQ_CST))
         return -EINVAL;
+    /* Already sent and not yet run: the loop will get to it, and this send touches nothing
+     * of the loop's (the common case of a busy sender costs one atomic operation). */
+    if (__atomic_exchange_n(&w->sent_, 1, __ATOMIC_SEQ_CST) != 0)
+        return 0;
+    /* The first send wakes the loop: counted, so that a stop waits for it (async_stop). */
     __atomic_fetch_add(&w->busy_, 1, __ATOMIC_SEQ_CST);
     struct mux__loop *loop = __atomic_load_n(&w->loop_, __ATOMIC_SEQ_CST);
     int err = loop ? 0 : -EINVAL;
-    if (loop && __atomic_exchange_n(&w->sent_, 1, __ATOMIC_SEQ_CST) == 0 &&
-        __atomic_exchange_n(&loop->async_pending, 1, __ATOMIC_SEQ_CST) == 0)
+    if (loop && __atomic_exchange_n(&loop->async_pending, 1, __ATOMIC_SEQ_CST) == 0)
         err = loop->backend->wake(loop);
     __atomic_fetch_sub(&w->busy_, 1, __ATOMIC_SEQ_CST);
     return err;
