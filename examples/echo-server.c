@@ -590,7 +590,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "echo-server: loop %d: close: %s\n", i, mux_strerror(rc));
             failed = 1;
         }
-        free(srv->pool_mem);
+        aligned_free(srv->pool_mem);
         free(srv->pool_slots);
     }
     free(cfg.srv);
