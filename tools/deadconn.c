@@ -107,6 +107,8 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
     mux_stream_close(s, on_closed);
 }
 
+static void close_all(void);
+
 static void failed_connect(struct conn *c, int err)
 {
     if (failed < sizeof fail_errno / sizeof fail_errno[0])
@@ -194,11 +196,14 @@ static void start_more(void)
                held, inet_ntoa(opt.host), opt.port, opt.sources, opt.sources == 1 ? "" : "es",
                failed, secs_since(t0));
         fflush(stdout);
+        mux_timer_stop(&loop, &tick); /* it only watches the connects */
+        if (held < opt.count) { /* some failed: the run has failed, no point holding the rest */
+            close_all();
+            return;
+        }
         mux_timer_start(&loop, &hold_timer, (uint64_t)(opt.seconds * 1e9), 0);
     }
 }
-
-static void close_all(void);
 
 static void on_hold_over(mux_loop_t *l, mux_timer_t *t)
 {
@@ -287,12 +292,27 @@ static void usage(FILE *to)
 static double number(const char *flag, const char *s, double lo, double hi)
 {
     char *end;
+    errno = 0;
     double v = strtod(s, &end);
-    if (!*s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "deadconn: bad --%s '%s'\n", flag, s);
+    if (!*s || *end || errno || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "deadconn: bad --%s '%s' (a number from %g to %g)\n", flag, s, lo, hi);
         exit(2);
     }
     return v;
+}
+
+/* A count: decimal digits only (no 0x50, 1e2 or 1.7). */
+static unsigned whole(const char *flag, const char *s, unsigned lo, unsigned hi)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = s[0] >= '0' && s[0] <= '9' ? strtoul(s, &end, 10) : 0;
+    if (!(s[0] >= '0' && s[0] <= '9') || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "deadconn: bad --%s '%s' (a whole number from %u to %u)\n", flag, s,
+                lo, hi);
+        exit(2);
+    }
+    return (unsigned)v;
 }
 
 static void list_backends(void)
@@ -319,22 +339,22 @@ static void parse(int argc, char **argv)
     while ((o = getopt_long(argc, argv, "p:c:t:s:H:m:T:bh", opts, NULL)) != -1) {
         switch (o) {
         case 'p':
-            opt.port = (unsigned)number("port", optarg, 1, 65535);
+            opt.port = whole("port", optarg, 1, 65535);
             break;
         case 'c':
-            opt.count = (unsigned)number("count", optarg, 1, MAX_COUNT);
+            opt.count = whole("count", optarg, 1, MAX_COUNT);
             break;
         case 't':
             opt.seconds = number("seconds", optarg, 0, 86400);
             break;
         case 's':
-            opt.sources = (unsigned)number("sources", optarg, 1, MAX_SOURCES);
+            opt.sources = whole("sources", optarg, 1, MAX_SOURCES);
             break;
         case 'H':
             host = optarg;
             break;
         case 'm':
-            opt.inflight = (unsigned)number("inflight", optarg, 1, 65536);
+            opt.inflight = whole("inflight", optarg, 1, 65536);
             break;
         case 'T':
             opt.connect_timeout = number("connect-timeout", optarg, 0.1, 3600);
@@ -355,8 +375,11 @@ static void parse(int argc, char **argv)
         usage(stderr);
         exit(2);
     }
-    if (inet_pton(AF_INET, host, &opt.host) != 1 ||
-        (ntohl(opt.host.s_addr) >> 24) != 127) { /* loopback only, by design */
+    if (inet_pton(AF_INET, host, &opt.host) != 1) {
+        fprintf(stderr, "deadconn: --host '%s' is not a dotted IPv4 address (127.0.0.X)\n", host);
+        exit(2);
+    }
+    if ((ntohl(opt.host.s_addr) >> 24) != 127) { /* loopback only, by design */
         fprintf(stderr, "deadconn: --host '%s' is not an address in 127.0.0.0/8\n", host);
         exit(2);
     }
