@@ -109,7 +109,8 @@ typedef struct mux_loop {
 
 /* Initialises `loop` (caller-owned) with the backend that `opts` (may be NULL) names, else
  * the one the IOMUX_BACKEND environment variable names (an empty value counts as unset),
- * else the first of mux_backend_name()'s list that opens. A named backend, from either
+ * else the first of mux_backend_name()'s list that opens, passing by the opt-in ones (rtsig,
+ * which opens only when named). A named backend, from either
  * place, is used or init fails: there is no fallback from a name.
  * Returns 0; -EINVAL for NULL, bad flags or a backend name this build does not know;
  * -ENOTSUP for a known backend that this platform lacks; the backend's own error (-ENOSYS,
