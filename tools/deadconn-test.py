@@ -14,6 +14,7 @@ CASE is one of:
   loopback     an address outside 127.0.0.0/8 is refused (exit 2) before any connect
 """
 import json
+import os
 import select
 import signal
 import socket
@@ -60,10 +61,15 @@ def run(exe, count, sources, close_some=0):
         srcs = {addr[0] for _, addr in conns}
         if len(srcs) != sources:
             fail(f"connections came from {sorted(srcs)}, expected {sources} addresses")
+        fds = len(os.listdir(f"/proc/{p.pid}/fd"))
         for c, _ in conns[:close_some]:
             c.close()
-        if close_some:
-            time.sleep(0.5)
+        # deadconn closes each connection it finds closed: wait for its descriptors to go.
+        deadline = time.time() + 10
+        while close_some and len(os.listdir(f"/proc/{p.pid}/fd")) > fds - close_some:
+            if time.time() > deadline:
+                fail(f"deadconn did not close the {close_some} connections the server closed")
+            time.sleep(0.01)
         for c, _ in conns[close_some:]:
             c.setblocking(False)
             try:
@@ -86,20 +92,30 @@ def run(exe, count, sources, close_some=0):
         lst.close()
 
 
+def check_backend(r):
+    """The case runs once per backend: deadconn must have used the one it was given."""
+    want = os.environ.get("IOMUX_BACKEND")
+    if want and r.get("backend") != want:
+        fail(f"deadconn ran on {r.get('backend')}, not {want}")
+
+
 def main():
     exe, case = sys.argv[1], sys.argv[2]
     if case == "holds":
         rc, r = run(exe, 300, 3)
+        check_backend(r)
         if rc != 0 or r["held"] != 300 or r["lost"] or r["failed"] or \
                 r["fds_after"] != r["fds_before"] or r["held_at_end"] != 300:
             fail(f"exit {rc}, {r}")
     elif case == "server_close":
         rc, r = run(exe, 50, 1, close_some=10)
+        check_backend(r)
         if rc != 1 or r["lost"] != 10 or r["held_at_end"] != 40 or \
                 r["fds_after"] != r["fds_before"]:
             fail(f"exit {rc}, {r}")
     elif case == "loopback":
-        p = subprocess.run([exe, "--port", "80", "--count", "1", "--host", "192.0.2.1"],
+        # 0.0.0.0 is not in 127.0.0.0/8, and a connect to it would still stay on this host
+        p = subprocess.run([exe, "--port", "80", "--count", "1", "--host", "0.0.0.0"],
                            capture_output=True, text=True)
         if p.returncode != 2 or "127.0.0.0/8" not in p.stderr:
             fail(f"exit {p.returncode}: {p.stderr!r}")
