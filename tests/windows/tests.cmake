@@ -62,6 +62,10 @@ target_compile_options(iomux-tests PRIVATE -include ${CMAKE_CURRENT_SOURCE_DIR}/
 string(REPLACE ";" "," backends_csv "${IOMUX_BACKENDS}")
 target_compile_definitions(iomux-tests PRIVATE IOMUX_TEST_BACKENDS="${backends_csv}")
 
+# Cases that keep Wine's one server busy for seconds (5,000 loopback TCP pairs), which every
+# other Wine process waits on: they run alone.
+set(win_serial_cases io_ten_thousand_fds_only_written_ones_fire)
+
 # Wine: its own prefix in the build tree, made (and its server started, kept for a minute
 # after the last program) by the first test, which every other one waits for.
 set(wine_env "WINEDEBUG=-all;WINEPREFIX=${CMAKE_BINARY_DIR}/wineprefix")
@@ -91,6 +95,9 @@ foreach(src IN LISTS win_all_files)
         ${IOMUX_WINE} $<TARGET_FILE:iomux-tests> ${name})
       set_tests_properties(${b}.${name} PROPERTIES ENVIRONMENT "${env}" TIMEOUT 120
         SKIP_RETURN_CODE 77 FIXTURES_REQUIRED wine LABELS "${b};windows")
+      if(name IN_LIST win_serial_cases)
+        set_tests_properties(${b}.${name} PROPERTIES RUN_SERIAL TRUE)
+      endif()
     endforeach()
   endforeach()
 endforeach()
