@@ -217,6 +217,50 @@ static inline void echo_nodelay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/* The next connection waiting on the non-blocking listening socket `lfd`, non-blocking,
+ * close-on-exec and with TCP_NODELAY, or -1 once none is left; an error other than "none
+ * left" (or a connection aborted before it was taken) is printed. The accept loop of the
+ * servers that take an fd. */
+static inline int echo_accept(const char *name, int lfd)
+{
+    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+        if (errno != EAGAIN && errno != ECONNABORTED)
+            fprintf(stderr, "%s: accept: %s\n", name, strerror(errno));
+        return -1;
+    }
+    echo_nodelay(fd);
+    return fd;
+}
+
+/* A connection of `size` bytes whose last member is its read buffer of `bufsize` bytes,
+ * on a 64-byte boundary (the kernel copies into misaligned buffers much slower); NULL when
+ * memory is short. Freed with free(). */
+static inline void *echo_conn_alloc(size_t size, size_t bufsize)
+{
+    return aligned_alloc(64, (size + bufsize + 63) / 64 * 64);
+}
+
+/* The list of open connections a server keeps, to close them all on exit: `c` is a pointer
+ * to any struct with `next` and `prev` pointers to its own type, `head` the list's first. */
+#define ECHO_LIST_PUSH(head, c)                                                            \
+    do {                                                                                   \
+        (c)->prev = NULL;                                                                  \
+        (c)->next = (head);                                                                \
+        if (head)                                                                          \
+            (head)->prev = (c);                                                            \
+        (head) = (c);                                                                      \
+    } while (0)
+#define ECHO_LIST_UNLINK(head, c)                                                          \
+    do {                                                                                   \
+        if ((c)->prev)                                                                     \
+            (c)->prev->next = (c)->next;                                                   \
+        else                                                                               \
+            (head) = (c)->next;                                                            \
+        if ((c)->next)                                                                     \
+            (c)->next->prev = (c)->prev;                                                   \
+    } while (0)
+
 /* Writes buf[*done, len) to fd, advancing *done; 1 when all is written, 0 when the socket
  * is full, -1 on error. The write-first step of the hand-written servers. */
 static inline int echo_flush(int fd, const char *buf, size_t len, size_t *done)

@@ -28,12 +28,7 @@ static size_t bufsize;
 static void conn_free(struct conn *c)
 {
     bufferevent_free(c->bev);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    ECHO_LIST_UNLINK(conns, c);
     free(c);
 }
 
@@ -62,10 +57,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         close(fd);
         return;
     }
-    c->next = conns;
-    if (conns)
-        conns->prev = c;
-    conns = c;
+    ECHO_LIST_PUSH(conns, c);
     bufferevent_set_max_single_read(c->bev, bufsize);
     bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);

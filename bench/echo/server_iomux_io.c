@@ -26,12 +26,7 @@ static mux_signal_t sigint_w, sigterm_w;
 static void conn_close(mux_loop_t *loop, struct conn *c)
 {
     mux_io_stop(loop, &c->io);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    ECHO_LIST_UNLINK(conns, c);
     close(mux_io_fd(&c->io));
     free(c);
 }
@@ -66,19 +61,13 @@ static void on_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
 static void on_accept(mux_loop_t *loop, mux_io_t *w, unsigned revents)
 {
     (void)revents;
-    for (;;) {
-        int fd = accept4(mux_io_fd(w), NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != ECONNABORTED)
-                perror("echo-iomux-io: accept");
-            return;
-        }
-        struct conn *c = aligned_alloc(64, (sizeof *c + bufsize + 63) / 64 * 64);
+    int fd;
+    while ((fd = echo_accept("echo-iomux-io", mux_io_fd(w))) >= 0) {
+        struct conn *c = echo_conn_alloc(sizeof *c, bufsize);
         if (!c) {
             close(fd);
             continue;
         }
-        echo_nodelay(fd);
         c->len = c->done = 0;
         if (mux_io_init(&c->io, on_io, fd, MUX_READ) != 0 || mux_io_start(loop, &c->io) != 0) {
             fprintf(stderr, "echo-iomux-io: cannot watch fd %d\n", fd);
@@ -87,11 +76,7 @@ static void on_accept(mux_loop_t *loop, mux_io_t *w, unsigned revents)
             continue;
         }
         c->io.data = c;
-        c->prev = NULL;
-        c->next = conns;
-        if (conns)
-            conns->prev = c;
-        conns = c;
+        ECHO_LIST_PUSH(conns, c);
     }
 }
 

@@ -24,12 +24,7 @@ static void conn_close(struct ev_loop *loop, struct conn *c)
 {
     ev_io_stop(loop, &c->rio);
     ev_io_stop(loop, &c->wio);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    ECHO_LIST_UNLINK(conns, c);
     close(c->rio.fd);
     free(c);
 }
@@ -71,28 +66,18 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)revents;
-    for (;;) {
-        int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != ECONNABORTED)
-                perror("echo-libev: accept");
-            return;
-        }
-        struct conn *c = aligned_alloc(64, (sizeof *c + bufsize + 63) / 64 * 64);
+    int fd;
+    while ((fd = echo_accept("echo-libev", w->fd)) >= 0) {
+        struct conn *c = echo_conn_alloc(sizeof *c, bufsize);
         if (!c) {
             close(fd);
             continue;
         }
-        echo_nodelay(fd);
         c->len = c->done = 0;
         ev_io_init(&c->rio, on_readable, fd, EV_READ);
         ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
         c->rio.data = c->wio.data = c;
-        c->prev = NULL;
-        c->next = conns;
-        if (conns)
-            conns->prev = c;
-        conns = c;
+        ECHO_LIST_PUSH(conns, c);
         ev_io_start(loop, &c->rio);
     }
 }

@@ -26,12 +26,7 @@ static void conn_close(struct conn *c)
 {
     event_free(c->rev); /* event_free deletes a pending event first */
     event_free(c->wev);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    ECHO_LIST_UNLINK(conns, c);
     close(c->fd);
     free(c);
 }
@@ -73,28 +68,18 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     (void)what, (void)arg;
-    for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != ECONNABORTED)
-                perror("echo-libevent: accept");
-            return;
-        }
-        struct conn *c = aligned_alloc(64, (sizeof *c + bufsize + 63) / 64 * 64);
+    int fd;
+    while ((fd = echo_accept("echo-libevent", lfd)) >= 0) {
+        struct conn *c = echo_conn_alloc(sizeof *c, bufsize);
         if (!c) {
             close(fd);
             continue;
         }
-        echo_nodelay(fd);
         c->fd = fd;
         c->len = c->done = 0;
         c->rev = event_new(base, fd, EV_READ | EV_PERSIST, on_readable, c);
         c->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
-        c->prev = NULL;
-        c->next = conns;
-        if (conns)
-            conns->prev = c;
-        conns = c;
+        ECHO_LIST_PUSH(conns, c);
         if (!c->rev || !c->wev || event_add(c->rev, NULL) != 0)
             conn_close(c);
     }

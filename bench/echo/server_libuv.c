@@ -97,7 +97,7 @@ static void on_connection(uv_stream_t *srv, int status)
         fprintf(stderr, "echo-libuv: accept: %s\n", uv_strerror(status));
         return;
     }
-    struct conn *c = aligned_alloc(64, (sizeof *c + bufsize + 63) / 64 * 64);
+    struct conn *c = echo_conn_alloc(sizeof *c, bufsize);
     if (!c)
         return; /* the next connection callback retries */
     uv_tcp_init(srv->loop, &c->tcp);

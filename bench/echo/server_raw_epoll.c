@@ -41,12 +41,7 @@ static int nshards;
 
 static void conn_close(struct shard *sh, struct conn *c)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        sh->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    ECHO_LIST_UNLINK(sh->conns, c);
     close(c->fd); /* also leaves the epoll set */
     free(c);
 }
@@ -88,27 +83,17 @@ static void on_event(struct shard *sh, struct conn *c)
 
 static void on_accept(struct shard *sh)
 {
-    for (;;) {
-        int fd = accept4(sh->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != ECONNABORTED)
-                perror("echo-raw-epoll: accept");
-            return;
-        }
-        struct conn *c = aligned_alloc(64, (sizeof *c + sh->bufsize + 63) / 64 * 64);
+    int fd;
+    while ((fd = echo_accept("echo-raw-epoll", sh->lfd)) >= 0) {
+        struct conn *c = echo_conn_alloc(sizeof *c, sh->bufsize);
         if (!c) {
             close(fd);
             continue;
         }
         c->fd = fd;
         c->len = c->done = 0;
-        c->prev = NULL;
-        c->next = sh->conns;
-        if (sh->conns)
-            sh->conns->prev = c;
-        sh->conns = c;
+        ECHO_LIST_PUSH(sh->conns, c);
         sh->accepted++;
-        echo_nodelay(fd);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         if (epoll_ctl(sh->ep, EPOLL_CTL_ADD, fd, &ev) != 0)
             conn_close(sh, c);
