@@ -708,7 +708,8 @@ int mux_read_start(mux_stream_t *s, char *buf, size_t len, mux_read_cb cb);
 /* As mux_read_start, but every read takes a fresh buffer from `pool` (on io_uring the kernel
  * picks it as the bytes arrive). Also -EINVAL when the pool serves another loop's kernel,
  * -EBUSY while a receive from another pool, stopped, is still in flight or has bytes kept
- * for the next start (restart with that pool). */
+ * for the next start (restart with that pool), -ENOMEM when the loop cannot take the pool
+ * into its kernel's care (io_uring's buffer ring, IOCP's bookkeeping) for want of memory. */
 int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_read_cb cb);
 /* Stops reading; no read callback runs after it returns, and a caller buffer is the
  * caller's again. Returns 0 or -EINVAL. */

@@ -8,10 +8,11 @@
  * by it or sets the loop's flag again and writes: the last send is never lost. Only atomics and
  * write(2): async-signal-safe.
  *
- * A send counts itself in the watcher while it is inside (busy_), and mux_async_stop waits
- * until none is: the loop may be closed and its memory given back as soon as the stop
- * returns, while a send that the loop already saw (its flag) is still on its way to the
- * wake-up. libuv's uv_close of an async spins for the same reason.
+ * A send that finds the watcher's flag already set touches nothing but the watcher. The one
+ * that sets it goes on to the loop, and counts itself in the watcher while it does (busy_):
+ * mux_async_stop waits until none is, so that the loop may be closed and its memory given
+ * back as soon as the stop returns, while such a send is still on its way to the wake-up.
+ * libuv's uv_close of an async spins for the same reason.
  */
 #include <sched.h>
 #include <string.h>

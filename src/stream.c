@@ -767,9 +767,13 @@ MUX_EXPORT int mux_read_start_pool(mux_stream_t *s, mux_bufpool_t *pool, mux_rea
     if (owner && owner != loop)
         return -EINVAL; /* its buffers are in another loop's kernel ring */
     /* Attached, the pool's receives run in the kernel; refused (a pool larger than a ring
-     * holds), they are emulated. Either way reading can start. */
-    if (!owner && (loop->caps & MUX__CAP(MUX__OP_RECV_POOL)))
-        (void)loop->backend->pool_attach(loop, pool);
+     * holds: -ENOTSUP), they are emulated. Only a lack of memory stops the start: the
+     * backend's receives need the state the attach makes (IOCP counts them in it). */
+    if (!owner && (loop->caps & MUX__CAP(MUX__OP_RECV_POOL))) {
+        int r = loop->backend->pool_attach(loop, pool);
+        if (r != 0 && r != -ENOTSUP)
+            return r;
+    }
     s->rto_.pool = pool;
     s->flags_ |= S_POOL;
     mux__read_start(s, cb);

@@ -43,7 +43,6 @@
 #include "internal.h"
 #include "platform.h"
 
-
 /* The outcome of one attempt at an operation's system call: done with (res, buf, flags), or
  * again: the socket said EAGAIN. */
 struct mux__attempt {

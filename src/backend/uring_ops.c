@@ -63,9 +63,9 @@
 #include "bufpool.h"
 #include "uring.h"
 
-#define MUX__SEND_MAX   0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
-#define MUX__URING_SENDV_MAX  1024u       /* UIO_MAXIOV */
-#define MUX__RING_SLACK 8u
+#define MUX__SEND_MAX        0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
+#define MUX__URING_SENDV_MAX 1024u       /* UIO_MAXIOV */
+#define MUX__RING_SLACK      8u
 
 /* mux__uop.queue: what the next wait does; mux__uop.state: where the operation is. */
 enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
@@ -188,7 +188,7 @@ int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         free(up);
-        return -errno;
+        return -ENOMEM; /* anonymous memory refused (the locked-memory limit, or none left) */
     }
     up->pool = p;
     up->ring = mem;
@@ -303,7 +303,8 @@ static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, 
         struct msghdr *msg = &st->msgs[sqe - st->ring.sq.sqes];
         memset(msg, 0, sizeof *msg);
         msg->msg_iov = (struct iovec *)(uintptr_t)op->a_.bufs.v; /* laid out alike */
-        msg->msg_iovlen = op->a_.bufs.n > MUX__URING_SENDV_MAX ? MUX__URING_SENDV_MAX : op->a_.bufs.n;
+        msg->msg_iovlen =
+            op->a_.bufs.n > MUX__URING_SENDV_MAX ? MUX__URING_SENDV_MAX : op->a_.bufs.n;
         sqe->opcode = IORING_OP_SENDMSG;
         sqe->addr = (uint64_t)(uintptr_t)msg;
         sqe->len = 1;

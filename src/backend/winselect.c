@@ -27,7 +27,6 @@
 #include "backend.h"
 #include "platform/win.h"
 
-
 struct mux__wselect {
     fd_set rd, wr;
     fd_set got_rd, got_wr, got_ex; /* the last wait's, kept here: 8 KB each */
