@@ -304,10 +304,10 @@ static double number(const char *flag, const char *s, double lo, double hi)
 /* A count: decimal digits only (no 0x50, 1e2 or 1.7). */
 static unsigned whole(const char *flag, const char *s, unsigned lo, unsigned hi)
 {
-    char *end;
+    char *end = (char *)s; /* stays at s when no digit leads: refused */
     errno = 0;
     unsigned long v = s[0] >= '0' && s[0] <= '9' ? strtoul(s, &end, 10) : 0;
-    if (!(s[0] >= '0' && s[0] <= '9') || *end || errno || v < lo || v > hi) {
+    if (end == s || *end || errno || v < lo || v > hi) {
         fprintf(stderr, "deadconn: bad --%s '%s' (a whole number from %u to %u)\n", flag, s,
                 lo, hi);
         exit(2);

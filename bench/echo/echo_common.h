@@ -274,4 +274,18 @@ static inline int echo_flush(int fd, const char *buf, size_t len, size_t *done)
     return 1;
 }
 
+/* The hand-written servers' step on a readable connection: one read of up to `bufsize` bytes
+ * into `buf`, written back at once. `*len` and `*done` describe the block (0 and 0 when the
+ * read found nothing). Returns as echo_flush: 1 when nothing is left to write, 0 when the
+ * socket filled with the rest still to write, -1 on an error or at the end of the stream. */
+static inline int echo_read_flush(int fd, char *buf, size_t bufsize, size_t *len, size_t *done)
+{
+    ssize_t n = read(fd, buf, bufsize);
+    *len = *done = 0;
+    if (n <= 0)
+        return n < 0 && errno == EAGAIN ? 1 : -1;
+    *len = (size_t)n;
+    return echo_flush(fd, buf, *len, done);
+}
+
 #endif

@@ -33,6 +33,7 @@ static void conn_close(mux_loop_t *loop, struct conn *c)
 
 static void on_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
 {
+    (void)revents; /* the watcher's one direction says what the connection waits for */
     struct conn *c = w->data;
     int fd = mux_io_fd(w);
     int r;
@@ -41,16 +42,7 @@ static void on_io(mux_loop_t *loop, mux_io_t *w, unsigned revents)
         if (r > 0 && mux_io_modify(loop, w, MUX_READ) != 0)
             r = -1;
     } else {
-        (void)revents;
-        ssize_t n = read(fd, c->buf, bufsize);
-        if (n <= 0) {
-            if (n == 0 || errno != EAGAIN)
-                conn_close(loop, c);
-            return;
-        }
-        c->len = (size_t)n;
-        c->done = 0;
-        r = echo_flush(fd, c->buf, c->len, &c->done);
+        r = echo_read_flush(fd, c->buf, bufsize, &c->len, &c->done);
         if (r == 0 && mux_io_modify(loop, w, MUX_WRITE) != 0)
             r = -1;
     }

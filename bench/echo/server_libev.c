@@ -46,15 +46,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;
     (void)revents;
-    ssize_t n = read(w->fd, c->buf, bufsize);
-    if (n <= 0) {
-        if (n == 0 || errno != EAGAIN)
-            conn_close(loop, c);
-        return;
-    }
-    c->len = (size_t)n;
-    c->done = 0;
-    int r = echo_flush(c->rio.fd, c->buf, c->len, &c->done);
+    int r = echo_read_flush(w->fd, c->buf, bufsize, &c->len, &c->done);
     if (r < 0) {
         conn_close(loop, c);
     } else if (r == 0) {

@@ -48,15 +48,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
     (void)what;
-    ssize_t n = read(fd, c->buf, bufsize);
-    if (n <= 0) {
-        if (n == 0 || errno != EAGAIN)
-            conn_close(c);
-        return;
-    }
-    c->len = (size_t)n;
-    c->done = 0;
-    int r = echo_flush(c->fd, c->buf, c->len, &c->done);
+    int r = echo_read_flush(fd, c->buf, bufsize, &c->len, &c->done);
     if (r < 0) {
         conn_close(c);
     } else if (r == 0) {

@@ -64,15 +64,7 @@ static void on_event(struct shard *sh, struct conn *c)
         }
         return;
     }
-    ssize_t n = read(c->fd, c->buf, sh->bufsize);
-    if (n <= 0) {
-        if (n == 0 || errno != EAGAIN)
-            conn_close(sh, c);
-        return;
-    }
-    c->len = (size_t)n;
-    c->done = 0;
-    int r = echo_flush(c->fd, c->buf, c->len, &c->done);
+    int r = echo_read_flush(c->fd, c->buf, sh->bufsize, &c->len, &c->done);
     if (r < 0)
         conn_close(sh, c);
     else if (r == 0)
