@@ -9,6 +9,7 @@
  *   queue full still wakes the loop.
  * - The signal it takes is a free one, given back at close, and the files it armed are
  *   handed back (no owner, no O_ASYNC), at close or at the first signal nobody wants.
+ * - A burst of more signals than one read of the signalfd takes is taken whole in one wait.
  * - Two loops of one thread, a loop run from a second thread, a file shared with a forked
  *   child.
  */
@@ -383,6 +384,80 @@ CORE_TEST(rtsig_unwanted_signal_hands_the_file_back) {
     loop_close(&loop);
     close(sv[0]);
     close(sv[1]);
+}
+
+/* More signals queued than one read of the signalfd takes (64), in two bursts: one
+ * non-blocking run reports every socket once, each with its byte, and leaves none of the
+ * loop's signals pending; a second burst on half of them goes the same way. */
+enum { BATCH_PAIRS = 300 };
+
+struct batch {
+    int sv[BATCH_PAIRS][2];
+    int calls[BATCH_PAIRS], bytes[BATCH_PAIRS];
+    mux_io_t w[BATCH_PAIRS];
+};
+
+static void batch_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
+{
+    struct batch *b = w->data;
+    (void)loop;
+    int i = (int)(w - b->w);
+    CHECK_EQ(revents, MUX_READ);
+    b->calls[i]++;
+    b->bytes[i] += drain(b->sv[i][0]);
+}
+
+static int signal_pending(int signo)
+{
+    sigset_t p;
+    CHECK_EQ(sigpending(&p), 0);
+    return sigismember(&p, signo);
+}
+
+CORE_TEST(rtsig_one_wait_takes_a_burst_of_signals_larger_than_a_read) {
+    skip_unless_rtsig();
+    static struct batch b;
+    memset(&b, 0, sizeof b);
+    mux_loop_t loop;
+    rt_open(&loop);
+    for (int i = 0; i < BATCH_PAIRS; i++) {
+        make_socketpair(b.sv[i]);
+        CHECK_EQ(mux_io_init(&b.w[i], batch_cb, b.sv[i][0], MUX_READ), 0);
+        b.w[i].data = &b;
+        CHECK_EQ(mux_io_start(&loop, &b.w[i]), 0);
+    }
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), BATCH_PAIRS); /* armed; nothing ready */
+    int signo = fcntl(b.sv[0][0], F_GETSIG);
+    CHECK(armed_for_me(b.sv[0][0], signo));
+    CHECK(armed_for_me(b.sv[BATCH_PAIRS - 1][0], signo));
+    for (int i = 0; i < BATCH_PAIRS; i++)
+        write_byte(b.sv[i][1]);
+    CHECK(signal_pending(signo)); /* blocked in this thread: queued for the loop */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), BATCH_PAIRS);
+    for (int i = 0; i < BATCH_PAIRS; i++) {
+        CHECK_EQ(b.calls[i], 1);
+        CHECK_EQ(b.bytes[i], 1);
+    }
+    CHECK(!signal_pending(signo));
+    CHECK(!sigio_pending()); /* the queue never overflowed */
+    for (int i = 0; i < BATCH_PAIRS; i += 2)
+        write_byte(b.sv[i][1]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), BATCH_PAIRS);
+    for (int i = 0; i < BATCH_PAIRS; i++) {
+        CHECK_EQ(b.calls[i], i % 2 ? 1 : 2);
+        CHECK_EQ(b.bytes[i], i % 2 ? 1 : 2);
+    }
+    CHECK(!signal_pending(signo));
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), BATCH_PAIRS); /* nothing new */
+    for (int i = 0; i < BATCH_PAIRS; i++)
+        CHECK_EQ(b.calls[i], i % 2 ? 1 : 2);
+    for (int i = 0; i < BATCH_PAIRS; i++)
+        CHECK_EQ(mux_io_stop(&loop, &b.w[i]), 0);
+    loop_close(&loop);
+    for (int i = 0; i < BATCH_PAIRS; i++) {
+        close(b.sv[i][0]);
+        close(b.sv[i][1]);
+    }
 }
 
 /* ---- threads and processes ---- */

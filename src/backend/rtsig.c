@@ -4,8 +4,9 @@
  * Each watched socket or pipe is given a real-time signal (F_SETSIG), an owner (F_SETOWN_EX
  * with F_OWNER_TID: the loop's own thread) and O_ASYNC. From then on the kernel queues one
  * siginfo per event on the file, naming the fd (si_fd) and what happened (si_band, si_code
- * POLL_IN..POLL_HUP); the loop takes them off the queue with sigtimedwait. A wait costs
- * O(events), not O(watched fds): one of the five mechanisms Libenzi measured against
+ * POLL_IN..POLL_HUP); the loop reads them off the queue through a signalfd, up to 64 per
+ * read (a wait that blocks with nothing to poll takes the first with sigtimedwait). A wait
+ * costs O(events), not O(watched fds): one of the five mechanisms Libenzi measured against
  * /dev/epoll (docs/studies.md, study 4), and still in today's kernel. What is odd about it,
  * and what this file does about it:
  * - Signals are edge-like and queued per event: a burst of writes queues a signal each, and
@@ -64,8 +65,9 @@
  *   thread: no descriptor. One is in flight at most (a flag the wait clears), and si_code
  *   (SI_TKILL) tells it from the kernel's events (POLL_*).
  * - Timeouts are timespecs (sigtimedwait, ppoll): nanoseconds. EINTR is passed up.
- * - Signals cost one dequeue each (the "signal per fd" patch that collapsed them never
- *   reached mainline); epoll replaced all this. rtsig is here for comparisons, never chosen
+ * - Signals are queued and dequeued one per event, however many name the same fd (the
+ *   "signal per fd" patch that collapsed them never reached mainline); only the system calls
+ *   are batched. epoll replaced all this. rtsig is here for comparisons, never chosen
  *   unless named (MUX__CAP_NAMED_ONLY).
  */
 #include <fcntl.h>
@@ -87,6 +89,7 @@
 #define MUX__RT_POLLED 0x2  /* watched by poll: on the check list for good */
 #define MUX__RT_QUEUED 0x4  /* on the check list */
 #define MUX__RT_DRAIN  1024 /* signals taken per wait at most */
+#define MUX__RT_BATCH  64   /* signals taken per read of the signalfd */
 
 struct mux__rtsig {
     int signo, sigfd;   /* the loop's signal; a signalfd for it and SIGIO */
@@ -260,35 +263,44 @@ static int mux__rtsig_change(struct mux__loop *loop, int fd, unsigned want, int 
     return 0;
 }
 
-/* One signal taken off the queue. */
-static void mux__rtsig_got(struct mux__loop *loop, const siginfo_t *si)
+/* One signal taken off the queue: its number, si_code and si_fd. */
+static void mux__rtsig_got(struct mux__loop *loop, int signo, int code, int fd)
 {
     struct mux__rtsig *st = loop->bdata;
     struct mux__fd *e;
-    if (si->si_signo == SIGIO) { /* the queue overflowed (or a wake-up found it full) */
+    if (signo == SIGIO) { /* the queue overflowed (or a wake-up found it full) */
         st->overflows = ++mux__rtsig_me.overflows;
         st->rescan = 1;
         loop->woken = 1;
-    } else if (si->si_code < POLL_IN || si->si_code > POLL_HUP) { /* tgkill: a wake-up */
+    } else if (code < POLL_IN || code > POLL_HUP) { /* tgkill: a wake-up */
         __atomic_store_n(&st->wake, 0, __ATOMIC_SEQ_CST);
         loop->woken = 1;
-    } else if ((e = mux__fd_find(loop, si->si_fd)) && (e->kmask & MUX__RT_ARMED)) {
+    } else if ((e = mux__fd_find(loop, fd)) && (e->kmask & MUX__RT_ARMED)) {
         if (e->want & MUX__IO_EVENTS) /* else nobody watches it: given back */
-            mux__rtsig_queue(st, e, si->si_fd);
+            mux__rtsig_queue(st, e, fd);
         else
-            mux__rtsig_disarm(st, e, si->si_fd);
+            mux__rtsig_disarm(st, e, fd);
     } /* else stale: a file this loop does not arm (any more) */
 }
 
-/* Takes what is queued. 1 when the budget ran out (more may be there), 0, or -errno. */
+/* Takes what is queued, MUX__RT_BATCH signals per read of the signalfd (which dequeues as
+ * sigtimedwait does, in the loop's thread: one system call for a batch, where sigtimedwait
+ * takes one signal, and one more to hear that none is left). A short read means the queue
+ * was empty. 1 when the budget ran out (more may be there), 0, or -errno. */
 static int mux__rtsig_drain(struct mux__loop *loop)
 {
     struct mux__rtsig *st = loop->bdata;
-    siginfo_t si;
-    for (int i = 0; i < MUX__RT_DRAIN; i++) {
-        if (sigtimedwait(&st->set, &si, &mux__rtsig_zero) < 0)
+    struct signalfd_siginfo si[MUX__RT_BATCH];
+    for (int taken = 0; taken < MUX__RT_DRAIN;) {
+        ssize_t n = read(st->sigfd, si, sizeof si);
+        if (n < 0)
             return errno == EAGAIN ? 0 : -errno;
-        mux__rtsig_got(loop, &si);
+        size_t k = (size_t)n / sizeof si[0];
+        for (size_t i = 0; i < k; i++)
+            mux__rtsig_got(loop, (int)si[i].ssi_signo, si[i].ssi_code, si[i].ssi_fd);
+        if (k < MUX__RT_BATCH)
+            return 0;
+        taken += (int)k;
     }
     return 1;
 }
@@ -380,7 +392,7 @@ static int mux__rtsig_block(struct mux__loop *loop, int64_t timeout_ns)
     siginfo_t si;
     if (sigtimedwait(&st->set, &si, timeout_ns < 0 ? NULL : &ts) < 0)
         return errno == EAGAIN ? 0 : -errno;
-    mux__rtsig_got(loop, &si);
+    mux__rtsig_got(loop, si.si_signo, si.si_code, si.si_fd);
     return 1;
 }
 
