@@ -415,9 +415,20 @@ def nginx_conf(d, port, root_user, connections=4096, idle_s=None, nofile=None, w
         f"    fastcgi_temp_path {d}/fastcgi;",
         f"    uwsgi_temp_path {d}/uwsgi;",
         f"    scgi_temp_path {d}/scgi;",
-        f"    server {{ listen 127.0.0.1:{port}{' reuseport' if reuseport else ''}; "
-        f"root {d}/www; }}",
+        "    # the listen backlog iomux-httpd asks for, SOMAXCONN (nginx's default: 511)",
+        f"    server {{ listen 127.0.0.1:{port} backlog={somaxconn()}"
+        f"{' reuseport' if reuseport else ''}; root {d}/www; }}",
         "}", ""])
+
+
+def somaxconn():
+    """The kernel's cap on a listen backlog, which a listen(SOMAXCONN) gets: 4,096 from Linux
+    5.4 on."""
+    try:
+        with open("/proc/sys/net/core/somaxconn") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 4096
 
 
 def h2o_conf(d, port, root_user):
