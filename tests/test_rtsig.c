@@ -117,10 +117,11 @@ static void pairs_close(mux_loop_t *loop, struct pairs *p)
 
 enum { OV_PAIRS = 64, OV_ROUNDS = 3 };
 
-static int sigio_pending(void)
+/* Whether `signo` is pending for this thread or the process (a blocked signal waits). */
+static int signal_pending(int signo)
 {
     sigset_t p;
-    return sigpending(&p) == 0 && sigismember(&p, SIGIO);
+    return sigpending(&p) == 0 && sigismember(&p, signo) == 1;
 }
 
 /* In a child whose RLIMIT_SIGPENDING is `limit`: 64 watched sockets, each written once per
@@ -145,7 +146,7 @@ static _Noreturn void overflow_child(rlim_t limit)
     for (int round = 1; round <= OV_ROUNDS; round++) {
         for (int i = 0; i < OV_PAIRS; i++)
             write_byte(o.sv[i][1]);
-        if (!sigio_pending())
+        if (!signal_pending(SIGIO))
             child_exit(6); /* the queue did not overflow */
         int done = 0;
         for (int k = 0; k < 100 && !done; k++) {
@@ -403,15 +404,6 @@ CORE_TEST(rtsig_unwanted_signal_hands_the_file_back) {
     close(sv[1]);
 }
 
-static int signal_pending(int signo)
-{
-    sigset_t p;
-    CHECK_EQ(sigpending(&p), 0);
-    return sigismember(&p, signo);
-}
-
-enum { BATCH_PAIRS = PAIRS_MAX };
-
 /* More signals queued than one read of the signalfd takes (64), in two bursts: one
  * non-blocking run reports every socket once, each with its byte, and leaves none of the
  * loop's signals pending; a second burst on half of them goes the same way. */
@@ -420,31 +412,31 @@ CORE_TEST(rtsig_one_wait_takes_a_burst_of_signals_larger_than_a_read) {
     static struct pairs b;
     mux_loop_t loop;
     rt_open(&loop);
-    pairs_watch(&loop, &b, BATCH_PAIRS);
-    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), BATCH_PAIRS); /* armed; nothing ready */
+    pairs_watch(&loop, &b, PAIRS_MAX);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), PAIRS_MAX); /* armed; nothing ready */
     int signo = fcntl(b.sv[0][0], F_GETSIG);
     CHECK(armed_for_me(b.sv[0][0], signo));
-    CHECK(armed_for_me(b.sv[BATCH_PAIRS - 1][0], signo));
-    for (int i = 0; i < BATCH_PAIRS; i++)
+    CHECK(armed_for_me(b.sv[PAIRS_MAX - 1][0], signo));
+    for (int i = 0; i < PAIRS_MAX; i++)
         write_byte(b.sv[i][1]);
     CHECK(signal_pending(signo)); /* blocked in this thread: queued for the loop */
-    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), BATCH_PAIRS);
-    for (int i = 0; i < BATCH_PAIRS; i++) {
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), PAIRS_MAX);
+    for (int i = 0; i < PAIRS_MAX; i++) {
         CHECK_EQ(b.calls[i], 1);
         CHECK_EQ(b.bytes[i], 1);
     }
     CHECK(!signal_pending(signo));
-    CHECK(!sigio_pending()); /* the queue never overflowed */
-    for (int i = 0; i < BATCH_PAIRS; i += 2)
+    CHECK(!signal_pending(SIGIO)); /* the queue never overflowed */
+    for (int i = 0; i < PAIRS_MAX; i += 2)
         write_byte(b.sv[i][1]);
-    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), BATCH_PAIRS);
-    for (int i = 0; i < BATCH_PAIRS; i++) {
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), PAIRS_MAX);
+    for (int i = 0; i < PAIRS_MAX; i++) {
         CHECK_EQ(b.calls[i], i % 2 ? 1 : 2);
         CHECK_EQ(b.bytes[i], i % 2 ? 1 : 2);
     }
     CHECK(!signal_pending(signo));
-    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), BATCH_PAIRS); /* nothing new */
-    for (int i = 0; i < BATCH_PAIRS; i++)
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), PAIRS_MAX); /* nothing new */
+    for (int i = 0; i < PAIRS_MAX; i++)
         CHECK_EQ(b.calls[i], i % 2 ? 1 : 2);
     CHECK_EQ(b.bad, 0);
     pairs_close(&loop, &b);
