@@ -2,9 +2,11 @@
 /* echo-server: sends back every byte it receives, on as many connections as arrive.
  *
  * The shape of Asio's echo server, which the echo study measures: read a buffer, write the
- * bytes back, read again once the write completed. A connection never holds more than one
- * buffer of data, so a client that does not read its echoes slows itself down, not the
- * server. The buffers come from one pool (--pool N buffers, shared by every connection;
+ * bytes back, read again once the write completed. Usually the write is done inside mux_write
+ * (the socket had room) and its callback comes before the next read, so reading never stops;
+ * when it had to wait for room, reading stops until its callback. A connection never holds
+ * more than one buffer of data, so a client that does not read its echoes slows itself
+ * down, not the server. The buffers come from one pool (--pool N buffers, shared by every connection;
  * on io_uring the kernel picks them as data arrives, so an idle connection holds none).
  * When the pool runs dry, a connection waits for the next buffer that comes back. With
  * --pool 0 every connection has a buffer of its own instead. A connection with no traffic
@@ -62,6 +64,7 @@ struct conn {
     struct conn *next, *prev; /* all open connections, to close them on exit */
     struct conn *next_dry;    /* waiting for a pool buffer */
     int dry;
+    int paused; /* reading stopped until the echo's write callback */
     struct server *srv;
     char *held;             /* the pool buffer being echoed */
     alignas(64) char buf[]; /* --pool 0: the connection's own, aligned as the pool is */
@@ -156,8 +159,13 @@ static void on_written(mux_write_t *req, int status)
                 conn_close(srv, d);
         }
     }
-    if (status < 0 || start_reading(srv, c) < 0)
+    if (status < 0) {
         conn_close(srv, c);
+    } else if (c->paused) {
+        c->paused = 0;
+        if (start_reading(srv, c) < 0)
+            conn_close(srv, c);
+    }
 }
 
 static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
@@ -178,13 +186,21 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
         conn_close(srv, c);
         return;
     }
-    mux_read_stop(s); /* the buffer is busy until the echo is written */
     if (srv->nbufs)
         c->held = buf;
     c->out = mux_buf_init(buf, (size_t)nread);
     c->write.data = c;
-    if (mux_write(s, &c->write, &c->out, 1, on_written) < 0)
+    if (mux_write(s, &c->write, &c->out, 1, on_written) < 0) {
         conn_close(srv, c);
+        return;
+    }
+    /* Bytes left to write: the buffer is busy until they are, and no more is read meanwhile.
+     * Else the write is done, and its callback comes before the next read (the stream's
+     * order): reading goes on, with no stop and start per message. */
+    if (mux_stream_write_queue_size(s) > 0) {
+        mux_read_stop(s);
+        c->paused = 1;
+    }
 }
 
 static struct conn *conn_new(struct server *srv)
@@ -198,6 +214,7 @@ static void conn_serve(struct server *srv, struct conn *c)
 {
     c->stream.data = c;
     c->dry = 0;
+    c->paused = 0;
     c->held = NULL;
     c->srv = srv;
     c->prev = NULL;

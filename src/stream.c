@@ -35,8 +35,8 @@
  *
  * Hints keep the system calls down: a receive polls first unless the last one said data is
  * left (the kernel's NONEMPTY, kept across a read stop, or the emulation's guess that a
- * filled buffer means more, which is not), and a send after one that found the socket full
- * polls first too.
+ * filled buffer means more, which is not, nor across a write: a peer waiting for an answer
+ * has sent nothing more), and a send after one that found the socket full polls first too.
  *
  * Timeouts cost nothing per read or write: the stream only records when bytes last moved,
  * and its one timer, when it fires, checks whether a deadline really passed and otherwise
@@ -853,6 +853,9 @@ static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, 
     req->status_ = 0;
     req->ffd_ = fd;
     req->foff_ = off;
+    /* A guess does not outlive an answer either: a peer that waits for this one, as a client
+     * of an echo or a request-response protocol does, has sent nothing more yet. */
+    s->flags_ &= ~(unsigned)S_RFILLED;
     int first = s->wq_head_ == NULL;
     if (first && !flen && mux__stream_send_direct(s, req, bufs, nbufs, &left))
         return 0;

@@ -642,6 +642,98 @@ TEST(stream_finished_write_is_called_back_after_read_stop_outside_callbacks) {
     close(sv[1]);
 }
 
+/* ---- a write done inside mux_write is called back before the next read ---- */
+
+/* An echo that keeps reading: every 4-byte read is written back at once, and reading stops
+ * only while bytes of an echo are still queued (as examples/echo-server does). */
+struct relay {
+    mux_stream_t s;
+    mux_write_t w[16];
+    mux_buf_t iov[16];
+    char rbuf[4];
+    char out[16][4];
+    int reads, written, done_at_once, uncalled_at_once, stopped;
+    size_t got;
+};
+
+static void relay_read_cb(mux_stream_t *s, ssize_t nread, char *buf);
+
+static void relay_write_cb(mux_write_t *req, int status)
+{
+    struct relay *r = req->data;
+    int i = (int)(req - r->w);
+    CHECK_EQ(status, 0);
+    CHECK_EQ(i, r->written); /* in the order they were queued */
+    r->written++;
+    if (r->iov[i].len == 0) { /* marked done at once by relay_read_cb */
+        r->uncalled_at_once--;
+    }
+    if (r->stopped && mux_stream_write_queue_size(&r->s) == 0) {
+        r->stopped = 0;
+        CHECK_EQ(mux_read_start(&r->s, r->rbuf, sizeof r->rbuf, relay_read_cb), 0);
+    }
+}
+
+static void relay_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct relay *r = s->data;
+    CHECK_GT(nread, 0);
+    CHECK(buf == r->rbuf);
+    /* The guarantee: no write that was done inside mux_write waits for its callback. */
+    CHECK_EQ(r->uncalled_at_once, 0);
+    int i = r->reads++;
+    CHECK_LT(i, 16);
+    memcpy(r->out[i], buf, (size_t)nread);
+    r->iov[i] = mux_buf_init(r->out[i], (size_t)nread);
+    r->w[i].data = r;
+    r->got += (size_t)nread;
+    CHECK_EQ(mux_write(s, &r->w[i], &r->iov[i], 1, relay_write_cb), 0);
+    if (mux_stream_write_queue_size(s) == 0) {
+        r->done_at_once++;
+        r->uncalled_at_once++;
+        r->iov[i].len = 0; /* the mark: its bytes are out, its request waits for delivery */
+    } else {
+        r->stopped = 1;
+        CHECK_EQ(mux_read_stop(s), 0);
+    }
+}
+
+TEST(stream_write_done_inside_mux_write_is_called_back_before_the_next_read) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct relay *r = calloc(1, sizeof *r);
+    CHECK(r != NULL);
+    r->s.data = r;
+    CHECK_EQ(mux_stream_open(&loop, &r->s, sv[0]), 0);
+    CHECK_EQ(mux_read_start(&r->s, r->rbuf, sizeof r->rbuf, relay_read_cb), 0);
+    char sent[64], back[64];
+    for (size_t k = 0; k < sizeof sent; k++)
+        sent[k] = (char)('A' + k % 26);
+    write_all(sv[1], sent, sizeof sent); /* 16 reads of a full buffer */
+    for (int n = 0; n < 1000 && r->written < 16; n++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    CHECK_EQ(r->reads, 16);
+    CHECK_EQ(r->written, 16);
+    CHECK_EQ(r->got, sizeof sent);
+    CHECK_EQ(r->uncalled_at_once, 0);
+    /* Where sends are emulated, the socket had room for every echo: each was done at once,
+     * and reading never stopped. io_uring's go with the next wait: reading stopped for each. */
+    CHECK_EQ(r->done_at_once, native_streams(&loop) ? 0 : 16);
+    size_t have = 0;
+    while (have < sizeof back) {
+        ssize_t n = read(sv[1], back + have, sizeof back - have);
+        CHECK_GT(n, 0);
+        have += (size_t)n;
+    }
+    CHECK(memcmp(sent, back, sizeof sent) == 0);
+    CHECK_EQ(mux_stream_close(&r->s, NULL), 0);
+    loop_finish(&loop);
+    close(sv[1]);
+    free(r);
+}
+
 TEST(stream_loop_close_is_ebusy_until_the_stream_close_callback_ran) {
     mux_loop_t loop;
     loop_open(&loop);
