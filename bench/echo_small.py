@@ -10,11 +10,22 @@ the latency the loop adds. Same method as the echo study: the server pinned to o
 client to the other, a fresh server per run, rotating order, ratios to the floor paired
 within each repetition.
 
+Then back-to-back pairs: the runs of a repetition are seconds apart and this machine's speed
+drifts by tens of percent over seconds, which is more than the differences the target is
+about. So iomux-epoll and each of the floor and the peers also run as K pairs of shorter
+runs, one right after the other (the first alternating), at every S; a pair's ratio is
+iomux-epoll's echoes per second over the other's (and its median round trip over the
+other's), reported as the median over the pairs with a distribution-free interval
+(bench/settle_study.py). Against the floor the target is 0.97x; against a peer, ahead: an
+interval that holds 1.00 is a tie within the noise, on the side its median is.
+
 bench/run passes what it shares in a namespace `h`: log, median, paired, ratio_stats,
 fmt_num, run_echo_one, echo_skip, echo_order, plot, root."""
 import shlex
 import statistics
 import sys
+
+from settle_study import median_interval
 
 FLOOR = "raw-epoll"
 TARGET = 0.97  # iomux-epoll over the floor: echoes/s, and the floor's round trip over its own
@@ -36,13 +47,17 @@ class Study:
         self.names, self.reps = names, reps
         self.sessions = cfg["sessions"]
         self.results, self.skipped = [], []
+        self.k = cfg.get("pairs", 0)  # back-to-back pairs per comparison (0: none)
+        self.others = [o for o in [FLOOR] + PEERS if HELD in names and o in names]
+        self.pairs = []  # {other, S, eps: [(mine, theirs)], rtt: [(mine, theirs)]}
 
     def banner(self):
         return (f"small-message echo ({self.cfg['block']}-byte blocks, round trips timed; "
                 f"S = {', '.join(f'{s:,}' for s in self.sessions)}; S = 1 is the ping-pong)")
 
     def total(self):
-        return len(self.names) * len(self.sessions) * self.reps
+        return len(self.names) * len(self.sessions) * self.reps + \
+            len(self.others) * len(self.sessions) * self.k
 
     def reproduce(self):
         build = self.args.build
@@ -69,8 +84,89 @@ class Study:
                                             client_args=["--latency"])
                     if r:
                         self.results.append(r)
+        self.run_pairs()
         if sys.stdout.isatty():
             print()
+
+    def run_pairs(self):
+        """iomux-epoll and each other server, K times one right after the other."""
+        cfg = dict(block=self.cfg["block"], seconds=self.cfg["pair_seconds"],
+                   warmup=self.cfg["pair_warmup"])
+        for s in self.sessions:
+            for other in self.others:
+                got = dict(other=other, S=s, eps=[], rtt=[])
+                for i in range(self.k):
+                    self.runner.progress(f"echo {cfg['block']} B S={s:,} {HELD} / {other} "
+                                         f"(pair {i + 1})")
+                    if self.h.echo_skip(HELD, s, self.runner.echo_servers) or \
+                            self.h.echo_skip(other, s, self.runner.echo_servers):
+                        continue
+                    first, second = (HELD, other) if i % 2 == 0 else (other, HELD)
+                    r = {}
+                    for name in (first, second):
+                        r[name] = self.h.run_echo_one(self.runner, name, s, cfg, i,
+                                                      study=self.NAME + "-pairs",
+                                                      client_args=["--latency"])
+                    if r[HELD] and r[other]:
+                        got["eps"].append((r[HELD]["eps"], r[other]["eps"]))
+                        if r[HELD].get("rtt_us_p50") and r[other].get("rtt_us_p50"):
+                            got["rtt"].append((r[HELD]["rtt_us_p50"], r[other]["rtt_us_p50"]))
+                self.pairs.append(got)
+
+    @staticmethod
+    def pair_verdict(ratios, target, higher):
+        """For echoes/s (higher) or a round trip (lower): against the floor, the target
+        ratio; against a peer (target 1.0), ahead or behind, or a tie within the noise."""
+        med = statistics.median(ratios)
+        ci = median_interval(ratios)
+        good = (lambda x: x >= target) if higher else (lambda x: x <= target)
+        peer = target == 1.0
+        if ci is None or good(ci[0]) != good(ci[1]):
+            side = ("ahead" if good(med) else "behind") if peer else \
+                ("met" if good(med) else "missed")
+            return med, ci, (f"{side} on the median, " + ("a tie within the noise" if peer else
+                                                           "the interval crosses the target")
+                             if ci else f"{side} on the median (too few pairs)")
+        return med, ci, (("ahead" if good(med) else "behind") if peer else
+                         ("met" if good(med) else "missed"))
+
+    def pair_rows(self):
+        rows = []
+        for p in self.pairs:
+            for metric, pairs, higher in (("echoes/s", p["eps"], True),
+                                          ("median round trip", p["rtt"], False)):
+                if not pairs or (metric != "echoes/s" and p["S"] != 1):
+                    continue  # round trips are the ping-pong's (S = 1) target
+                ratios = [a / b for a, b in pairs]
+                target = (TARGET if higher else 1 / TARGET) if p["other"] == FLOOR else 1.0
+                med, ci, v = self.pair_verdict(ratios, target, higher)
+                rows.append(dict(other=p["other"], S=p["S"], metric=metric, n=len(ratios),
+                                 med=med, ci=ci, target=target, verdict=v))
+        return rows
+
+    def pairs_md(self):
+        rows = self.pair_rows()
+        if not rows:
+            return []
+        md = [f"### Back-to-back pairs: {HELD} against the floor and each peer", "",
+              f"{self.k} pairs of runs per row ({self.cfg['pair_warmup']} s warm-up, "
+              f"{self.cfg['pair_seconds']} s timed), {HELD} and the other server one right "
+              "after the other, the first alternating; the ratio is "
+              f"{HELD}'s over the other's, as the median over the pairs and a "
+              "distribution-free interval for it. Echoes per second: higher is better; round "
+              "trip: lower. Against the floor the target is "
+              f"{TARGET}x (round trip {1 / TARGET:.3f}x); against a peer, ahead: an interval "
+              "that holds 1.00 is a tie within the noise.", "",
+              f"| {HELD} over | S | metric | pairs | median | interval | verdict |",
+              "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            ci = r["ci"]
+            md.append(f"| {r['other']} | {r['S']:,} | {r['metric']} | {r['n']} | "
+                      f"{r['med']:.3f}x | " + ("— (too few pairs)" if not ci else
+                                               f"{ci[0]:.3f}–{ci[1]:.3f} ({ci[2] * 100:.1f}%)")
+                      + f" | {r['verdict']} |")
+        md.append("")
+        return md
 
     # -----------------------------------------------------------------------------------
 
@@ -195,6 +291,7 @@ class Study:
                "every peer's.", ""]
         md += [f"- missed: {m}" for m in missed] or ["- met in every cell"]
         md.append("")
+        md += self.pairs_md()
         return md, missed
 
     def print_tables(self):
@@ -204,11 +301,16 @@ class Study:
                 self.h.log(f"\necho {self.cfg['block']} B: {metric} (columns: sessions)")
                 self.h.log(self.table(t, metric))
                 self.h.log(self.table(t, metric, True))
+        pmd = self.pairs_md()
+        if pmd:
+            self.h.log("\n" + "\n".join(pmd[4:]).rstrip())
 
     def smoke_summary(self):
         n = sum(r["echoes_total"] for r in self.results)
+        k = sum(len(p["eps"]) for p in self.pairs)
         return [f"echo {self.cfg['block']} B: {len(self.results)} runs, {n:,} echoes, every "
-                f"byte checked and every round trip timed"]
+                f"byte checked and every round trip timed; {k} back-to-back pairs"]
 
     def json(self):
-        return dict(config=self.cfg, sessions=self.sessions, results=self.results)
+        return dict(config=self.cfg, sessions=self.sessions, results=self.results,
+                    pairs=self.pairs, pair_verdicts=self.pair_rows())
