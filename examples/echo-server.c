@@ -6,9 +6,9 @@
  * (the socket had room) and its callback comes before the next read, so reading never stops;
  * when it had to wait for room, reading stops until its callback. A connection never holds
  * more than one buffer of data, so a client that does not read its echoes slows itself
- * down, not the server. The buffers come from one pool (--pool N buffers, shared by every connection;
- * on io_uring the kernel picks them as data arrives, so an idle connection holds none).
- * When the pool runs dry, a connection waits for the next buffer that comes back. With
+ * down, not the server. The buffers come from one pool (--pool N buffers, shared by every
+ * connection; on io_uring the kernel picks them as data arrives, so an idle connection holds
+ * none). When the pool runs dry, a connection waits for the next buffer that comes back. With
  * --pool 0 every connection has a buffer of its own instead. A connection with no traffic
  * for --timeout seconds (10 by default), or whose echo cannot be written for that long (its
  * client does not read), is closed: a client that stops reading holds one buffer at most,
