@@ -25,7 +25,7 @@ import shlex
 import statistics
 import sys
 
-from settle_study import median_interval
+from settle_study import median_interval, verdict
 
 FLOOR = "raw-epoll"
 TARGET = 0.97  # iomux-epoll over the floor: echoes/s, and the floor's round trip over its own
@@ -114,21 +114,17 @@ class Study:
                 self.pairs.append(got)
 
     @staticmethod
-    def pair_verdict(ratios, target, higher):
-        """For echoes/s (higher) or a round trip (lower): against the floor, the target
-        ratio; against a peer (target 1.0), ahead or behind, or a tie within the noise."""
+    def pair_verdict(ratios, target, higher, peer):
+        """For echoes/s (higher) or a round trip (lower): against the floor, settle_study's
+        verdict on the target ratio; against a peer (target 1.0), ahead or behind, or a tie
+        within the noise (on the median's side) where the interval holds 1.0."""
         med = statistics.median(ratios)
         ci = median_interval(ratios)
-        good = (lambda x: x >= target) if higher else (lambda x: x <= target)
-        peer = target == 1.0
-        if ci is None or good(ci[0]) != good(ci[1]):
-            side = ("ahead" if good(med) else "behind") if peer else \
-                ("met" if good(med) else "missed")
-            return med, ci, (f"{side} on the median, " + ("a tie within the noise" if peer else
-                                                           "the interval crosses the target")
-                             if ci else f"{side} on the median (too few pairs)")
-        return med, ci, (("ahead" if good(med) else "behind") if peer else
-                         ("met" if good(med) else "missed"))
+        v = verdict(med, ci, target, higher)
+        if peer:
+            side = "ahead" if v.startswith("met") else "behind"
+            v = side if v in ("met", "missed") else f"{side} on the median, a tie within the noise"
+        return med, ci, v
 
     def pair_rows(self):
         rows = []
@@ -138,8 +134,9 @@ class Study:
                 if not pairs or (metric != "echoes/s" and p["S"] != 1):
                     continue  # round trips are the ping-pong's (S = 1) target
                 ratios = [a / b for a, b in pairs]
-                target = (TARGET if higher else 1 / TARGET) if p["other"] == FLOOR else 1.0
-                med, ci, v = self.pair_verdict(ratios, target, higher)
+                peer = p["other"] != FLOOR
+                target = 1.0 if peer else TARGET if higher else 1 / TARGET
+                med, ci, v = self.pair_verdict(ratios, target, higher, peer)
                 rows.append(dict(other=p["other"], S=p["S"], metric=metric, n=len(ratios),
                                  med=med, ci=ci, target=target, verdict=v))
         return rows
@@ -155,8 +152,10 @@ class Study:
               f"{HELD}'s over the other's, as the median over the pairs and a "
               "distribution-free interval for it. Echoes per second: higher is better; round "
               "trip: lower. Against the floor the target is "
-              f"{TARGET}x (round trip {1 / TARGET:.3f}x); against a peer, ahead: an interval "
-              "that holds 1.00 is a tie within the noise.", "",
+              f"{TARGET}x (round trip {1 / TARGET:.3f}x), and the verdicts are the back-to-back "
+              "pairs' of studies 1 and 2 (met, met on the median, missed on the median, "
+              "missed); against a peer, ahead: an interval that holds 1.00 is a tie within "
+              "the noise.", "",
               f"| {HELD} over | S | metric | pairs | median | interval | verdict |",
               "|---|---|---|---|---|---|---|"]
         for r in rows:

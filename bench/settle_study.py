@@ -24,7 +24,7 @@ Against libev the target is a tie, 1.00x: where the interval holds 1.00 time can
 the two, and the cost table (instructions per chained write and per restart, when the run
 has it) says which costs less; where it does not, the median says.
 
-bench/run passes what it shares in a namespace `h`: log, median, fmt_dur, plain, root."""
+bench/run passes what it shares in a namespace `h`: log and plain."""
 import math
 import shlex
 import statistics
@@ -56,13 +56,16 @@ def median_interval(xs, confidence=CONFIDENCE):
     return x[l - 1], x[k - l], 1 - 2 * tail
 
 
-def verdict(med, ci, target):
-    """met, met on the median, missed on the median, or missed (the top of the module)."""
+def verdict(med, ci, target, higher=False):
+    """met, met on the median, missed on the median, or missed (the top of the module): a
+    ratio at most `target`, or with `higher` at least."""
+    good = (lambda x: x >= target) if higher else (lambda x: x <= target)
     if ci is None:
-        return "met on the median" if med <= target else "missed on the median"
-    if med <= target:
-        return "met" if ci[1] <= target else "met on the median"
-    return "missed" if ci[0] > target else "missed on the median"
+        return "met on the median" if good(med) else "missed on the median"
+    worst, best = (ci[0], ci[1]) if higher else (ci[1], ci[0])
+    if good(med):
+        return "met" if good(worst) else "met on the median"
+    return "missed" if not good(best) else "missed on the median"
 
 
 class Study:
@@ -203,10 +206,9 @@ class Study:
             (v.startswith("a tie, broken for") and f"broken for {row['ref']}" in v)
 
     def cell_name(self, r):
-        name = (f"Poller, {r['active']:,} active" if r["study"] == "poller" else
+        return (f"Poller, {r['active']:,} active" if r["study"] == "poller" else
                 f"chain, {r['active']:,} active, " + ("idle timeouts" if r["timeouts"] else
                                                      "no timeouts"))
-        return name
 
     def table(self, rows):
         lines = ["| driver over reference | cell | n | pairs | median | interval | verdict |",

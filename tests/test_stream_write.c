@@ -712,8 +712,7 @@ TEST(stream_write_done_inside_mux_write_is_called_back_before_the_next_read) {
     for (size_t k = 0; k < sizeof sent; k++)
         sent[k] = (char)('A' + k % 26);
     write_all(sv[1], sent, sizeof sent); /* 16 reads of a full buffer */
-    for (int n = 0; n < 1000 && r->written < 16; n++)
-        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    run_until_count(&loop, &r->written, 16, 2000, "16 echoes written back");
     CHECK_EQ(r->reads, 16);
     CHECK_EQ(r->written, 16);
     CHECK_EQ(r->got, sizeof sent);
