@@ -2,9 +2,12 @@
 /* echo-server: sends back every byte it receives, on as many connections as arrive.
  *
  * The shape of Asio's echo server, which the echo study measures: read a buffer, write the
- * bytes back, read again once the write completed. Usually the write is done inside mux_write
- * (the socket had room) and its callback comes before the next read, so reading never stops;
- * when it had to wait for room, reading stops until its callback. A connection never holds
+ * bytes back, read again once the write completed. Usually the socket has room and the bytes
+ * go out at once with mux_try_write, as libuv's server sends with uv_try_write: no request and
+ * no callback, and reading never stops. What it does not take (and on io_uring, whose ring
+ * makes the sends, all of it) goes through mux_write, and reading stops until that write's
+ * callback (unless the write was done inside mux_write: its callback comes before the next
+ * read, the stream's order, and reading goes on). A connection never holds
  * more than one buffer of data, so a client that does not read its echoes slows itself
  * down, not the server. The buffers come from one pool (--pool N buffers, shared by every
  * connection; on io_uring the kernel picks them as data arrives, so an idle connection holds
@@ -138,6 +141,22 @@ static void conn_close(struct server *srv, struct conn *c)
     mux_stream_close(&c->stream, on_closed);
 }
 
+/* A pool buffer is free again: back to the pool, and one connection waiting for a buffer
+ * reads again. */
+static void release_buffer(struct server *srv, char *buf)
+{
+    mux_bufpool_put(&srv->pool, buf);
+    struct conn *d = srv->dry_head;
+    if (d) {
+        srv->dry_head = d->next_dry;
+        if (!srv->dry_head)
+            srv->dry_tail = NULL;
+        d->dry = 0;
+        if (start_reading(srv, d) < 0)
+            conn_close(srv, d);
+    }
+}
+
 static void on_written(mux_write_t *req, int status)
 {
     struct conn *c = req->data;
@@ -147,17 +166,9 @@ static void on_written(mux_write_t *req, int status)
     if (status == 0)
         srv->bytes += c->out.len;
     if (c->held) {
-        mux_bufpool_put(&srv->pool, c->held);
+        char *buf = c->held;
         c->held = NULL;
-        struct conn *d = srv->dry_head; /* a buffer is free: one waiting connection reads */
-        if (d) {
-            srv->dry_head = d->next_dry;
-            if (!srv->dry_head)
-                srv->dry_tail = NULL;
-            d->dry = 0;
-            if (start_reading(srv, d) < 0)
-                conn_close(srv, d);
-        }
+        release_buffer(srv, buf);
     }
     if (status < 0) {
         conn_close(srv, c);
@@ -186,9 +197,27 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
         conn_close(srv, c);
         return;
     }
+    /* Most echoes fit the socket at once: sent here, with no request and no callback, as
+     * libuv's server does with uv_try_write. (On io_uring it says -EAGAIN: the ring sends.) */
+    mux_buf_t out = mux_buf_init(buf, (size_t)nread);
+    ssize_t sent = mux_try_write(s, &out, 1);
+    if (sent == nread) {
+        srv->bytes += (uint64_t)sent;
+        if (srv->nbufs)
+            release_buffer(srv, buf);
+        return;
+    }
     if (srv->nbufs)
-        c->held = buf;
-    c->out = mux_buf_init(buf, (size_t)nread);
+        c->held = buf; /* the close callback puts it back, should the connection end here */
+    if (sent < 0 && sent != -EAGAIN) {
+        conn_close(srv, c);
+        return;
+    }
+    if (sent < 0)
+        sent = 0;
+    srv->bytes += (uint64_t)sent;
+    /* The rest (all of it, on io_uring) is queued. */
+    c->out = mux_buf_init(buf + sent, (size_t)(nread - sent));
     c->write.data = c;
     if (mux_write(s, &c->write, &c->out, 1, on_written) < 0) {
         conn_close(srv, c);

@@ -828,19 +828,32 @@ static int mux__stream_send_direct(mux_stream_t *s, mux_write_t *req, const mux_
     return 0;
 }
 
-static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
-                      int fd, uint64_t off, uint64_t flen, mux_write_cb cb)
+/* What every write checks: the stream can take it, and its bytes add up (to *left). */
+static int mux__write_args(const mux_stream_t *s, const mux_buf_t *bufs, unsigned nbufs,
+                           size_t *left)
 {
-    if (!mux__stream_valid(s) || !req || !cb || nbufs > INT32_MAX || (nbufs > 0 && !bufs))
+    if (!mux__stream_valid(s) || (nbufs > 0 && !bufs))
         return -EINVAL;
     if (s->flags_ & (S_SHUTTING | S_SHUT))
         return -EPIPE;
     if (!(s->flags_ & S_CONNECTED))
         return -ENOTCONN;
-    size_t left = 0;
+    *left = 0;
     for (unsigned i = 0; i < nbufs; i++)
-        if (__builtin_add_overflow(left, (size_t)bufs[i].len, &left))
+        if (__builtin_add_overflow(*left, (size_t)bufs[i].len, left))
             return -EINVAL; /* more bytes than a size_t counts */
+    return 0;
+}
+
+static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
+                      int fd, uint64_t off, uint64_t flen, mux_write_cb cb)
+{
+    size_t left;
+    if (!req || !cb || nbufs > INT32_MAX)
+        return -EINVAL;
+    int err = mux__write_args(s, bufs, nbufs, &left);
+    if (err != 0)
+        return err;
     if (flen > SIZE_MAX || __builtin_add_overflow(left, (size_t)flen, &left))
         return -EINVAL;
     req->cb_ = cb;
@@ -888,6 +901,31 @@ MUX_EXPORT int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t
     if (fd < 0 || off < 0 || len > (uint64_t)(INT64_MAX - off))
         return -EINVAL;
     return mux__write(s, req, bufs, nbufs, fd, (uint64_t)off, len, cb);
+}
+
+/* libuv's uv_try_write: a send now or nothing, never a queued write and so no callback, which
+ * is what a reply that usually fits the socket at once needs (an echo: one send, with none of
+ * the request's bookkeeping). It goes out only where mux_write would have sent it at once: no
+ * write queued or in flight (the queue keeps the order), and a backend that leaves sends to
+ * the program (where the kernel runs them, the reply goes through mux_write's queue). */
+MUX_EXPORT ssize_t mux_try_write(mux_stream_t *s, const mux_buf_t *bufs, unsigned nbufs)
+{
+    size_t left;
+    int err = mux__write_args(s, bufs, nbufs, &left);
+    if (err != 0 || left == 0)
+        return err;
+    if (s->wq_head_ || mux__op_in_flight(&s->wop_) || (s->loop_->caps & MUX__CAP(MUX__OP_SEND)))
+        return -EAGAIN;
+    /* Past what one system call gathers, the first buffers go: a short write. */
+    ssize_t w = mux__sock_send(s->sock_, bufs, nbufs < MUX__GATHER_MAX ? nbufs : MUX__GATHER_MAX);
+    if (w <= 0)
+        return w == 0 ? -EAGAIN : w; /* EAGAIN: full; or the error the next write meets too */
+    /* Bytes went: the idle timeout starts again, and the guess that a filled read buffer
+     * means more is waiting ends, as with mux_write (a peer waits for this reply). */
+    s->flags_ &= ~(unsigned)S_RFILLED;
+    if (s->to_.idle_ns)
+        s->last_write_ = mux__now(s->loop_);
+    return w;
 }
 
 MUX_EXPORT ssize_t mux_stream_write_queue_size(const mux_stream_t *s)

@@ -114,6 +114,7 @@ CORE_TEST(stream_bad_input_on_a_stream_never_opened) {
         CHECK_EQ(mux_read_start_pool(p, &pool, any_read_cb), -EINVAL);
         CHECK_EQ(mux_read_stop(p), -EINVAL);
         CHECK_EQ(mux_write(p, &w, &iov, 1, any_write_cb), -EINVAL);
+        CHECK_EQ(mux_try_write(p, &iov, 1), -EINVAL);
         CHECK_EQ(mux_stream_write_queue_size(p), -EINVAL);
         CHECK_EQ(mux_stream_shutdown(p, any_shutdown_cb), -EINVAL);
         CHECK_EQ(mux_stream_close(p, any_close_cb), -EINVAL);
@@ -165,6 +166,10 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     mux_buf_t wrap[2] = {{.base = (char *)"x", .len = 1}, {.base = (char *)"y", .len = SIZE_MAX}};
     CHECK_EQ(mux_write(&s, &w, wrap, 2, any_write_cb), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, NULL, 1, any_write_cb), -EINVAL);
+    CHECK_EQ(mux_try_write(NULL, &iov, 1), -EINVAL);
+    CHECK_EQ(mux_try_write(&s, NULL, 1), -EINVAL);
+    CHECK_EQ(mux_try_write(&s, wrap, 2), -EINVAL);
+    CHECK_EQ(mux_try_write(&s, NULL, 0), 0); /* nothing asked, nothing sent */
     CHECK_EQ(mux_stream_write_queue_size(&s), 0);
 
     CHECK_EQ(mux_stream_keepalive(&s, 1, 10), -ENOTSUP); /* Unix: before any other check */
@@ -176,6 +181,7 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     CHECK_EQ(mux_stream_shutdown(&s, any_shutdown_cb), 0);
     CHECK_EQ(mux_stream_shutdown(&s, any_shutdown_cb), -EBUSY);
     CHECK_EQ(mux_write(&s, &w, &iov, 1, any_write_cb), -EPIPE);
+    CHECK_EQ(mux_try_write(&s, &iov, 1), -EPIPE);
     run_ms(&loop, 10);
     CHECK_EQ(cb_calls, 1); /* the shutdown callback, nothing else */
 
@@ -183,6 +189,7 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     CHECK_EQ(mux_stream_close(&s, any_close_cb), -EALREADY);
     /* Closing: nothing more is accepted. */
     CHECK_EQ(mux_write(&s, &w, &iov, 1, any_write_cb), -EINVAL);
+    CHECK_EQ(mux_try_write(&s, &iov, 1), -EINVAL);
     CHECK_EQ(mux_read_start(&s, buf, sizeof buf, any_read_cb), -EINVAL);
     CHECK_EQ(mux_read_start_pool(&s, &pool, any_read_cb), -EINVAL);
     CHECK_EQ(mux_read_stop(&s), -EINVAL);
@@ -196,6 +203,7 @@ TEST(stream_bad_input_read_write_shutdown_close) {
     /* Closed: the same, and closing again is no longer "already closing". */
     CHECK_EQ(mux_stream_close(&s, any_close_cb), -EINVAL);
     CHECK_EQ(mux_write(&s, &w, &iov, 1, any_write_cb), -EINVAL);
+    CHECK_EQ(mux_try_write(&s, &iov, 1), -EINVAL);
     CHECK_EQ(mux_stream_write_queue_size(&s), -EINVAL);
     CHECK(mux_stream_loop(&s) == NULL);
     run_ms(&loop, 10);
@@ -213,6 +221,7 @@ static void notconn_connect_cb(mux_stream_t *s, int status)
     CHECK_EQ(status, -ENOENT);
     CHECK_EQ(mux_read_start(s, buf, sizeof buf, any_read_cb), -ENOTCONN);
     CHECK_EQ(mux_write(s, &w, &iov, 1, any_write_cb), -ENOTCONN);
+    CHECK_EQ(mux_try_write(s, &iov, 1), -ENOTCONN);
     CHECK_EQ(mux_stream_shutdown(s, any_shutdown_cb), -ENOTCONN);
     CHECK_EQ(mux_stream_close(s, any_close_cb), 0);
 }

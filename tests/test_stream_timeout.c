@@ -16,8 +16,8 @@ struct tmo {
     char *big;
     char rbuf[64];
     int reads, read_err_calls, read_err, write_calls, write_status, close_on_read_error;
-    int shutdown_calls, shutdown_status;
-    uint64_t t0, t_read_err, t_write, last_read_now;
+    int shutdown_calls, shutdown_status, tried, tried_sent, tried_eagain;
+    uint64_t t0, t_read_err, t_write, last_read_now, last_try_now;
     volatile int read_failed, write_done, shut, closed;
 };
 
@@ -156,6 +156,57 @@ TEST(stream_read_timeout_restarts_with_every_read) {
     CHECK_EQ(t.read_err_calls, 1);
     CHECK_EQ(t.read_err, -ETIMEDOUT);
     check_on_time(t.last_read_now, t.t_read_err, 300, 400);
+    tmo_done(&loop, &t);
+}
+
+/* A byte sent with mux_try_write every 40 ms, 10 times, while nothing arrives. */
+static void tmo_try_cb(mux_loop_t *loop, mux_timer_t *tm)
+{
+    struct tmo *t = tm->data;
+    if (t->read_failed || ++t->tried == 10)
+        CHECK_EQ(mux_timer_stop(loop, tm), 0);
+    if (t->read_failed)
+        return;
+    ssize_t w = mux_try_write(&t->s, &t->iov, 1);
+    if (w == 1) {
+        t->tried_sent++;
+        t->last_try_now = mux_now(loop);
+    } else {
+        CHECK_EQ(w, -EAGAIN);
+        t->tried_eagain++;
+    }
+}
+
+/* Bytes that mux_try_write sent are traffic: the idle timeout starts again from the last
+ * one. Where the kernel makes the sends (io_uring, IOCP), it sends nothing, so the timeout
+ * fires 300 ms after the start. */
+TEST(stream_idle_timeout_restarts_with_every_try_write_that_sent) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct tmo t;
+    mux_stream_timeouts_t to = {.idle_ns = 300 * MS};
+    tmo_open(&loop, &t, &to);
+    t.close_on_read_error = 1;
+    t.iov = mux_buf_init((char *)"x", 1);
+    CHECK_EQ(mux_read_start(&t.s, t.rbuf, sizeof t.rbuf, tmo_read_cb), 0);
+    CHECK_EQ(mux_timer_init(&t.feeder, tmo_try_cb), 0);
+    t.feeder.data = &t;
+    CHECK_EQ(mux_timer_start(&loop, &t.feeder, 40 * MS, 40 * MS), 0);
+    run_for(&loop, &t.closed, 3000, "the idle timeout fired");
+    CHECK_EQ(mux_timer_stop(&loop, &t.feeder), 0); /* if the timeout came first */
+    CHECK_EQ(t.read_err_calls, 1);
+    CHECK_EQ(t.read_err, -ETIMEDOUT);
+    CHECK_EQ(t.reads, 0);
+    if (native_streams(&loop)) {
+        CHECK_EQ(t.tried_sent, 0);
+        CHECK_GT(t.tried_eagain, 0);
+        check_on_time(t.t0, t.t_read_err, 300, 400);
+    } else {
+        char got[64];
+        CHECK_EQ(t.tried_sent, 10);
+        CHECK_EQ(read(t.peer, got, sizeof got), 10); /* then the end: the stream closed */
+        check_on_time(t.last_try_now, t.t_read_err, 300, 400);
+    }
     tmo_done(&loop, &t);
 }
 

@@ -5,7 +5,7 @@
  * and the loop does not close before a stream's close callback ran. Every case runs on
  * every backend; where io_uring's native sends (handed to the kernel with the loop's next
  * wait) can be told apart through the public API, the case asserts what each path must
- * do. */
+ * do. And mux_try_write: a send at once or nothing, never past a queued write. */
 #include <sys/mman.h>
 
 #include "stream_util.h"
@@ -731,6 +731,190 @@ TEST(stream_write_done_inside_mux_write_is_called_back_before_the_next_read) {
     loop_finish(&loop);
     close(sv[1]);
     free(r);
+}
+
+/* ---- mux_try_write: a send now, or nothing ---- */
+
+TEST(stream_try_write_sends_at_once_with_nothing_queued_or_says_eagain_where_the_kernel_sends) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    mux_stream_t s;
+    CHECK_EQ(mux_stream_open(&loop, &s, sv[0]), 0);
+    mux_buf_t two[3] = {mux_buf_init((char *)"ab", 2), mux_buf_init(NULL, 0),
+                        mux_buf_init((char *)"cde", 3)};
+    ssize_t w = mux_try_write(&s, two, 3);
+    CHECK_EQ(mux_stream_write_queue_size(&s), 0); /* nothing queued, whatever happened */
+    char buf[16];
+    if (native_streams(&loop)) {
+        CHECK_EQ(w, -EAGAIN); /* io_uring, IOCP: the kernel's queue makes the sends */
+        CHECK_EQ(drain(sv[1]), 0);
+    } else {
+        CHECK_EQ(w, 5); /* gathered into one send */
+        CHECK_EQ(read(sv[1], buf, sizeof buf), 5);
+        CHECK(memcmp(buf, "abcde", 5) == 0);
+    }
+    run_ms(&loop, 10); /* no callback of any kind comes later: there is no request */
+    CHECK_EQ(drain(sv[1]), 0);
+    CHECK_EQ(mux_stream_close(&s, NULL), 0);
+    loop_finish(&loop);
+    close(sv[1]);
+}
+
+#define TRY_BIG (16u << 20) /* more than a socket pair holds */
+
+struct tryw {
+    mux_stream_t s;
+    mux_write_t w;
+    mux_buf_t iov;
+    char *data;
+    int write_calls, write_status;
+    volatile int written;
+};
+
+static void tryw_write_cb(mux_write_t *req, int status)
+{
+    struct tryw *x = req->data;
+    x->write_calls++;
+    x->write_status = status;
+    x->written = 1;
+}
+
+/* A stream on one end of a socket pair, and TRY_BIG bytes of the pattern to send. */
+static struct tryw *tryw_open(mux_loop_t *loop, int sv[2])
+{
+    pattern_init();
+    make_socketpair(sv);
+    struct tryw *x = calloc(1, sizeof *x);
+    CHECK(x != NULL);
+    CHECK((x->data = page_alloc(TRY_BIG)) != NULL);
+    pattern_fill(x->data, 0, TRY_BIG);
+    CHECK_EQ(mux_stream_open(loop, &x->s, sv[0]), 0);
+    x->w.data = x;
+    return x;
+}
+
+static void tryw_close(mux_loop_t *loop, struct tryw *x, int peer)
+{
+    CHECK_EQ(mux_stream_close(&x->s, NULL), 0);
+    loop_finish(loop);
+    close(peer);
+    free(x->data);
+    free(x);
+}
+
+/* Reads what the peer has now, checking that it is the pattern from offset *got on. */
+static void tryw_read_now(int peer, uint64_t *got, uint64_t want)
+{
+    static char chunk[65536];
+    for (;;) {
+        ssize_t n = read(peer, chunk, sizeof chunk);
+        if (n <= 0) {
+            CHECK(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+            return;
+        }
+        CHECK_LE(*got + (uint64_t)n, want);
+        if (!pattern_ok(chunk, *got, (size_t)n))
+            harness_fail(__FILE__, __LINE__, "the peer got the bytes in order", NULL);
+        *got += (uint64_t)n;
+    }
+}
+
+/* Reads the peer while the loop runs, until `want` bytes came (from *got on) and the write
+ * was called back; nothing may follow them. */
+static void tryw_receive(mux_loop_t *loop, struct tryw *x, int peer, uint64_t got,
+                         uint64_t want)
+{
+    for (long i = 0; (got < want || !x->written) && i < 2000000; i++) {
+        CHECK_GE(mux_run(loop, MUX_RUN_NOWAIT), 0);
+        tryw_read_now(peer, &got, want);
+    }
+    CHECK_EQ(got, want);
+    CHECK_EQ(x->write_calls, 1);
+    CHECK_EQ(x->write_status, 0);
+    CHECK_EQ(drain(peer), 0);
+}
+
+/* A queued write goes first: mux_try_write sends nothing past it, so the bytes stay in the
+ * order they were given. */
+TEST(stream_try_write_says_eagain_while_a_write_is_queued_and_the_order_holds) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    struct tryw *x = tryw_open(&loop, sv);
+    x->iov = mux_buf_init(x->data, TRY_BIG);
+    CHECK_EQ(mux_write(&x->s, &x->w, &x->iov, 1, tryw_write_cb), 0);
+    CHECK_GT(mux_stream_write_queue_size(&x->s), 0);
+    /* The peer empties the socket, the loop not yet told: the socket has room, but the
+     * queued write's bytes come first. */
+    uint64_t got = 0;
+    tryw_read_now(sv[1], &got, TRY_BIG);
+    mux_buf_t one = mux_buf_init((char *)"X", 1);
+    CHECK_EQ(mux_try_write(&x->s, &one, 1), -EAGAIN);
+    tryw_receive(&loop, x, sv[1], got, TRY_BIG); /* the rest of the write, and no X */
+    /* The queue is empty again: where the program sends, the byte goes now. */
+    CHECK_EQ(mux_try_write(&x->s, &one, 1), native_streams(&loop) ? -EAGAIN : 1);
+    CHECK_EQ(drain(sv[1]), native_streams(&loop) ? 0 : 1);
+    tryw_close(&loop, x, sv[1]);
+}
+
+/* The echo server's idiom: what the socket takes goes at once, and the rest is queued with
+ * mux_write. A full socket takes part of a big buffer, then nothing (-EAGAIN). */
+TEST(stream_try_write_on_a_filling_socket_is_short_then_eagain_and_mux_write_sends_the_rest) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    struct tryw *x = tryw_open(&loop, sv);
+    mux_buf_t all = mux_buf_init(x->data, TRY_BIG);
+    ssize_t n = mux_try_write(&x->s, &all, 1);
+    if (native_streams(&loop)) {
+        CHECK_EQ(n, -EAGAIN);
+        n = 0;
+    } else {
+        CHECK_GT(n, 0);
+        CHECK_LT(n, (ssize_t)TRY_BIG);
+        /* Full now, or soon: a TCP pair (Windows) may still move bytes on to the peer. */
+        ssize_t more = 1;
+        for (int i = 0; i < 1000 && more > 0; i++) {
+            mux_buf_t rest = mux_buf_init(x->data + n, TRY_BIG - (size_t)n);
+            more = mux_try_write(&x->s, &rest, 1);
+            if (more > 0)
+                n += more;
+        }
+        CHECK_EQ(more, -EAGAIN);
+        CHECK_LT(n, (ssize_t)TRY_BIG);
+    }
+    CHECK_EQ(mux_stream_write_queue_size(&x->s), 0);
+    x->iov = mux_buf_init(x->data + n, TRY_BIG - (size_t)n);
+    CHECK_EQ(mux_write(&x->s, &x->w, &x->iov, 1, tryw_write_cb), 0);
+    tryw_receive(&loop, x, sv[1], 0, TRY_BIG);
+    tryw_close(&loop, x, sv[1]);
+}
+
+/* A peer that is gone: the send's error, with no SIGPIPE (the process would die of it). */
+TEST(stream_try_write_to_a_closed_peer_returns_the_send_error) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    mux_stream_t s;
+    CHECK_EQ(mux_stream_open(&loop, &s, sv[0]), 0);
+    close(sv[1]);
+    mux_buf_t one = mux_buf_init((char *)"X", 1);
+    ssize_t w = mux_try_write(&s, &one, 1);
+    /* A Unix socket pair fails the first send; a TCP pair (Windows) may take one more, until
+     * the peer's reset is back. */
+    for (int i = 0; i < 100 && w == 1 && !native_streams(&loop); i++) {
+        run_ms(&loop, 5);
+        w = mux_try_write(&s, &one, 1);
+    }
+    if (native_streams(&loop))
+        CHECK_EQ(w, -EAGAIN);
+    else
+        CHECK(w == -EPIPE || w == -ECONNRESET || w == -ECONNABORTED);
+    CHECK_EQ(mux_stream_close(&s, NULL), 0);
+    loop_finish(&loop);
 }
 
 TEST(stream_loop_close_is_ebusy_until_the_stream_close_callback_ran) {
