@@ -167,11 +167,23 @@ MUX_EXPORT int mux_timer_is_active(const mux_timer_t *t)
     return mux__timer_valid(t) ? (t->h_.flags & MUX__W_ACTIVE) != 0 : -EINVAL;
 }
 
+/* The settling, out of line: most waits find the top settled, and then this function
+ * saves no registers. */
+static __attribute__((noinline)) void mux__timers_settle_cold(struct mux__heap *h)
+{
+    mux__timers_settle(h);
+}
+
 int64_t mux__timers_timeout(struct mux__loop *loop)
 {
-    mux__timers_settle(&loop->timers);
-    if (loop->timers.n == 0)
+    struct mux__heap *h = &loop->timers;
+    if (h->n == 0)
         return -1;
+    if (mux__unlikely(mux__container_of(h->v[0].link, mux_timer_t, hl_)->due_ != h->v[0].at)) {
+        mux__timers_settle_cold(h);
+        if (h->n == 0)
+            return -1;
+    }
     uint64_t at = loop->timers.v[0].at, now = mux__now(loop);
     if (at <= now)
         return 0;
