@@ -14,6 +14,9 @@ The method is the echo study's: the server pinned to one CPU, httperf and deadco
 other, a fresh server process for every (dead count, server) cell of every repetition, in an
 order that rotates, ratios paired within a repetition. Servers are started and stopped with
 bench/http_study.py's Server (its nginx configuration too, with room for the connections).
+Then the target's ratio is settled as studies 1 and 2 settle theirs (settle_study.py): back to
+back, in one server process, the live load with the most dead connections and with none, the
+first alternating, K times; the median of the K ratios with a distribution-free interval.
 
 bench/run passes what it shares with the other studies in a namespace `h`: log, median,
 paired, ratio_stats, read_line, fd_kinds, fmt_num, fmt_dur, driver_style, readable_ticks,
@@ -30,6 +33,7 @@ import tempfile
 import time
 
 import http_study
+from settle_study import median_interval, verdict
 
 LIVE = 100  # Libenzi's live connections
 SIZES = {"128": 128, "512": 512, "1k": 1024}  # the replies' bodies, served as <label>.bin
@@ -161,6 +165,11 @@ class Study:
             not args.dead else [p for p in self.points if p in (self.points[0], self.points[-1])]
         self.sizes = cfg["sizes"]
         self.results, self.checks = [], dict(cells=0, held=0, released=0)
+        # The target's back-to-back pairs: the targeted servers that reach the most dead.
+        self.k, self.pair_top = cfg.get("pairs", 0), self.points[-1] if self.points else 0
+        self.pair_names = [n for n in TARGETED if n in self.names and self.k and
+                           self.server_points(n)[-1] == self.pair_top > 0]
+        self.pairs = {}  # server -> [dict(dead=rate, zero=rate, ratio, first)]
 
     def banner(self):
         return (f"dead connections (Libenzi) against {', '.join(self.names)}; D = "
@@ -184,7 +193,8 @@ class Study:
         return pts
 
     def total(self):
-        return sum(len(self.server_points(n)) for n in self.names) * self.reps
+        return (sum(len(self.server_points(n)) for n in self.names) * self.reps +
+                len(self.pair_names) * self.k)
 
     def reproduce(self):
         build = os.path.relpath(self.args.build_abs, self.h.root)
@@ -218,6 +228,8 @@ class Study:
                             continue
                         self.runner.progress(f"deadconn D={dead:,} {name} (rep {rep + 1})")
                         self.run_cell(name, dead, rep)
+            for name in self.pair_names:
+                self.run_pairs(name)
             if sys.stdout.isatty():
                 print()
         finally:
@@ -288,6 +300,64 @@ class Study:
                     "before deadconn, 60 s after it closed its connections")
         self.checks["released"] += dead
         return None
+
+    def live_rate(self, srv, calls):
+        """httperf's live load on the 128-byte file: (replies/s, None) or (None, why)."""
+        cmd = self.httperf_cmd(srv.port, f"/{self.sizes[0]}.bin", LIVE, calls, 10000)
+        r, why = self.httperf_run(cmd)
+        if why:
+            return None, why
+        want = LIVE * calls
+        if r["replies"] != want or r["status_2xx"] != want or r["errors"]:
+            return None, (f"{r['replies']:,} replies ({r['status_2xx']:,} 2xx) of {want:,}, "
+                          f"errors {r['errors'] or 'none'}")
+        return r["replies"] / r["seconds"], None
+
+    def run_pairs(self, name):
+        """The target's back-to-back pairs: one server process, warmed up; in each pair the
+        live load with the most dead connections and with none, one right after the other
+        (deadconn opened before the first and closed after it, or opened between the two),
+        the first alternating. Nothing else differs between the two rates of a pair."""
+        cfg, top, got = self.cfg, self.pair_top, []
+        with http_study.Server(self, name) as srv:
+            if srv.error:
+                self.fail(name, top, f"pairs: {srv.error}", srv.shown_cmd())
+                return
+            pid = srv.serving_pid()
+            base = count_fds(pid)
+            _, why = self.live_rate(srv, max(cfg["warmup_calls"], 1))
+            for i in range(self.k if not why else 0):
+                self.runner.progress(f"deadconn pairs {name} 0 / {top:,} dead (pair {i + 1})")
+                rates = {}
+                for dead in ((top, 0) if i % 2 == 0 else (0, top)):
+                    dc = None
+                    if dead:
+                        dc, why = self.start_deadconn(srv.port, dead, pid, base)
+                    if not why:
+                        rates[dead], why = self.live_rate(srv, cfg["calls"])
+                    if dc is not None:
+                        why = why or self.stop_deadconn(dc, pid, base, dead)
+                    if why:
+                        break
+                if why:
+                    break
+                got.append(dict(dead=rates[top], zero=rates[0], ratio=rates[top] / rates[0],
+                                first="dead" if i % 2 == 0 else "none"))
+        why = why or srv.error
+        if why:
+            self.fail(name, top, f"pairs: {why}", srv.shown_cmd())
+        self.pairs[name] = got
+
+    def pair_verdicts(self):
+        """[(server, pairs, median, interval or None, verdict)] of the target's pairs."""
+        out = []
+        for name in self.pair_names:
+            ratios = [p["ratio"] for p in self.pairs.get(name, [])]
+            if not ratios:
+                continue
+            med, ci = self.h.median(ratios), median_interval(ratios)
+            out.append((name, len(ratios), med, ci, verdict(med, ci, TARGET_FLAT, higher=True)))
+        return out
 
     def run_cell(self, name, dead, rep):
         cfg = self.cfg
@@ -558,9 +628,29 @@ class Study:
                "steadier measure when the machine is busy.", ""] + (lines or ["- nothing measured"]) + [""]
         md += ["### Target", "", f"`iomux-epoll` and `iomux-uring` at {self.max_dead:,} dead "
                f"connections at least {TARGET_FLAT}x their reply rate at 0, for every reply "
-               "size.", ""]
+               "size. In the repetitions above (a fresh server per cell):", ""]
         md += [f"- missed: {m}" for m in missed] or ["- met"]
         md.append("")
+        pv = self.pair_verdicts()
+        if pv:
+            md += ["#### Back-to-back pairs", "",
+                   f"The same comparison settled as studies 1 and 2 settle theirs: in one "
+                   f"server process (warmed up first), the live load of {LIVE} connections of "
+                   f"{cfg['calls']:,} requests for the {SIZES[self.sizes[0]]:,}-byte file with "
+                   f"{self.pair_top:,} dead connections and with none, one right after the "
+                   "other (deadconn opened before the run with them and closed after it), the "
+                   f"first alternating, {self.k} times. The ratio is the rate with the dead "
+                   "connections over the rate without, as the median over the pairs with a "
+                   "distribution-free interval (order statistics); verdicts as in studies 1 "
+                   f"and 2 (met, met on the median, missed on the median, missed), against "
+                   f"{TARGET_FLAT}x. Each run's rate, and which came first, is in results.json.",
+                   "", "| server | pairs | median | interval | verdict |", "|---|---|---|---|---|"]
+            for name, k, med, ci, word in pv:
+                iv = "—" if ci is None else f"{ci[0]:.3f}–{ci[1]:.3f} ({ci[2] * 100:.1f}%)"
+                md.append(f"| {name} | {k} | {med:.3f}x | {iv} | {word} |")
+            md.append("")
+            missed += [f"deadconn {name} pairs at {self.pair_top:,} dead: {med:.3f}x its rate "
+                       f"at 0 ({word})" for name, k, med, ci, word in pv if word.startswith("missed")]
         for name, why in self.skipped:
             md.append(f"Skipped {name}: {why}.")
         if self.skipped:
@@ -592,6 +682,7 @@ class Study:
                 "leaked"]
 
     def json(self):
-        return dict(results=self.results, points=self.points, max_dead=self.max_dead,
+        return dict(results=self.results, pairs=self.pairs, points=self.points,
+                    max_dead=self.max_dead,
                     servers={n: self.servers[n]["identity"] for n in self.names},
                     checks=self.checks, configs=self.configs, skipped=self.skipped)
