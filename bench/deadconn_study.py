@@ -650,7 +650,8 @@ class Study:
                 md.append(f"| {name} | {k} | {med:.3f}x | {iv} | {word} |")
             md.append("")
             missed += [f"deadconn {name} pairs at {self.pair_top:,} dead: {med:.3f}x its rate "
-                       f"at 0 ({word})" for name, k, med, ci, word in pv if word.startswith("missed")]
+                       f"at 0 ({word})" for name, k, med, ci, word in pv
+                       if word.startswith("missed")]
         for name, why in self.skipped:
             md.append(f"Skipped {name}: {why}.")
         if self.skipped:

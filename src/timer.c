@@ -167,8 +167,7 @@ MUX_EXPORT int mux_timer_is_active(const mux_timer_t *t)
     return mux__timer_valid(t) ? (t->h_.flags & MUX__W_ACTIVE) != 0 : -EINVAL;
 }
 
-/* The settling, out of line: most waits find the top settled, and then this function
- * saves no registers. */
+/* The settling, out of line: most waits find the top settled and need none of it. */
 static __attribute__((noinline)) void mux__timers_settle_cold(struct mux__heap *h)
 {
     mux__timers_settle(h);
