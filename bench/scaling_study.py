@@ -136,7 +136,7 @@ class Study:
                 continue
             self.echo_names.append(name)
             self.identity[("echo", name)] = " ".join(
-                ["examples/echo-server --threads N --pin"] + ECHO_IOMUX_MODES[name]) + (
+                ["examples/echo-server --threads N --pin --timeout 0"] + ECHO_IOMUX_MODES[name]) + (
                 f", iomux backend {b}")
         httpd = os.path.join(build, "iomux-httpd")
         for name in HTTP_SERVERS[:4]:
@@ -243,7 +243,8 @@ class Study:
                         env={"IOMUX_BACKEND": b},
                         cmd=lambda port, exe=exe, name=name, pool=pool: [
                             exe, "--port", "0", "--buffer", str(block), "--pool", str(pool),
-                            "--threads", str(n), "--pin"] + ECHO_IOMUX_MODES[name])
+                            "--threads", str(n), "--pin", "--timeout", "0"]  # as the peers
+                        + ECHO_IOMUX_MODES[name])
                 else:
                     specs[name] = dict(
                         kind="echo", backend="epoll", env={},

@@ -198,7 +198,8 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
         return;
     }
     /* Most echoes fit the socket at once: sent here, with no request and no callback, as
-     * libuv's server does with uv_try_write. (On io_uring it says -EAGAIN: the ring sends.) */
+     * libuv's server does with uv_try_write. (On io_uring and IOCP it says -EAGAIN: the
+     * kernel's queue makes the sends.) */
     mux_buf_t out = mux_buf_init(buf, (size_t)nread);
     ssize_t sent = mux_try_write(s, &out, 1);
     if (sent == nread) {

@@ -734,10 +734,10 @@ int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, uns
                    int fd, int64_t off, uint64_t len, mux_write_cb cb);
 /* Sends what the socket takes at once of the `nbufs` buffers of `bufs`, and queues nothing:
  * no request, no callback, the buffers the caller's again on return (libuv's uv_try_write).
- * It sends only when mux_write would have sent at once: nothing queued or in flight, on a
- * backend where the program makes the sends (epoll, poll, select, rtsig). Returns
- * the bytes sent, fewer than asked when the socket filled up (mux_write the rest), 0 for no
- * bytes asked; -EAGAIN when none went: the socket is full, writes are queued ahead, or the
+ * It sends only with no write queued or in flight, on a backend where the program makes the
+ * sends (epoll, poll, select, rtsig). Returns the bytes sent, fewer than asked when the socket
+ * filled up or past the first 64 buffers (mux_write the rest), 0 for no bytes asked;
+ * -EAGAIN when none went: the socket is full, writes are queued ahead, or the
  * backend sends through the kernel's own queue (io_uring, IOCP: use mux_write). Else -EINVAL,
  * -EPIPE after shutdown, -ENOTCONN, or the send's error (-ECONNRESET, -EPIPE), which the next
  * write meets again. Bytes sent restart the idle timeout. */

@@ -917,9 +917,13 @@ MUX_EXPORT ssize_t mux_try_write(mux_stream_t *s, const mux_buf_t *bufs, unsigne
     if (s->wq_head_ || mux__op_in_flight(&s->wop_) || (s->loop_->caps & MUX__CAP(MUX__OP_SEND)))
         return -EAGAIN;
     /* Past what one system call gathers, the first buffers go: a short write. */
-    ssize_t w = mux__sock_send(s->sock_, bufs, nbufs < MUX__GATHER_MAX ? nbufs : MUX__GATHER_MAX);
-    if (w <= 0)
-        return w == 0 ? -EAGAIN : w; /* EAGAIN: full; or the error the next write meets too */
+    unsigned n = nbufs < MUX__GATHER_MAX ? nbufs : MUX__GATHER_MAX;
+    ssize_t w = mux__sock_send(s->sock_, bufs, n);
+    if (w <= 0) {
+        if (w == -EAGAIN || w == 0)
+            s->flags_ |= S_WFULL; /* a mux_write of the rest waits for room, no try first */
+        return w == 0 ? -EAGAIN : w; /* or the error the next write meets too */
+    }
     /* Bytes went: the idle timeout starts again, and the guess that a filled read buffer
      * means more is waiting ends, as with mux_write (a peer waits for this reply). */
     s->flags_ &= ~(unsigned)S_RFILLED;
