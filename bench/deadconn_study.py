@@ -301,16 +301,23 @@ class Study:
         self.checks["released"] += dead
         return None
 
+    @staticmethod
+    def live_short(r, calls):
+        """Why httperf's live load of `calls` per connection did not come back whole (every
+        reply 2xx, no error), or None."""
+        want = LIVE * calls
+        if r["replies"] != want or r["status_2xx"] != want or r["errors"]:
+            return (f"{r['replies']:,} replies ({r['status_2xx']:,} 2xx) of {want:,}, "
+                    f"errors {r['errors'] or 'none'}")
+        return None
+
     def live_rate(self, srv, calls):
         """httperf's live load on the 128-byte file: (replies/s, None) or (None, why)."""
         cmd = self.httperf_cmd(srv.port, f"/{self.sizes[0]}.bin", LIVE, calls, 10000)
         r, why = self.httperf_run(cmd)
+        why = why or self.live_short(r, calls)
         if why:
             return None, why
-        want = LIVE * calls
-        if r["replies"] != want or r["status_2xx"] != want or r["errors"]:
-            return None, (f"{r['replies']:,} replies ({r['status_2xx']:,} 2xx) of {want:,}, "
-                          f"errors {r['errors'] or 'none'}")
         if r["seconds"] <= 0:
             return None, f"httperf reported a test duration of {r['seconds']} s"
         return r["replies"] / r["seconds"], None
@@ -391,10 +398,9 @@ class Study:
                     c1 = srv.cpu()
                     if why:
                         break
-                    want = LIVE * cfg["calls"]
-                    if r["replies"] != want or r["status_2xx"] != want or r["errors"]:
-                        why = (f"{label}: {r['replies']:,} replies ({r['status_2xx']:,} 2xx) of "
-                               f"{want:,}, errors {r['errors'] or 'none'}")
+                    short = self.live_short(r, cfg["calls"])
+                    if short:
+                        why = f"{label}: {short}"
                         break
                     cpu = sum(v - c0.get(k, 0) for k, v in c1.items()) / 1e9
                     self.results.append(dict(

@@ -178,12 +178,10 @@ int64_t mux__timers_timeout(struct mux__loop *loop)
     struct mux__heap *h = &loop->timers;
     if (h->n == 0)
         return -1;
-    if (mux__unlikely(mux__container_of(h->v[0].link, mux_timer_t, hl_)->due_ != h->v[0].at)) {
+    /* settle's own first test, inline; settling moves timers, never removes one */
+    if (mux__unlikely(mux__container_of(h->v[0].link, mux_timer_t, hl_)->due_ != h->v[0].at))
         mux__timers_settle_cold(h);
-        if (h->n == 0)
-            return -1;
-    }
-    uint64_t at = loop->timers.v[0].at, now = mux__now(loop);
+    uint64_t at = h->v[0].at, now = mux__now(loop);
     if (at <= now)
         return 0;
     uint64_t d = at - now;
