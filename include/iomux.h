@@ -717,9 +717,10 @@ int mux_read_stop(mux_stream_t *s);
 /* Queues a write of the `nbufs` buffers of `bufs`, after the writes already queued. The
  * array and the buffers must stay untouched until `cb`; `req` is the caller's. A write is
  * tried at once when nothing is queued (where the kernel runs the operations, it is sent
- * with the loop's next wait). Returns 0 (cb will be called), or -EINVAL (also for more than
- * INT32_MAX buffers, or lengths that add up past SIZE_MAX), -EPIPE after shutdown,
- * -ENOTCONN, without calling cb. */
+ * with the loop's next wait). Returns 0 (cb will be called), or without calling cb: -EINVAL
+ * (also for more than INT32_MAX buffers, or lengths that add up past SSIZE_MAX, as writev
+ * refuses them), -EOVERFLOW when the bytes queued with this write's would pass SSIZE_MAX (what
+ * mux_stream_write_queue_size counts), -EPIPE after shutdown, -ENOTCONN. */
 int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
               mux_write_cb cb);
 /* As mux_write, followed by `len` bytes of the file `fd` from offset `off`: a response's
@@ -736,13 +737,16 @@ int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, uns
  * no request, no callback, the buffers the caller's again on return (libuv's uv_try_write).
  * It sends only with no write queued or in flight, on a backend where the program makes the
  * sends (epoll, poll, select, rtsig). Returns the bytes sent, fewer than asked when the socket
- * filled up or past the first 64 buffers (mux_write the rest), 0 for no bytes asked;
+ * filled up or past the first 64 buffers that hold bytes (mux_write the rest; empty buffers
+ * are passed by, wherever they are), 0 for no bytes asked;
  * -EAGAIN when none went: the socket is full, writes are queued ahead, or the
  * backend sends through the kernel's own queue (io_uring, IOCP: use mux_write). Else -EINVAL,
  * -EPIPE after shutdown, -ENOTCONN, or the send's error (-ECONNRESET, -EPIPE), which the next
- * write meets again. Bytes sent restart the idle timeout. */
+ * write meets again; -EINVAL also for lengths that add up past SSIZE_MAX. Bytes sent restart
+ * the idle timeout. */
 ssize_t mux_try_write(mux_stream_t *s, const mux_buf_t *bufs, unsigned nbufs);
-/* Returns the bytes queued and not yet written (for back-pressure), or -EINVAL. */
+/* Returns the bytes queued and not yet written (for back-pressure), or -EINVAL. It is never
+ * past SSIZE_MAX: mux_write refuses a write that would take it there (-EOVERFLOW). */
 ssize_t mux_stream_write_queue_size(const mux_stream_t *s);
 /* Shuts down the write side once every queued write is done (half-close); `cb` is called
  * once. Returns 0, -EINVAL, -EBUSY when already shutting down, -ENOTCONN. */

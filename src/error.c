@@ -67,6 +67,7 @@ static const struct {
     {EFAULT, "EFAULT: bad address"},
     {ENODATA, "ENODATA: no data (a file ended early)"},
     {EOPNOTSUPP, "EOPNOTSUPP: operation not supported on the socket"},
+    {EOVERFLOW, "EOVERFLOW: value too large (a count past what its type holds)"},
 };
 
 MUX_EXPORT const char *mux_strerror(int err)

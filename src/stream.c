@@ -73,6 +73,8 @@ enum {
     S_RSURPLUS = 0x80000, /* stopped, a multishot receive parked a completion: ended */
 };
 
+/* ssize_t's largest value (the signed twin of size_t), which limits.h has only on POSIX. */
+#define MUX__SSIZE_MAX (SIZE_MAX >> 1)
 #define MUX__GATHER_MAX 64 /* buffers of queued writes gathered into one send */
 
 static int mux__stream_valid(const mux_stream_t *s)
@@ -842,7 +844,9 @@ static int mux__write_args(const mux_stream_t *s, const mux_buf_t *bufs, unsigne
     for (unsigned i = 0; i < nbufs; i++)
         if (__builtin_add_overflow(*left, (size_t)bufs[i].len, left))
             return -EINVAL; /* more bytes than a size_t counts */
-    return 0;
+    /* writev's rule: one write's bytes add up to what an ssize_t holds, so that the queue's
+     * size and a write's count are never read as an error. */
+    return *left > MUX__SSIZE_MAX ? -EINVAL : 0;
 }
 
 static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
@@ -854,8 +858,11 @@ static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, 
     int err = mux__write_args(s, bufs, nbufs, &left);
     if (err != 0)
         return err;
-    if (flen > SIZE_MAX || __builtin_add_overflow(left, (size_t)flen, &left))
+    if (flen > SIZE_MAX || __builtin_add_overflow(left, (size_t)flen, &left) ||
+        left > MUX__SSIZE_MAX)
         return -EINVAL;
+    if (left > MUX__SSIZE_MAX - s->wq_bytes_)
+        return -EOVERFLOW; /* the queue's size would no longer fit its ssize_t */
     req->cb_ = cb;
     req->next_ = NULL;
     req->bufs_ = bufs;
@@ -916,9 +923,19 @@ MUX_EXPORT ssize_t mux_try_write(mux_stream_t *s, const mux_buf_t *bufs, unsigne
         return err;
     if (s->wq_head_ || mux__op_in_flight(&s->wop_) || (s->loop_->caps & MUX__CAP(MUX__OP_SEND)))
         return -EAGAIN;
-    /* Past what one system call gathers, the first buffers go: a short write. */
-    unsigned n = nbufs < MUX__GATHER_MAX ? nbufs : MUX__GATHER_MAX;
-    ssize_t w = mux__sock_send(s->sock_, bufs, n);
+    /* Past what one system call gathers, the first buffers that hold bytes go (a short
+     * write): empty ones are passed by, or a gather of only empty ones would send nothing and
+     * call the socket full. Up to that many, the kernel passes them by itself. */
+    mux_buf_t gv[MUX__GATHER_MAX];
+    if (nbufs > MUX__GATHER_MAX) {
+        unsigned k = 0;
+        for (unsigned i = 0; i < nbufs && k < MUX__GATHER_MAX; i++)
+            if (bufs[i].len != 0)
+                gv[k++] = bufs[i];
+        bufs = gv;
+        nbufs = k;
+    }
+    ssize_t w = mux__sock_send(s->sock_, bufs, nbufs);
     if (w <= 0) {
         if (w == -EAGAIN || w == 0)
             s->flags_ |= S_WFULL; /* a mux_write of the rest waits for room, no try first */

@@ -934,3 +934,121 @@ TEST(stream_loop_close_is_ebusy_until_the_stream_close_callback_ran) {
     loop_finish(&loop);
     close(sv[1]);
 }
+
+/* ---- what a write's byte count can be ---- */
+
+static int huge_calls, huge_status;
+
+static void huge_write_cb(mux_write_t *req, int status)
+{
+    (void)req;
+    huge_calls++;
+    huge_status = status;
+}
+
+/* The queue's size is an ssize_t, so no write may take it past SSIZE_MAX: one write whose
+ * buffers add up past it is refused as writev refuses it (-EINVAL), and one that would take the
+ * queue past it with -EOVERFLOW. Nothing of the refused writes is queued or called back. The
+ * queued lengths are never sent: the loop does not run before the close cancels them. */
+#define SSZ_MAX (SIZE_MAX >> 1) /* ssize_t's largest */
+
+TEST(stream_write_queue_size_never_passes_ssize_max) {
+#ifdef _WIN32
+    SKIP("Windows has no such thing: a buffer (WSABUF) holds at most ULONG_MAX bytes, so a "
+         "write past SSIZE_MAX takes 2^31 buffers, more than a test can lay out");
+#endif
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    struct tryw *x = tryw_open(&loop, sv);
+    x->iov = mux_buf_init(x->data, TRY_BIG); /* more than the pair holds: the queue stays */
+    CHECK_EQ(mux_write(&x->s, &x->w, &x->iov, 1, tryw_write_cb), 0);
+    ssize_t q = mux_stream_write_queue_size(&x->s);
+    CHECK_GT(q, 0);
+    CHECK_LE(q, (ssize_t)TRY_BIG);
+    /* One write past SSIZE_MAX on its own, in one buffer or in two. */
+    mux_write_t w1, w2, w3;
+    mux_buf_t past[2] = {mux_buf_init(x->data, SSZ_MAX), mux_buf_init(x->data, 1)};
+    CHECK_EQ(mux_write(&x->s, &w1, past, 2, huge_write_cb), -EINVAL);
+    mux_buf_t one_past = mux_buf_init(x->data, SSZ_MAX + 1);
+    CHECK_EQ(mux_write(&x->s, &w1, &one_past, 1, huge_write_cb), -EINVAL);
+    CHECK_EQ(mux_try_write(&x->s, past, 2), -EINVAL);
+    CHECK_EQ(mux_stream_write_queue_size(&x->s), q);
+    /* Up to SSIZE_MAX exactly, the queue takes it, and counts it. */
+    mux_buf_t fill = mux_buf_init(x->data, SSZ_MAX - (size_t)q);
+    CHECK_EQ(mux_write(&x->s, &w2, &fill, 1, huge_write_cb), 0);
+    CHECK_EQ(mux_stream_write_queue_size(&x->s), (ssize_t)SSZ_MAX);
+    /* One byte more is one the queue cannot count; an empty write still goes. */
+    mux_buf_t one = mux_buf_init(x->data, 1);
+    CHECK_EQ(mux_write(&x->s, &w3, &one, 1, huge_write_cb), -EOVERFLOW);
+    CHECK_EQ(mux_stream_write_queue_size(&x->s), (ssize_t)SSZ_MAX);
+    CHECK_EQ(mux_write(&x->s, &w3, &one, 0, huge_write_cb), 0);
+    CHECK_STR_EQ(mux_strerror(-EOVERFLOW),
+                 "EOVERFLOW: value too large (a count past what its type holds)");
+    /* The close cancels the queued writes, the huge one and the empty one included. */
+    CHECK_EQ(mux_stream_close(&x->s, NULL), 0);
+    loop_finish(&loop);
+    CHECK_EQ(x->write_calls, 1);
+    CHECK(x->write_status == -ECANCELED || x->write_status == 0);
+    CHECK_EQ(huge_calls, 2);
+    CHECK_EQ(huge_status, -ECANCELED);
+    close(sv[1]);
+    free(x->data);
+    free(x);
+}
+
+/* Empty buffers before the bytes are passed by, however many: 79 empty ones and one byte send
+ * that byte where the program sends (they are not -EAGAIN, which says the socket is full),
+ * and the stream is not taken for full: a mux_write after it goes out at once. */
+TEST(stream_try_write_passes_by_empty_buffers_past_the_gather_limit) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    mux_stream_t s;
+    CHECK_EQ(mux_stream_open(&loop, &s, sv[0]), 0);
+    mux_buf_t bufs[80];
+    for (int i = 0; i < 80; i++)
+        bufs[i] = mux_buf_init(NULL, 0);
+    bufs[79] = mux_buf_init((char *)"Z", 1);
+    ssize_t w = mux_try_write(&s, bufs, 80);
+    char got[8];
+    if (native_streams(&loop)) {
+        CHECK_EQ(w, -EAGAIN);
+    } else {
+        CHECK_EQ(w, 1);
+        CHECK_EQ(read(sv[1], got, sizeof got), 1);
+        CHECK_EQ(got[0], 'Z');
+        /* Bytes among many empty ones, past the first 64 buffers: the first 64 that hold
+         * bytes go in one send. */
+        static char many[200];
+        for (int i = 0; i < 200; i++)
+            many[i] = (char)('a' + i % 26);
+        mux_buf_t sparse[400];
+        for (int i = 0; i < 400; i++)
+            sparse[i] = i % 2 ? mux_buf_init(many + i / 2, 1) : mux_buf_init(NULL, 0);
+        CHECK_EQ(mux_try_write(&s, sparse, 400), 64);
+        char back[200];
+        CHECK_EQ(read(sv[1], back, sizeof back), 64);
+        CHECK(memcmp(back, many, 64) == 0);
+    }
+    /* The stream did not note itself full: the write goes within the call, where the program
+     * sends (its callback then comes from the loop without a wait for writability). */
+    mux_write_t req;
+    huge_calls = 0;
+    CHECK_EQ(mux_write(&s, &req, &bufs[79], 1, huge_write_cb), 0);
+    if (!native_streams(&loop)) {
+        CHECK_EQ(mux_stream_write_queue_size(&s), 0);
+        CHECK_EQ(read(sv[1], got, sizeof got), 1);
+    }
+    for (int i = 0; i < 1000 && huge_calls == 0; i++)
+        run_ms(&loop, 1);
+    CHECK_EQ(huge_calls, 1);
+    CHECK_EQ(huge_status, 0);
+    if (native_streams(&loop))
+        CHECK_EQ(read(sv[1], got, sizeof got), 1);
+    CHECK_EQ(got[0], 'Z');
+    CHECK_EQ(mux_stream_close(&s, NULL), 0);
+    loop_finish(&loop);
+    close(sv[1]);
+}
