@@ -22,8 +22,9 @@
  *   431  a head (request line and fields) longer than the limit, or more fields.
  *   501  a transfer coding other than chunked.
  *   505  an HTTP version other than 1.x.
- * A lone LF ends a line as CRLF does, and empty lines before the request line are skipped
- * (RFC 9112, 2.2). HTTP/1.2 to 1.9 are read as 1.1.
+ * A lone LF ends a line as CRLF does, and up to 8 empty lines before the request line are
+ * skipped (RFC 9112, 2.2); they count against the head's limit, and a 9th is refused (400).
+ * HTTP/1.2 to 1.9 are read as 1.1.
  */
 #ifndef IOMUX_HTTP_H
 #define IOMUX_HTTP_H
