@@ -1830,3 +1830,57 @@ TEST(http_server_logs_every_answer_with_its_status_length_and_client) {
     CHECK_GT(logged.time_s, 1700000000); /* the wall clock's second, after 2023 */
     hs_close(&h);
 }
+
+/* ---- an answer that takes long to go out ---- */
+
+static char *slow_body;
+enum { SLOW_LEN = 4 << 20 };
+
+static void hs_slow_body(mux_http_exchange_t *x)
+{
+    struct hs *h = mux_http_exchange_server(x)->data;
+    h->calls++;
+    CHECK_EQ(mux_http_respond(x, 200, NULL, 0, slow_body, SLOW_LEN), 0);
+}
+
+/* The idle timeout counts from the last answer's end, not from its queueing: a big answer
+ * read slowly for longer than the idle timeout arrives whole. */
+TEST(http_server_idle_timeout_does_not_cut_an_answer_still_going_out) {
+    mux_http_server_options_t o = {.idle_timeout_ns = 100 * MS};
+    struct hs h;
+    hs_open_with(&h, &o, hs_slow_body);
+    CHECK((slow_body = malloc(SLOW_LEN)) != NULL);
+    for (size_t i = 0; i < SLOW_LEN; i++)
+        slow_body[i] = (char)('a' + i % 23);
+    static struct hclient c;
+    int small = 16384;
+    cl_open(&h, &c);
+    CHECK_EQ(setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+    cl_sends(&h, &c, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    static char chunk[32768];
+    size_t got = 0, head = 0, want = 0;
+    uint64_t t0 = mono_ns(), end = t0 + 15000 * MS;
+    while (want == 0 || got < want) {
+        run_ms(&h.loop, 2);
+        ssize_t r = recv(c.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (r == 0)
+            break; /* cut */
+        if (r < 0) {
+            CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+            continue;
+        }
+        if (head == 0) {
+            char *e = memmem(chunk, (size_t)r, "\r\n\r\n", 4);
+            CHECK(e != NULL);
+            head = (size_t)(e - chunk) + 4;
+            want = head + SLOW_LEN;
+        }
+        got += (size_t)r;
+        CHECK_LT(mono_ns(), end);
+    }
+    CHECK_EQ(got, want);
+    CHECK_GT(mono_ns() - t0, 200 * MS); /* it took longer than the idle timeout */
+    cl_close(&c);
+    hs_close(&h);
+    free(slow_body);
+}
