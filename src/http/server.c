@@ -52,7 +52,7 @@ struct mux__http_srv {
     void (*close_cb)(mux_http_server_t *srv);
     struct mux__link conns; /* open connections, and closed ones kept for their answer */
     uint32_t nconns;
-    uint32_t norphans; /* of them, closed ones kept for the answer to a dropped exchange */
+    uint32_t norphans;  /* of them, closed ones kept for the answer to a dropped exchange */
     int64_t date_sec;   /* the wall clock's second the Date field says */
     uint64_t date_next; /* mux_now's time at which to look at the wall clock again */
     char date[32];
@@ -99,11 +99,11 @@ struct mux__http_conn {
     uint64_t deadline;           /* when tkind happens (mux_now's clock) */
     uint64_t tfire;              /* when the timer fires, if it is active */
     uint64_t hdeadline;          /* when the handler's time to answer is up */
-    uint8_t orphan;    /* the exchange was dropped unanswered and its handler not told: kept
-                          for the answer, which is refused (or for the server's close) */
-    uint8_t in_drop;   /* the handler is being told that its exchange is dropped */
-    uint8_t blocked;   /* answers queued past max_output: the next request waits */
-    int cause;         /* why the connection closes, for a handler that holds an exchange */
+    uint8_t orphan;  /* the exchange was dropped unanswered and its handler not told: kept
+                        for the answer, which is refused (or for the server's close) */
+    uint8_t in_drop; /* the handler is being told that its exchange is dropped */
+    uint8_t blocked; /* answers queued past max_output: the next request waits */
+    int cause;       /* why the connection closes, for a handler that holds an exchange */
     mux_http_cancel_cb cancel_cb;
     void *cancel_arg;
     socklen_t peer_len; /* the client's address, kept when the server logs */
@@ -257,8 +257,8 @@ static void mux__conn_fail(struct mux__http_conn *c, int err)
     if (!c->closing && !mux__peer_error(err))
         mux__srv_error(c->srv, err);
     if (!c->cause)
-        c->cause = err == -ECONNRESET || err == -EPIPE || err == -ECONNABORTED ? -ECONNRESET
-                                                                              : -ECANCELED;
+        c->cause =
+            err == -ECONNRESET || err == -EPIPE || err == -ECONNABORTED ? -ECONNRESET : -ECANCELED;
     mux__conn_close(c);
 }
 
@@ -560,7 +560,7 @@ static void mux__req_rebase(mux_http_request_t *r, char *base, int to_offsets)
 {
     mux_http_str_t *strs[3] = {&r->method, &r->target, &r->host};
     for (uint32_t i = 0; i < 3 + 2 * r->nheaders; i++) {
-        mux_http_str_t *str = i < 3             ? strs[i]
+        mux_http_str_t *str = i < 3              ? strs[i]
                               : (i - 3) % 2 == 0 ? &r->headers[(i - 3) / 2].name
                                                  : &r->headers[(i - 3) / 2].value;
         if (!str->base)
@@ -984,8 +984,7 @@ MUX_EXPORT mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t
 
 static int mux__exchange_release(mux_http_exchange_t *x);
 
-MUX_EXPORT int mux_http_exchange_on_cancel(mux_http_exchange_t *x, mux_http_cancel_cb cb,
-                                           void *arg)
+MUX_EXPORT int mux_http_exchange_on_cancel(mux_http_exchange_t *x, mux_http_cancel_cb cb, void *arg)
 {
     if (!x || !x->c)
         return -EINVAL;
