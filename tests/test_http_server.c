@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "iomux/http.h"
+#include "http_client.h"
 #include "stream_util.h"
 
 struct hs {
@@ -82,158 +83,14 @@ static void hs_close(struct hs *h)
     loop_close(&h->loop);
 }
 
-struct hclient {
-    int fd, eof;
-    size_t len;
-    char buf[1 << 17];
-};
-
-static void cl_open(struct hs *h, struct hclient *c)
-{
-    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    CHECK_GE(c->fd, 0);
-    c->eof = 0;
-    c->len = 0;
-    struct sockaddr_storage ss;
-    socklen_t len = addr_v4(&ss, h->port);
-    int r = connect(c->fd, (struct sockaddr *)&ss, len);
-    CHECK(r == 0 || errno == EINPROGRESS);
-}
-
-/* Runs the loop a little and takes what arrived. */
-static void cl_pump(struct hs *h, struct hclient *c)
-{
-    CHECK_GE(mux_run(&h->loop, MUX_RUN_ONCE), 0);
-    for (;;) {
-        if (c->len == sizeof c->buf)
-            return;
-        ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, MSG_DONTWAIT);
-        if (n > 0) {
-            c->len += (size_t)n;
-            continue;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-            c->eof = 1; /* closed, or reset */
-        return;
-    }
-}
-
-static void cl_send(struct hs *h, struct hclient *c, const char *p, size_t len)
-{
-    uint64_t end = mono_ns() + 5000 * MS;
-    while (len) {
-        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        CHECK(n < 0 && (errno == EAGAIN || errno == ENOTCONN || errno == EWOULDBLOCK));
-        cl_pump(h, c);
-        CHECK_LT(mono_ns(), end);
-    }
-}
-
-static void cl_sends(struct hs *h, struct hclient *c, const char *s)
-{
-    cl_send(h, c, s, strlen(s));
-}
-
-struct resp {
-    int status;
-    char head[2048];
-    char body[4096];
-    size_t body_len;
-};
-
-/* Waits for one whole response (head, and Content-Length bytes of body) and takes it out
- * of the client's buffer. Returns 0, or -1 when the connection ended first. */
-static int cl_response(struct hs *h, struct hclient *c, struct resp *r)
-{
-    uint64_t end = mono_ns() + 5000 * MS;
-    for (;;) {
-        char *e = memmem(c->buf, c->len, "\r\n\r\n", 4);
-        if (e) {
-            size_t hl = (size_t)(e - c->buf) + 4;
-            CHECK_LT(hl, sizeof r->head);
-            memcpy(r->head, c->buf, hl);
-            r->head[hl] = 0;
-            CHECK_EQ(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
-            const char *cl = strstr(r->head, "\r\nContent-Length: ");
-            size_t blen = cl ? strtoul(cl + 18, NULL, 10) : 0;
-            if (r->status == 100 || r->status == 204 || r->status == 304)
-                blen = 0;
-            if (c->len >= hl + blen) {
-                CHECK_LT(blen, sizeof r->body);
-                memcpy(r->body, c->buf + hl, blen);
-                r->body[blen] = 0;
-                r->body_len = blen;
-                memmove(c->buf, c->buf + hl + blen, c->len - hl - blen);
-                c->len -= hl + blen;
-                return 0;
-            }
-        }
-        if (c->eof)
-            return -1;
-        cl_pump(h, c);
-        CHECK_LT(mono_ns(), end);
-    }
-}
-
-/* Like cl_response for the answer to HEAD: a head and no body. */
-static void cl_head_response(struct hs *h, struct hclient *c, struct resp *r)
-{
-    uint64_t end = mono_ns() + 5000 * MS;
-    char *e;
-    while (!(e = memmem(c->buf, c->len, "\r\n\r\n", 4))) {
-        CHECK(!c->eof);
-        cl_pump(h, c);
-        CHECK_LT(mono_ns(), end);
-    }
-    size_t hl = (size_t)(e - c->buf) + 4;
-    memcpy(r->head, c->buf, hl);
-    r->head[hl] = 0;
-    CHECK_EQ(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
-    memmove(c->buf, c->buf + hl, c->len - hl);
-    c->len -= hl;
-    r->body_len = 0;
-}
-
-/* Waits until the server closed the connection, with nothing more sent. */
-static void cl_wait_eof(struct hs *h, struct hclient *c)
-{
-    uint64_t end = mono_ns() + 5000 * MS;
-    while (!c->eof) {
-        cl_pump(h, c);
-        CHECK_LT(mono_ns(), end);
-    }
-    CHECK_EQ(c->len, 0);
-}
-
 /* Pumps until the handler kept an exchange (h->defer). */
 static void cl_wait_pending(struct hs *h, struct hclient *c)
 {
     uint64_t end = mono_ns() + 5000 * MS;
     while (!h->pending) {
-        cl_pump(h, c);
+        hc_pump(&h->loop, c);
         CHECK_LT(mono_ns(), end);
     }
-}
-
-static void cl_close(struct hclient *c)
-{
-    close(c->fd);
-}
-
-static int open_fds(void)
-{
-    int n = 0;
-    char p[64];
-    for (int fd = 0; fd < 1024; fd++) {
-        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-        n += access(p, F_OK) == 0;
-    }
-    return n;
 }
 
 /* Runs the server's loop, taking what the client got, until `cond` holds: for 5 s at most.
@@ -243,43 +100,38 @@ static int open_fds(void)
     do {                                                                                     \
         uint64_t until_end_ = mono_ns() + 5000 * MS;                                         \
         while (!(cond)) {                                                                    \
-            cl_pump(h, c);                                                                   \
+            hc_pump(&(h)->loop, c);                                                         \
             CHECK_LT(mono_ns(), until_end_);                                                 \
         }                                                                                    \
     } while (0)
-
-static int has(const struct resp *r, const char *field)
-{
-    return strstr(r->head, field) != NULL;
-}
 
 TEST(http_server_get_keep_alive_and_pipelined_answers_in_order) {
     struct hs h;
     hs_open(&h, NULL);
     static struct hclient c;
-    cl_open(&h, &c);
-    struct resp r;
-    cl_sends(&h, &c, "GET /a?x=1 HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_open(&c, h.port);
+    static struct hanswer r;
+    hc_sends(&h.loop, &c, "GET /a?x=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 200);
     CHECK(strncmp(r.head, "HTTP/1.1 200 OK\r\nDate: ", 23) == 0);
-    CHECK(has(&r, " GMT\r\n"));
-    CHECK(has(&r, "\r\nContent-Length: 13\r\n"));
-    CHECK(has(&r, "\r\nX-Test: yes\r\n"));
-    CHECK(!has(&r, "Connection: close"));
+    CHECK(ha_has(&r, " GMT\r\n"));
+    CHECK(ha_has(&r, "\r\nContent-Length: 13\r\n"));
+    CHECK(ha_has(&r, "\r\nX-Test: yes\r\n"));
+    CHECK(!ha_has(&r, "Connection: close"));
     CHECK_STR_EQ(r.body, "GET /a?x=1 0:");
     /* Three pipelined in one write: answered in order on the same connection. */
-    cl_sends(&h, &c,
+    hc_sends(&h.loop, &c,
              "GET /b HTTP/1.1\r\nHost: t\r\n\r\nPOST /c HTTP/1.1\r\nHost: t\r\n"
              "Content-Length: 3\r\n\r\nxyzGET /d HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "GET /b 0:");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "POST /c 3:xyz");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "GET /d 0:");
     CHECK_EQ(h.calls, 4);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -287,23 +139,23 @@ TEST(http_server_http10_closes_unless_keep_alive) {
     struct hs h;
     hs_open(&h, NULL);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /old HTTP/1.0\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
-    CHECK(has(&r, "\r\nConnection: keep-alive\r\n")); /* an HTTP/1.0 client needs it */
-    cl_sends(&h, &c, "GET /2 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /old HTTP/1.0\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
+    CHECK(ha_has(&r, "\r\nConnection: keep-alive\r\n")); /* an HTTP/1.0 client needs it */
+    hc_sends(&h.loop, &c, "GET /2 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "GET /2 0:");
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -311,24 +163,24 @@ TEST(http_server_bodies_by_length_and_chunked_in_pieces) {
     struct hs h;
     hs_open(&h, NULL);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "POST /l HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello");
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "POST /l HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello");
     run_ms(&h.loop, 20);
     CHECK_EQ(h.calls, 0); /* not before the whole body */
-    cl_sends(&h, &c, " world");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, " world");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "POST /l 11:hello world");
-    cl_sends(&h, &c, "POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    hc_sends(&h.loop, &c, "POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
     run_ms(&h.loop, 20);
-    cl_sends(&h, &c,
+    hc_sends(&h.loop, &c,
              "lo\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
              "GET /n HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "POST /c 11:hello world");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "GET /n 0:");
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -336,7 +188,7 @@ TEST(http_server_refuses_malformed_with_its_status_and_serves_the_others) {
     struct hs h;
     hs_open(&h, NULL);
     static struct hclient bad, good;
-    struct resp r;
+    static struct hanswer r;
     static const struct {
         const char *req;
         int status;
@@ -352,24 +204,24 @@ TEST(http_server_refuses_malformed_with_its_status_and_serves_the_others) {
         {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
         {"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505},
     };
-    cl_open(&h, &good);
+    hc_open(&good, h.port);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cl_open(&h, &bad);
-        cl_sends(&h, &bad, cases[i].req);
-        CHECK_EQ(cl_response(&h, &bad, &r), 0);
+        hc_open(&bad, h.port);
+        hc_sends(&h.loop, &bad, cases[i].req);
+        CHECK_EQ(hc_answer(&h.loop, &bad, &r, 0), 0);
         if (r.status != cases[i].status)
             fprintf(stderr, "case %zu: %s", i, r.head);
         CHECK_EQ(r.status, cases[i].status);
-        CHECK(has(&r, "\r\nConnection: close\r\n"));
-        cl_wait_eof(&h, &bad);
-        cl_close(&bad);
+        CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+        hc_wait_eof(&h.loop, &bad);
+        hc_close(&bad);
         /* The other connection goes on. */
-        cl_sends(&h, &good, "GET /ok HTTP/1.1\r\nHost: t\r\n\r\n");
-        CHECK_EQ(cl_response(&h, &good, &r), 0);
+        hc_sends(&h.loop, &good, "GET /ok HTTP/1.1\r\nHost: t\r\n\r\n");
+        CHECK_EQ(hc_answer(&h.loop, &good, &r, 0), 0);
         CHECK_STR_EQ(r.body, "GET /ok 0:");
     }
     CHECK_EQ(h.calls, 9);
-    cl_close(&good);
+    hc_close(&good);
     hs_close(&h);
 }
 
@@ -378,26 +230,26 @@ TEST(http_server_limits_414_and_431) {
     hs_open(&h, NULL);
     static struct hclient c;
     static char big[80000];
-    struct resp r;
-    cl_open(&h, &c);
+    static struct hanswer r;
+    hc_open(&c, h.port);
     int n = sprintf(big, "GET /");
     memset(big + n, 'a', 9000);
     strcpy(big + n + 9000, " HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_sends(&h, &c, big);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, big);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 414);
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
-    cl_open(&h, &c);
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
+    hc_open(&c, h.port);
     n = sprintf(big, "GET / HTTP/1.1\r\nHost: t\r\n");
     for (int i = 0; i < 101; i++)
         n += sprintf(big + n, "X-%d: v\r\n", i);
     strcpy(big + n, "\r\n");
-    cl_sends(&h, &c, big);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, big);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 431);
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
     CHECK_EQ(h.calls, 0);
     hs_close(&h);
 }
@@ -406,20 +258,20 @@ TEST(http_server_expect_100_continue_before_the_body) {
     struct hs h;
     hs_open(&h, NULL);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c,
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c,
              "PUT /f HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
              "Content-Length: 4\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 100);
     CHECK_STR_EQ(r.head, "HTTP/1.1 100 Continue\r\n\r\n");
     CHECK_EQ(h.calls, 0);
-    cl_sends(&h, &c, "data");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, "data");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 200);
     CHECK_STR_EQ(r.body, "PUT /f 4:data");
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -427,15 +279,15 @@ TEST(http_server_head_gets_the_headers_without_the_body) {
     struct hs h;
     hs_open(&h, NULL);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "HEAD /x HTTP/1.1\r\nHost: t\r\n\r\nGET /y HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_head_response(&h, &c, &r);
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "HEAD /x HTTP/1.1\r\nHost: t\r\n\r\nGET /y HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 1), 0);
     CHECK_EQ(r.status, 200);
-    CHECK(has(&r, "\r\nContent-Length: 10\r\n")); /* "HEAD /x 0:", not sent */
-    CHECK_EQ(cl_response(&h, &c, &r), 0);         /* the next starts right after the head */
+    CHECK(ha_has(&r, "\r\nContent-Length: 10\r\n")); /* "HEAD /x 0:", not sent */
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);         /* the next starts right after the head */
     CHECK_STR_EQ(r.body, "GET /y 0:");
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -444,17 +296,17 @@ TEST(http_server_header_timeout_408_and_silent_connections_closed) {
     mux_http_server_options_t o = {.header_timeout_ns = 150 * MS};
     hs_open(&h, &o);
     static struct hclient slow, silent;
-    struct resp r;
-    cl_open(&h, &slow);
-    cl_open(&h, &silent);
-    cl_sends(&h, &slow, "GET / HTTP/1.1\r\nHo");
-    CHECK_EQ(cl_response(&h, &slow, &r), 0);
+    static struct hanswer r;
+    hc_open(&slow, h.port);
+    hc_open(&silent, h.port);
+    hc_sends(&h.loop, &slow, "GET / HTTP/1.1\r\nHo");
+    CHECK_EQ(hc_answer(&h.loop, &slow, &r, 0), 0);
     CHECK_EQ(r.status, 408);
-    cl_wait_eof(&h, &slow);
-    cl_wait_eof(&h, &silent); /* closed with nothing sent */
+    hc_wait_eof(&h.loop, &slow);
+    hc_wait_eof(&h.loop, &silent); /* closed with nothing sent */
     CHECK_EQ(h.calls, 0);
-    cl_close(&slow);
-    cl_close(&silent);
+    hc_close(&slow);
+    hc_close(&silent);
     hs_close(&h);
 }
 
@@ -463,18 +315,18 @@ TEST(http_server_max_requests_then_close) {
     mux_http_server_options_t o = {.max_requests = 2};
     hs_open(&h, &o);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /1 HTTP/1.1\r\nHost: t\r\n\r\nGET /2 HTTP/1.1\r\nHost: t\r\n\r\n"
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /1 HTTP/1.1\r\nHost: t\r\n\r\nGET /2 HTTP/1.1\r\nHost: t\r\n\r\n"
                      "GET /3 HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
-    CHECK(!has(&r, "Connection: close"));
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
+    CHECK(!ha_has(&r, "Connection: close"));
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
     CHECK_STR_EQ(r.body, "GET /2 0:");
-    cl_wait_eof(&h, &c); /* the third is never answered */
+    hc_wait_eof(&h.loop, &c); /* the third is never answered */
     CHECK_EQ(h.calls, 2);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -492,9 +344,9 @@ TEST(http_server_answer_later_and_close_while_one_waits) {
     hs_open(&h, NULL);
     h.defer = 1;
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c);
     run_ms(&h.loop, 20);
     CHECK_EQ(h.calls, 1); /* the second waits for the first's answer */
@@ -502,7 +354,7 @@ TEST(http_server_answer_later_and_close_while_one_waits) {
     CHECK_EQ(mux_timer_init(&later, hs_later), 0);
     later.data = &h;
     CHECK_EQ(mux_timer_start(&h.loop, &later, 5 * MS, 0), 0);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 201);
     CHECK_STR_EQ(r.body, "later");
     CHECK_EQ(h.pending_result, 0);
@@ -519,8 +371,8 @@ TEST(http_server_answer_later_and_close_while_one_waits) {
         CHECK_GE(mux_run(&h.loop, MUX_RUN_ONCE), 0);
         CHECK_LT(mono_ns(), end);
     }
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
     CHECK_EQ(mux_timer_stop(&h.loop, &h.tick), 0);
     loop_close(&h.loop);
 }
@@ -530,9 +382,9 @@ TEST(http_server_respond_refuses_bad_arguments) {
     hs_open(&h, NULL);
     h.defer = 1;
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c);
     mux_http_header_t cl = {{"Content-Length", 14}, {"5", 1}};
     mux_http_header_t crlf = {{"X-A", 3}, {"a\r\nb", 4}};
@@ -557,12 +409,12 @@ TEST(http_server_respond_refuses_bad_arguments) {
     CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, NULL, 3), -EINVAL);
     CHECK_EQ(mux_http_respond(NULL, 200, NULL, 0, NULL, 0), -EINVAL);
     CHECK_EQ(mux_http_respond(h.pending, 204, NULL, 0, NULL, 0), 0);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 204);
-    CHECK(!has(&r, "Content-Length"));
+    CHECK(!ha_has(&r, "Content-Length"));
     CHECK_EQ(mux_http_server_init(NULL, &h.loop, NULL, hs_handler), -EINVAL);
     CHECK_EQ(mux_http_server_listen(&h.srv, NULL, 0, NULL), -EBUSY);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
     CHECK_EQ(mux_http_server_close(&h.srv, NULL), -EINVAL); /* closed: impl_ is gone */
 }
@@ -587,7 +439,7 @@ static void hs_wait_cancel(struct hs *h, struct hclient *c, struct hcancel *k)
 {
     uint64_t end = mono_ns() + 5000 * MS;
     while (k->calls == 0) {
-        cl_pump(h, c);
+        hc_pump(&h->loop, c);
         CHECK_LT(mono_ns(), end);
     }
     CHECK_EQ(k->calls, 1);
@@ -603,8 +455,8 @@ TEST(http_server_client_that_ends_while_the_handler_holds_cancels_the_exchange) 
     h.defer = 1;
     static struct hclient c;
     struct hcancel k = {0};
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /h HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /h HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c);
     k.x = h.pending;
     CHECK_EQ(mux_http_exchange_on_cancel(h.pending, hs_cancel_cb, &k), 0);
@@ -613,16 +465,16 @@ TEST(http_server_client_that_ends_while_the_handler_holds_cancels_the_exchange) 
     hs_wait_cancel(&h, &c, &k);
     CHECK_EQ(k.reason, -ECONNRESET);
     h.pending = NULL;
-    cl_wait_eof(&h, &c); /* closed, nothing sent */
-    cl_close(&c);
+    hc_wait_eof(&h.loop, &c); /* closed, nothing sent */
+    hc_close(&c);
     /* Without a cancel callback: a reset, then the answer comes, and is refused. */
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /r HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /r HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c);
     struct linger lg = {1, 0};
     CHECK_EQ(setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
     int fds = open_fds();
-    cl_close(&c); /* a reset: the server closes its end */
+    hc_close(&c); /* a reset: the server closes its end */
     uint64_t end = mono_ns() + 5000 * MS;
     while (open_fds() != fds - 2) {
         CHECK_GE(mux_run(&h.loop, MUX_RUN_ONCE), 0);
@@ -645,18 +497,18 @@ TEST(http_server_close_ends_while_handlers_hold_exchanges_of_clients_gone) {
     struct hcancel k1 = {0}, k3 = {0};
     /* One whose client resets (with a cancel callback), one whose client resets (without),
      * one whose client stays (with). */
-    cl_open(&h, &c1);
-    cl_sends(&h, &c1, "GET /1 HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&c1, h.port);
+    hc_sends(&h.loop, &c1, "GET /1 HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c1);
     k1.x = h.pending;
     CHECK_EQ(mux_http_exchange_on_cancel(h.pending, hs_cancel_cb, &k1), 0);
     h.pending = NULL;
-    cl_open(&h, &c2);
-    cl_sends(&h, &c2, "GET /2 HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&c2, h.port);
+    hc_sends(&h.loop, &c2, "GET /2 HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c2);
     h.pending = NULL; /* held, never answered, no callback */
-    cl_open(&h, &c3);
-    cl_sends(&h, &c3, "GET /3 HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&c3, h.port);
+    hc_sends(&h.loop, &c3, "GET /3 HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c3);
     k3.x = h.pending;
     CHECK_EQ(mux_http_exchange_on_cancel(h.pending, hs_cancel_cb, &k3), 0);
@@ -664,8 +516,8 @@ TEST(http_server_close_ends_while_handlers_hold_exchanges_of_clients_gone) {
     struct linger lg = {1, 0};
     CHECK_EQ(setsockopt(c1.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
     CHECK_EQ(setsockopt(c2.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
-    cl_close(&c1);
-    cl_close(&c2);
+    hc_close(&c1);
+    hc_close(&c2);
     hs_wait_cancel(&h, &c3, &k1);
     CHECK_EQ(k1.reason, -ECONNRESET);
     run_ms(&h.loop, 20);
@@ -682,8 +534,8 @@ TEST(http_server_close_ends_while_handlers_hold_exchanges_of_clients_gone) {
     CHECK_EQ(k3.reason, -ECANCELED);
     CHECK_EQ(k1.calls, 1);
     CHECK_EQ(h.calls, 3);
-    cl_wait_eof(&h, &c3);
-    cl_close(&c3);
+    hc_wait_eof(&h.loop, &c3);
+    hc_close(&c3);
     loop_close(&h.loop);
 }
 
@@ -697,46 +549,46 @@ TEST(http_server_handler_that_does_not_answer_in_time_gets_503) {
     h.defer = 1;
     static struct hclient c;
     struct hcancel k = {0};
-    struct resp r;
-    cl_open(&h, &c);
+    static struct hanswer r;
+    hc_open(&c, h.port);
     uint64_t t0 = mono_ns();
-    cl_sends(&h, &c, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /next HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_sends(&h.loop, &c, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /next HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c);
     k.x = h.pending;
     CHECK_EQ(mux_http_exchange_on_cancel(h.pending, hs_cancel_cb, &k), 0);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_GE(mono_ns() - t0, 50 * MS);
     CHECK_EQ(r.status, 503);
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    CHECK(has(&r, "\r\nContent-Type: text/plain\r\n"));
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    CHECK(ha_has(&r, "\r\nContent-Type: text/plain\r\n"));
     CHECK_EQ(k.calls, 1);
     CHECK_EQ(k.reason, -ETIMEDOUT);
-    cl_wait_eof(&h, &c); /* the pipelined request is not answered */
+    hc_wait_eof(&h.loop, &c); /* the pipelined request is not answered */
     CHECK_EQ(h.calls, 1);
-    cl_close(&c);
+    hc_close(&c);
     /* Without a cancel callback. */
     h.pending = NULL;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 503);
     CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, "late", 4), -ECANCELED);
     h.pending = NULL;
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
     /* A handler that answers in time is not touched by the timeout. */
     h.defer = 0;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /fast HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /fast HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 200);
     run_ms(&h.loop, 100);
-    cl_sends(&h, &c, "GET /again HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, "GET /again HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 200);
     CHECK_STR_EQ(r.body, "GET /again 0:");
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -749,14 +601,14 @@ TEST(http_server_request_stays_valid_while_pipelined_bytes_arrive) {
     h.defer = 1;
     static struct hclient c;
     static char more[32768];
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /first HTTP/1.1\r\nHost: t\r\nX-Keep: this value\r\n\r\n");
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /first HTTP/1.1\r\nHost: t\r\nX-Keep: this value\r\n\r\n");
     cl_wait_pending(&h, &c);
     size_t n = 0;
     while (n + 40 < sizeof more)
         n += (size_t)sprintf(more + n, "GET /next HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_send(&h, &c, more, n);
+    hc_send(&h.loop, &c, more, n);
     run_ms(&h.loop, 30);
     const mux_http_request_t *req = mux_http_exchange_request(h.pending);
     CHECK(req->target.len == 6 && memcmp(req->target.base, "/first", 6) == 0);
@@ -767,11 +619,11 @@ TEST(http_server_request_stays_valid_while_pipelined_bytes_arrive) {
     mux_http_exchange_t *x = h.pending;
     h.pending = NULL;
     CHECK_EQ(mux_http_respond(x, 200, NULL, 0, "1", 1), 0);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "1");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "GET /next 0:");
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -796,13 +648,13 @@ static void put_file(const char *dir, const char *name, const char *content)
     CHECK_EQ(fclose(f), 0);
 }
 
-static void get(struct hs *h, struct hclient *c, const char *req, struct resp *r)
+static void get(struct hs *h, struct hclient *c, const char *req, struct hanswer *r)
 {
-    cl_sends(h, c, req);
-    CHECK_EQ(cl_response(h, c, r), 0);
+    hc_sends(&h->loop, c, req);
+    CHECK_EQ(hc_answer(&h->loop, c, r, 0), 0);
 }
 
-static const char *field(const struct resp *r, const char *name, char *out, size_t cap)
+static const char *field(const struct hanswer *r, const char *name, char *out, size_t cap)
 {
     const char *p = strstr(r->head, name);
     if (!p)
@@ -835,14 +687,14 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     hs_open_with(&h, NULL, hs_files);
 
     static struct hclient c;
-    struct resp r;
+    static struct hanswer r;
     char etag[64], lm[64], v[64];
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     get(&h, &c, "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     CHECK_EQ(r.status, 200);
     CHECK_STR_EQ(r.body, "hello file\n");
-    CHECK(has(&r, "\r\nContent-Type: text/plain; charset=utf-8\r\n"));
-    CHECK(has(&r, "\r\nAccept-Ranges: bytes\r\n"));
+    CHECK(ha_has(&r, "\r\nContent-Type: text/plain; charset=utf-8\r\n"));
+    CHECK(ha_has(&r, "\r\nAccept-Ranges: bytes\r\n"));
     CHECK(field(&r, "\r\nETag: ", etag, sizeof etag) != NULL);
     CHECK(field(&r, "\r\nLast-Modified: ", lm, sizeof lm) != NULL);
     char req[512];
@@ -873,11 +725,11 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     CHECK_STR_EQ(field(&r, "\r\nContent-Range: ", v, sizeof v), "bytes */11");
     get(&h, &c, "GET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1,3-4\r\n\r\n", &r);
     CHECK_EQ(r.status, 206); /* several ranges: multipart (test_http_static.c has the rest) */
-    CHECK(has(&r, "\r\nContent-Type: multipart/byteranges; boundary="));
+    CHECK(ha_has(&r, "\r\nContent-Type: multipart/byteranges; boundary="));
     /* Directories */
     get(&h, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     CHECK_STR_EQ(r.body, "<p>root</p>\n");
-    CHECK(has(&r, "\r\nContent-Type: text/html; charset=utf-8\r\n"));
+    CHECK(ha_has(&r, "\r\nContent-Type: text/html; charset=utf-8\r\n"));
     get(&h, &c, "GET /sub?x=1 HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     CHECK_EQ(r.status, 301);
     CHECK_STR_EQ(field(&r, "\r\nLocation: ", v, sizeof v), "/sub/?x=1");
@@ -908,12 +760,12 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     get(&h, &c, "POST /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", &r);
     CHECK_EQ(r.status, 405);
     CHECK_STR_EQ(field(&r, "\r\nAllow: ", v, sizeof v), "GET, HEAD");
-    cl_sends(&h, &c, "HEAD /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_head_response(&h, &c, &r);
-    CHECK(has(&r, "\r\nContent-Length: 11\r\n"));
+    hc_sends(&h.loop, &c, "HEAD /a.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 1), 0);
+    CHECK(ha_has(&r, "\r\nContent-Length: 11\r\n"));
     get(&h, &c, "GET /sub/index.html HTTP/1.1\r\nHost: t\r\n\r\n", &r); /* right after it */
     CHECK_STR_EQ(r.body, "<p>sub</p>\n");
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
     mux_http_static_close(&files);
     /* Clean the directory up. */
@@ -938,9 +790,9 @@ TEST(http_server_static_file_changed_on_disk_is_served_anew) {
     struct hs h;
     hs_open_with(&h, NULL, hs_files);
     static struct hclient c;
-    struct resp r;
+    static struct hanswer r;
     char tag1[64], tag2[64];
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     get(&h, &c, "GET /f.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     CHECK_STR_EQ(r.body, "version one\n");
     CHECK(field(&r, "\r\nETag: ", tag1, sizeof tag1) != NULL);
@@ -966,7 +818,7 @@ TEST(http_server_static_file_changed_on_disk_is_served_anew) {
     sleep_ms(1100);
     get(&h, &c, "GET /f.txt HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     CHECK_EQ(r.status, 404);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
     mux_http_static_close(&files);
     CHECK_EQ(rmdir(dir), 0);
@@ -981,15 +833,15 @@ TEST(http_server_chunked_head_alone_then_its_chunks) {
     struct hs h;
     hs_open(&h, NULL);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
     run_ms(&h.loop, 20);
     CHECK_EQ(h.calls, 0);
-    cl_sends(&h, &c, "3\r\nabc\r\n0\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, "3\r\nabc\r\n0\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "POST /c 3:abc");
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1036,7 +888,7 @@ static void cl_pattern_response(struct hs *h, struct hclient *c, uint64_t off, s
     while (!(e = memmem(c->buf, c->len, "\r\n\r\n", 4)) ||
            c->len < (hl = (size_t)(e - c->buf) + 4) + blen) {
         CHECK(!c->eof);
-        cl_pump(h, c);
+        hc_pump(&h->loop, c);
         CHECK_LT(mono_ns(), end);
     }
     char cl[64];
@@ -1063,40 +915,40 @@ TEST(http_server_bodies_from_buffers_and_from_a_file) {
     struct hs h;
     hs_open_with(&h, NULL, hs_bodies);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
+    static struct hanswer r;
+    hc_open(&c, h.port);
     get(&h, &c, "GET /v HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     CHECK_EQ(r.status, 200);
     CHECK_STR_EQ(r.body, "one,two,three");
-    cl_sends(&h, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_sends(&h.loop, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_pattern_response(&h, &c, FB_OFF, FB_LEN);
     CHECK_EQ(fb.done_calls, 1);
     CHECK_EQ(fb.done_status, 0);
-    cl_sends(&h, &c, "HEAD /f HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_head_response(&h, &c, &r);
-    CHECK(has(&r, "\r\nContent-Length: 100000\r\n"));
+    hc_sends(&h.loop, &c, "HEAD /f HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 1), 0);
+    CHECK(ha_has(&r, "\r\nContent-Length: 100000\r\n"));
     uint64_t end = mono_ns() + 5000 * MS;
     while (fb.done_calls < 2) {
-        cl_pump(&h, &c);
+        hc_pump(&h.loop, &c);
         CHECK_LT(mono_ns(), end);
     }
     CHECK_EQ(fb.done_status, 0);
     CHECK_EQ(c.len, 0);
-    cl_sends(&h, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\nGET /v HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_sends(&h.loop, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\nGET /v HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_pattern_response(&h, &c, FB_OFF, FB_LEN);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "one,two,three");
     CHECK_EQ(fb.done_calls, 3);
     CHECK_EQ(h.calls, 5);
-    cl_close(&c);
+    hc_close(&c);
     /* A client that half-closes right after its request still gets the whole answer. */
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
     CHECK_EQ(shutdown(c.fd, SHUT_WR), 0);
     cl_pattern_response(&h, &c, FB_OFF, FB_LEN);
-    cl_wait_eof(&h, &c);
+    hc_wait_eof(&h.loop, &c);
     CHECK_EQ(fb.done_calls, 4);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
     CHECK_EQ(close(fb.fd), 0);
 }
@@ -1135,9 +987,9 @@ TEST(http_server_static_big_file_is_sent_from_its_descriptor) {
     struct hs h;
     hs_open_with(&h, NULL, hs_files);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /mid.bin HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_pattern_response(&h, &c, 0, 40000);
     cl_pattern_response(&h, &c, 0, 40000);
     get(&h, &c, "GET /mid.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=30000-30099\r\n\r\n", &r);
@@ -1145,17 +997,17 @@ TEST(http_server_static_big_file_is_sent_from_its_descriptor) {
     CHECK(pattern_ok(r.body, 30000, 100));
     get(&h, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=100-4194\r\n\r\n", &r);
     CHECK_EQ(r.status, 206);
-    CHECK(has(&r, "\r\nContent-Range: bytes 100-4194/3145728\r\n"));
+    CHECK(ha_has(&r, "\r\nContent-Range: bytes 100-4194/3145728\r\n"));
     CHECK_EQ(r.body_len, 4095);
     CHECK(pattern_ok(r.body, 100, 4095));
     /* The whole: more than the socket buffers hold while the client does not read. */
-    cl_sends(&h, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_sends(&h.loop, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
     run_ms(&h.loop, 50);
     mux_http_static_close(&files);
     size_t got = 0, hl = 0;
     uint64_t end = mono_ns() + 10000 * MS;
     while (got < big) { /* the body does not fit the client's buffer: checked as it comes */
-        cl_pump(&h, &c);
+        hc_pump(&h.loop, &c);
         if (!hl) {
             char *e = memmem(c.buf, c.len, "\r\n\r\n", 4);
             if (!e)
@@ -1174,22 +1026,22 @@ TEST(http_server_static_big_file_is_sent_from_its_descriptor) {
         CHECK_LT(mono_ns(), end);
     }
     run_ms(&h.loop, 20);
-    cl_close(&c);
+    hc_close(&c);
     /* A client that goes in the middle of the body: the server lives on (sendfile's EPIPE
      * raises no SIGPIPE, whose default action would end this process) and serves the next. */
     CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
     CHECK_EQ(mux_http_static_init(&files, dir), 0);
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
     while (c.len == 0)
-        cl_pump(&h, &c);
-    cl_close(&c);
+        hc_pump(&h.loop, &c);
+    hc_close(&c);
     run_ms(&h.loop, 100);
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     get(&h, &c, "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=0-99\r\n\r\n", &r);
     CHECK_EQ(r.status, 206);
     CHECK(pattern_ok(r.body, 0, 100));
-    cl_close(&c);
+    hc_close(&c);
     mux_http_static_close(&files);
     hs_close(&h);
     CHECK_EQ(open_fds(), fds_before); /* the cache's descriptor too */
@@ -1275,33 +1127,33 @@ TEST(http_server_streamed_body_reaches_the_reader_in_pieces) {
     struct hs h;
     hs_open_with(&h, &o, hs_stream);
     static struct hclient c;
-    struct resp r;
+    static struct hanswer r;
     char want[200];
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello");
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello");
     HS_UNTIL(&h, &c, sb.total == 5);
     CHECK_EQ(h.calls, 1); /* at the head */
     CHECK_EQ(sb.total, 5);
     CHECK_EQ(sb.ends, 0);
-    cl_sends(&h, &c, " world");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, " world");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     snprintf(want, sizeof want, "n=11 pieces=2 sum=%u first=hello world end=0",
              sum_of("hello world", 11));
     CHECK_STR_EQ(r.body, want);
-    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    hc_sends(&h.loop, &c, "POST /read HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
     HS_UNTIL(&h, &c, sb.total == 3);
-    cl_sends(&h, &c,
+    hc_sends(&h.loop, &c,
              "lo\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
              "GET /read HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     /* "hel", then "lo" and " world" decoded together (they came in one read) */
     snprintf(want, sizeof want, "n=11 pieces=2 sum=%u first=hello world end=0",
              sum_of("hello world", 11));
     CHECK_STR_EQ(r.body, want);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "n=0 pieces=0 sum=0 first= end=0");
     CHECK_EQ(h.calls, 3);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1313,38 +1165,38 @@ TEST(http_server_streamed_body_not_read_is_dropped_and_the_next_request_found) {
     struct hs h;
     hs_open_with(&h, &o, hs_stream);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
+    static struct hanswer r;
+    hc_open(&c, h.port);
     static char big[200000];
     memset(big, 'b', sizeof big);
-    cl_sends(&h, &c, "POST /ignore HTTP/1.1\r\nHost: t\r\nContent-Length: 200000\r\n\r\n");
-    cl_send(&h, &c, big, sizeof big);
-    cl_sends(&h, &c, "POST /ignore HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+    hc_sends(&h.loop, &c, "POST /ignore HTTP/1.1\r\nHost: t\r\nContent-Length: 200000\r\n\r\n");
+    hc_send(&h.loop, &c, big, sizeof big);
+    hc_sends(&h.loop, &c, "POST /ignore HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
                      "3\r\nabc\r\n0\r\n\r\nGET /read HTTP/1.1\r\nHost: t\r\n\r\n");
     for (int i = 0; i < 2; i++) {
-        CHECK_EQ(cl_response(&h, &c, &r), 0);
+        CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
         CHECK_EQ(r.status, 200);
         CHECK_STR_EQ(r.body, "ignored");
-        CHECK(!has(&r, "Connection: close"));
+        CHECK(!ha_has(&r, "Connection: close"));
     }
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "n=0 pieces=0 sum=0 first= end=0");
     CHECK_EQ(h.calls, 3);
     /* A body being dropped whose chunked framing breaks ends the connection. */
-    cl_sends(&h, &c, "POST /ignore HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, "POST /ignore HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "ignored");
-    cl_sends(&h, &c, "3\r\nabcXX and more that is never a chunk");
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
-    cl_open(&h, &c);
-    cl_sends(&h, &c,
+    hc_sends(&h.loop, &c, "3\r\nabcXX and more that is never a chunk");
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c,
              "PUT /ignore HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 200); /* not 100 */
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1356,9 +1208,9 @@ TEST(http_server_streamed_body_continue_on_read_and_a_late_reader) {
     struct hs h;
     hs_open_with(&h, &o, hs_stream);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "PUT /later HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "PUT /later HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
                      "Content-Length: 4\r\n\r\n");
     HS_UNTIL(&h, &c, sb.x != NULL);
     run_ms(&h.loop, 300); /* past the body's timeout: it does not run with no reader */
@@ -1367,26 +1219,26 @@ TEST(http_server_streamed_body_continue_on_read_and_a_late_reader) {
     sb.in_read_call = 1;
     CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), 0);
     sb.in_read_call = 0;
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 100);
-    cl_sends(&h, &c, "data");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, "data");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     char want[200];
     snprintf(want, sizeof want, "n=4 pieces=1 sum=%u first=data end=0", sum_of("data", 4));
     CHECK_STR_EQ(r.body, want);
     /* Buffered before the reader starts: delivered from the loop after the call. */
-    cl_sends(&h, &c, "POST /later HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nxyz");
+    hc_sends(&h.loop, &c, "POST /later HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nxyz");
     HS_UNTIL(&h, &c, sb.x != NULL);
     run_ms(&h.loop, 300);
     sb.in_read_call = 1;
     CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), 0);
     sb.in_read_call = 0;
     CHECK_EQ(sb.total, 0);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     snprintf(want, sizeof want, "n=3 pieces=1 sum=%u first=xyz end=0", sum_of("xyz", 3));
     CHECK_STR_EQ(r.body, want);
     CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), -EINVAL); /* answered: gone */
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1400,77 +1252,77 @@ TEST(http_server_streamed_body_errors_reach_the_reader) {
     struct hs h;
     hs_open_with(&h, &o, hs_stream);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "POST /read HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
                      "3\r\nabcXX");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK(strstr(r.body, "end=-74") != NULL); /* EBADMSG */
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
     CHECK_EQ(sb.ends, 1);
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
 
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     static char chunk[300];
     int n = snprintf(chunk, sizeof chunk, "POST /read HTTP/1.1\r\nHost: t\r\n"
                                           "Transfer-Encoding: chunked\r\n\r\n80\r\n");
     memset(chunk + n, 'z', 128);
-    cl_send(&h, &c, chunk, (size_t)n + 128);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_send(&h.loop, &c, chunk, (size_t)n + 128);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     char want[40];
     snprintf(want, sizeof want, "end=%d", -EMSGSIZE);
     CHECK(strstr(r.body, want) != NULL);
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    cl_close(&c);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    hc_close(&c);
 
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     sb = (struct sb){0};
-    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab");
+    hc_sends(&h.loop, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab");
     uint64_t end = mono_ns() + 5000 * MS;
     while (sb.ends == 0) {
-        cl_pump(&h, &c);
+        hc_pump(&h.loop, &c);
         CHECK_LT(mono_ns(), end);
     }
     CHECK_EQ(sb.end_status, -ETIMEDOUT);
     CHECK_EQ(sb.total, 2);
-    CHECK_EQ(cl_response(&h, &c, &r), 0); /* the answer given in the reader goes out */
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0); /* the answer given in the reader goes out */
     snprintf(want, sizeof want, "end=%d", -ETIMEDOUT);
     CHECK(strstr(r.body, want) != NULL);
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
 
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     sb = (struct sb){0};
-    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    hc_sends(&h.loop, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
     HS_UNTIL(&h, &c, sb.total == 3);
     CHECK_EQ(shutdown(c.fd, SHUT_WR), 0); /* gone mid-body, but still reading */
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(sb.end_status, -ECONNRESET);
     snprintf(want, sizeof want, "end=%d", -ECONNRESET);
     CHECK(strstr(r.body, want) != NULL);
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
     /* The server closed while a reader waits: it hears -ECANCELED, and the close ends. */
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     sb = (struct sb){0};
-    cl_sends(&h, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    hc_sends(&h.loop, &c, "POST /read HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
     HS_UNTIL(&h, &c, sb.total == 3);
     CHECK_EQ(sb.ends, 0);
     hs_close(&h);
     CHECK_EQ(sb.ends, 1);
     CHECK_EQ(sb.end_status, -ECANCELED);
-    cl_close(&c);
+    hc_close(&c);
 
     hs_open(&h, NULL); /* bodies whole: no reader */
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     h.defer = 1;
-    cl_sends(&h, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_sends(&h.loop, &c, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &c);
     CHECK_EQ(mux_http_exchange_read(h.pending, sb_body), -EINVAL);
     CHECK_EQ(mux_http_respond(h.pending, 204, NULL, 0, NULL, 0), 0);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1484,7 +1336,7 @@ TEST(http_server_more_clients_at_once_than_read_buffers_all_answered) {
     enum { N = 320 };
     static struct hclient c[N];
     for (int i = 0; i < N; i++)
-        cl_open(&h, &c[i]);
+        hc_open(&c[i], h.port);
     run_ms(&h.loop, 50); /* every connection accepted and reading */
     char req[64];
     for (int i = 0; i < N; i++) {
@@ -1492,12 +1344,12 @@ TEST(http_server_more_clients_at_once_than_read_buffers_all_answered) {
         CHECK_EQ(send(c[i].fd, req, (size_t)n, MSG_NOSIGNAL), n);
     }
     for (int i = 0; i < N; i++) {
-        struct resp r;
-        CHECK_EQ(cl_response(&h, &c[i], &r), 0);
+        static struct hanswer r;
+        CHECK_EQ(hc_answer(&h.loop, &c[i], &r, 0), 0);
         char want[64];
         snprintf(want, sizeof want, "GET /%d 0:", i);
         CHECK_STR_EQ(r.body, want);
-        cl_close(&c[i]);
+        hc_close(&c[i]);
     }
     CHECK_EQ(h.calls, N);
     hs_close(&h);
@@ -1511,15 +1363,15 @@ TEST(http_server_idle_timeout_counts_from_the_last_answer) {
     struct hs h;
     hs_open(&h, &o);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
+    static struct hanswer r;
+    hc_open(&c, h.port);
     uint64_t answered = 0;
     for (int i = 0; i < 8; i++) {
         get(&h, &c, "GET /k HTTP/1.1\r\nHost: t\r\n\r\n", &r);
         CHECK_EQ(r.status, 200);
         answered = mono_ns();
         run_ms(&h.loop, 100);
-        cl_pump(&h, &c);
+        hc_pump(&h.loop, &c);
         /* 800 ms in all, open throughout: each answer restarts the 250 ms (unless a loaded
          * machine stretched the pause itself past them, which says nothing). */
         if (mono_ns() - answered < 200 * MS)
@@ -1527,12 +1379,12 @@ TEST(http_server_idle_timeout_counts_from_the_last_answer) {
         else if (c.eof)
             break;
     }
-    cl_wait_eof(&h, &c);
+    hc_wait_eof(&h.loop, &c);
     uint64_t after = (mono_ns() - answered) / MS;
     /* 250 ms from the server's last answer, which the client read a little after it. */
     CHECK_GE(after, 200);
     CHECK_LT(after, 2000);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1543,22 +1395,22 @@ TEST(http_server_streamed_body_paused_and_resumed) {
     struct hs h;
     hs_open_with(&h, &o, hs_stream);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "POST /later HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\n\r\nab");
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "POST /later HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\n\r\nab");
     HS_UNTIL(&h, &c, sb.x != NULL);
     CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), 0);
     HS_UNTIL(&h, &c, sb.total == 2);
     CHECK_EQ(mux_http_exchange_read(sb.x, NULL), 0); /* paused */
-    cl_sends(&h, &c, "cdef");
+    hc_sends(&h.loop, &c, "cdef");
     run_ms(&h.loop, 30);
     CHECK_EQ(sb.total, 2);
     CHECK_EQ(mux_http_exchange_read(sb.x, sb_body), 0);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     char want[120];
     snprintf(want, sizeof want, "n=6 pieces=2 sum=%u first=abcdef end=0", sum_of("abcdef", 6));
     CHECK_STR_EQ(r.body, want);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1569,19 +1421,19 @@ TEST(http_server_bytes_after_the_last_request_are_dropped) {
     hs_open(&h, NULL);
     h.defer = 1;
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
-    cl_sends(&h, &c, "GET /last HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    hc_sends(&h.loop, &c, "GET /last HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     cl_wait_pending(&h, &c);
-    cl_sends(&h, &c, "GET /more HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_sends(&h.loop, &c, "GET /more HTTP/1.1\r\nHost: t\r\n\r\n");
     run_ms(&h.loop, 30);
     CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, "last", 4), 0);
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_STR_EQ(r.body, "last");
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    cl_wait_eof(&h, &c);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    hc_wait_eof(&h.loop, &c);
     CHECK_EQ(h.calls, 1);
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1607,7 +1459,7 @@ TEST(http_server_pipelined_requests_wait_while_answers_are_not_read) {
     hs_open_with(&h, &o, hs_big);
     memset(big_answer, 'b', sizeof big_answer);
     static struct hclient c;
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     static char reqs[N * 40];
     size_t n = 0;
     for (int i = 0; i < N; i++)
@@ -1657,7 +1509,7 @@ TEST(http_server_pipelined_requests_wait_while_answers_are_not_read) {
     }
     CHECK_EQ(h.calls, N);
     CHECK_EQ(got, want); /* every answer's head is as long: the same Date, the same length */
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
 }
 
@@ -1681,53 +1533,53 @@ TEST(http_server_drain_lets_requests_in_flight_finish_and_closes_the_rest) {
     struct hs h;
     hs_open(&h, NULL);
     static struct hclient idle, fresh, held, half;
-    struct resp r;
-    cl_open(&h, &idle);
+    static struct hanswer r;
+    hc_open(&idle, h.port);
     get(&h, &idle, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n", &r);
     CHECK_EQ(r.status, 200);
-    cl_open(&h, &fresh);
-    cl_open(&h, &half); /* a request whose body is still to come */
-    cl_sends(&h, &half, "POST /half HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+    hc_open(&fresh, h.port);
+    hc_open(&half, h.port); /* a request whose body is still to come */
+    hc_sends(&h.loop, &half, "POST /half HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
                         "Content-Length: 3\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &half, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &half, &r, 0), 0);
     CHECK_EQ(r.status, 100); /* its head was read */
     h.defer = 1;
-    cl_open(&h, &held);
-    cl_sends(&h, &held, "GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_open(&held, h.port);
+    hc_sends(&h.loop, &held, "GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_wait_pending(&h, &held);
     CHECK_EQ(mux_http_server_drain(&h.srv, 5000 * MS, hs_srv_closed), 0);
     CHECK_EQ(mux_http_server_drain(&h.srv, 5000 * MS, hs_srv_closed), -EALREADY);
     CHECK_EQ(mux_http_server_drain(NULL, 0, NULL), -EINVAL);
-    cl_wait_eof(&h, &idle);
-    cl_wait_eof(&h, &fresh);
+    hc_wait_eof(&h.loop, &idle);
+    hc_wait_eof(&h.loop, &fresh);
     CHECK(connect_refused(h.port)); /* not listening any more */
     /* The held exchange is answered late: with Connection: close, then the end. */
     run_ms(&h.loop, 30);
     CHECK_EQ(h.closed, 0);
     CHECK_EQ(mux_http_respond(h.pending, 200, NULL, 0, "late", 4), 0);
     h.pending = NULL;
-    CHECK_EQ(cl_response(&h, &held, &r), 0);
+    CHECK_EQ(hc_answer(&h.loop, &held, &r, 0), 0);
     CHECK_STR_EQ(r.body, "late");
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    cl_wait_eof(&h, &held);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    hc_wait_eof(&h.loop, &held);
     /* The body that was coming comes whole: answered, with Connection: close. */
     h.defer = 0;
     CHECK_EQ(h.closed, 0);
-    cl_sends(&h, &half, "abc");
-    CHECK_EQ(cl_response(&h, &half, &r), 0);
+    hc_sends(&h.loop, &half, "abc");
+    CHECK_EQ(hc_answer(&h.loop, &half, &r, 0), 0);
     CHECK_STR_EQ(r.body, "POST /half 3:abc");
-    CHECK(has(&r, "\r\nConnection: close\r\n"));
-    cl_wait_eof(&h, &half);
+    CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
+    hc_wait_eof(&h.loop, &half);
     uint64_t end = mono_ns() + 5000 * MS;
     while (!h.closed) {
         CHECK_GE(mux_run(&h.loop, MUX_RUN_ONCE), 0);
         CHECK_LT(mono_ns(), end);
     }
     CHECK_EQ(h.calls, 3);
-    cl_close(&idle);
-    cl_close(&fresh);
-    cl_close(&held);
-    cl_close(&half);
+    hc_close(&idle);
+    hc_close(&fresh);
+    hc_close(&held);
+    hc_close(&half);
     CHECK_EQ(mux_timer_stop(&h.loop, &h.tick), 0);
     loop_close(&h.loop);
 }
@@ -1741,8 +1593,8 @@ TEST(http_server_drain_ends_at_its_timeout_or_at_a_close) {
         h.defer = 1;
         static struct hclient c;
         struct hcancel k = {0};
-        cl_open(&h, &c);
-        cl_sends(&h, &c, "GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
+        hc_open(&c, h.port);
+        hc_sends(&h.loop, &c, "GET /held HTTP/1.1\r\nHost: t\r\n\r\n");
         cl_wait_pending(&h, &c);
         k.x = h.pending;
         CHECK_EQ(mux_http_exchange_on_cancel(h.pending, hs_cancel_cb, &k), 0);
@@ -1756,14 +1608,14 @@ TEST(http_server_drain_ends_at_its_timeout_or_at_a_close) {
         }
         uint64_t end = mono_ns() + 5000 * MS;
         while (k.calls == 0) {
-            cl_pump(&h, &c);
+            hc_pump(&h.loop, &c);
             CHECK_LT(mono_ns(), end);
         }
         CHECK_EQ(k.reason, -ECANCELED);
         if (!forced)
             CHECK_GE(mono_ns() - t0, 100 * MS); /* not before the drain's time */
-        cl_wait_eof(&h, &c);
-        cl_close(&c);
+        hc_wait_eof(&h.loop, &c);
+        hc_close(&c);
         CHECK_EQ(mux_timer_stop(&h.loop, &h.tick), 0);
         CHECK_EQ(mux_run(&h.loop, MUX_RUN_DEFAULT), 0); /* the close ends: nothing active */
         CHECK_EQ(h.closed, forced); /* the drain had no callback, the close one */
@@ -1806,16 +1658,16 @@ TEST(http_server_logs_every_answer_with_its_status_length_and_client) {
     struct hs h;
     hs_open(&h, &o);
     static struct hclient c;
-    struct resp r;
-    cl_open(&h, &c);
+    static struct hanswer r;
+    hc_open(&c, h.port);
     get(&h, &c, "GET /one HTTP/1.1\r\nHost: t\r\n\r\n", &r);
-    cl_sends(&h, &c, "HEAD /two HTTP/1.1\r\nHost: t\r\n\r\n");
-    cl_head_response(&h, &c, &r);
-    cl_sends(&h, &c, "GET /three HTTP/1.1\r\nBad Field: x\r\n\r\n");
-    CHECK_EQ(cl_response(&h, &c, &r), 0);
+    hc_sends(&h.loop, &c, "HEAD /two HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 1), 0);
+    hc_sends(&h.loop, &c, "GET /three HTTP/1.1\r\nBad Field: x\r\n\r\n");
+    CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
     CHECK_EQ(r.status, 400);
-    cl_wait_eof(&h, &c);
-    cl_close(&c);
+    hc_wait_eof(&h.loop, &c);
+    hc_close(&c);
     CHECK_EQ(logged.n, 3);
     CHECK_EQ(logged.status[0], 200);
     CHECK_STR_EQ(logged.target[0], "/one");
@@ -1855,9 +1707,9 @@ TEST(http_server_idle_timeout_does_not_cut_an_answer_still_going_out) {
         slow_body[i] = (char)('a' + i % 23);
     static struct hclient c;
     int small = 16384;
-    cl_open(&h, &c);
+    hc_open(&c, h.port);
     CHECK_EQ(setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
-    cl_sends(&h, &c, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    hc_sends(&h.loop, &c, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
     static char chunk[32768];
     size_t got = 0, head = 0, want = 0;
     uint64_t t0 = mono_ns(), end = t0 + 15000 * MS;
@@ -1881,7 +1733,7 @@ TEST(http_server_idle_timeout_does_not_cut_an_answer_still_going_out) {
     }
     CHECK_EQ(got, want);
     CHECK_GT(mono_ns() - t0, 200 * MS); /* it took longer than the idle timeout */
-    cl_close(&c);
+    hc_close(&c);
     hs_close(&h);
     free(slow_body);
 }

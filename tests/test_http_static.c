@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "http/http_internal.h"
+#include "http_client.h"
 #include "stream_util.h"
 
 static mux_http_str_t S(const char *s)
@@ -469,146 +470,31 @@ static void fx_mkdir(struct fx *f, const char *name)
     CHECK_EQ(mkdir(path, 0755), 0);
 }
 
-/* A client connection: what it received is in buf[0 .. len). */
-struct cl {
-    int fd, eof;
-    size_t len;
-    char buf[1 << 20];
-};
-
-static void cl_open(struct fx *f, struct cl *c)
-{
-    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    CHECK_GE(c->fd, 0);
-    c->eof = 0;
-    c->len = 0;
-    struct sockaddr_storage ss;
-    socklen_t len = addr_v4(&ss, f->port);
-    int r = connect(c->fd, (struct sockaddr *)&ss, len);
-    CHECK(r == 0 || errno == EINPROGRESS);
-}
-
-static void cl_close(struct cl *c)
-{
-    CHECK_EQ(close(c->fd), 0);
-}
-
-/* Runs the loop once and takes what arrived. */
-static void cl_pump(struct fx *f, struct cl *c)
-{
-    CHECK_GE(mux_run(&f->loop, MUX_RUN_ONCE), 0);
-    while (c->len < sizeof c->buf) {
-        ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, MSG_DONTWAIT);
-        if (n > 0) {
-            c->len += (size_t)n;
-            continue;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-            c->eof = 1;
-        return;
-    }
-}
-
-static void cl_send(struct fx *f, struct cl *c, const char *p, size_t len)
-{
-    uint64_t end = mono_ns() + 5000 * MS;
-    while (len) {
-        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        CHECK(n < 0 && (errno == EAGAIN || errno == ENOTCONN || errno == EWOULDBLOCK));
-        cl_pump(f, c);
-        CHECK_LT(mono_ns(), end);
-    }
-}
-
-/* An answer, taken out of the client's buffer. */
-struct rsp {
-    int status;
-    char head[32768]; /* NUL-terminated */
-    size_t body_len;
-    char body[1 << 20]; /* NUL-terminated too */
-};
-
-/* Waits (5 s at most) for one whole answer; `head` when it answers HEAD (no body). */
-static void cl_answer(struct fx *f, struct cl *c, struct rsp *r, int head)
-{
-    uint64_t end = mono_ns() + 5000 * MS;
-    for (;;) {
-        char *e = memmem(c->buf, c->len, "\r\n\r\n", 4);
-        if (e) {
-            size_t hl = (size_t)(e - c->buf) + 4;
-            CHECK_LT(hl, sizeof r->head);
-            memcpy(r->head, c->buf, hl);
-            r->head[hl] = 0;
-            CHECK_EQ(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
-            const char *cl = strstr(r->head, "\r\nContent-Length: ");
-            size_t blen = cl ? strtoul(cl + 18, NULL, 10) : 0;
-            if (head || r->status == 304 || r->status == 204)
-                blen = 0;
-            CHECK_LT(blen, sizeof r->body);
-            if (c->len >= hl + blen) {
-                memcpy(r->body, c->buf + hl, blen);
-                r->body[blen] = 0;
-                r->body_len = blen;
-                memmove(c->buf, c->buf + hl + blen, c->len - hl - blen);
-                c->len -= hl + blen;
-                return;
-            }
-        }
-        if (c->eof)
-            harness_fail(__FILE__, __LINE__, "an answer", "the connection ended first");
-        if (mono_ns() > end)
-            harness_fail(__FILE__, __LINE__, "an answer", "none within 5 s");
-        cl_pump(f, c);
-    }
-}
-
 /* Sends "METHOD TARGET" with `fields` (each ending in CRLF, may be "") and waits for the
  * answer. */
-static void cl_ask(struct fx *f, struct cl *c, const char *method, const char *target,
-                   const char *fields, struct rsp *r)
+static void cl_ask(struct fx *f, struct hclient *c, const char *method, const char *target,
+                   const char *fields, struct hanswer *r)
 {
     size_t cap = strlen(target) + strlen(fields) + 64;
     char *req = malloc(cap);
     CHECK(req != NULL);
     int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: t\r\n%s\r\n", method, target, fields);
     CHECK(n > 0 && (size_t)n < cap);
-    cl_send(f, c, req, (size_t)n);
+    hc_send(&f->loop, c, req, (size_t)n);
     free(req);
-    cl_answer(f, c, r, strcmp(method, "HEAD") == 0);
+    CHECK_EQ(hc_answer(&f->loop, c, r, strcmp(method, "HEAD") == 0), 0);
 }
 
-static void cl_get(struct fx *f, struct cl *c, const char *target, const char *fields,
-                   struct rsp *r)
+static void cl_get(struct fx *f, struct hclient *c, const char *target, const char *fields,
+                   struct hanswer *r)
 {
     cl_ask(f, c, "GET", target, fields, r);
 }
 
-/* The value of the answer's field `name` (exact case), or NULL. */
-static const char *rsp_field(const struct rsp *r, const char *name)
-{
-    static char out[32768];
-    char key[128];
-    CHECK_LT(snprintf(key, sizeof key, "\r\n%s: ", name), (int)sizeof key);
-    const char *p = strstr(r->head, key);
-    if (!p)
-        return NULL;
-    p += strlen(key);
-    size_t n = strcspn(p, "\r");
-    CHECK_LT(n, sizeof out);
-    memcpy(out, p, n);
-    out[n] = 0;
-    return out;
-}
-
 /* ---- defects -------------------------------------------------------------------------- */
 
-static struct cl cl1;
-static struct rsp rsp1;
+static struct hclient cl1;
+static struct hanswer rsp1;
 
 /* A directory named without its slash is redirected however long the target is: the
  * Location is made of the resolved path (so "//host" cannot become a redirect to another
@@ -620,7 +506,7 @@ TEST(http_static_redirect_of_any_length_is_answered) {
     fx_mkdir(&f, "sub");
     fx_mkdir(&f, "a b");
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     static char target[8192], want[8192];
     for (size_t q = 4190; q <= 4200; q++) {
         memcpy(target, "/sub?", 5);
@@ -631,20 +517,20 @@ TEST(http_static_redirect_of_any_length_is_answered) {
         memcpy(want, "/sub/?", 6);
         memset(want + 6, 'q', q);
         want[6 + q] = 0;
-        CHECK_STR_EQ(rsp_field(&rsp1, "Location"), want);
+        CHECK_STR_EQ(ha_field(&rsp1, "Location"), want);
     }
     target[0] = '/';
     memset(target + 1, '/', 5000);
     memcpy(target + 5001, "sub", 4);
     cl_get(&f, &cl1, target, "", &rsp1);
     CHECK_EQ(rsp1.status, 301);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Location"), "/sub/");
+    CHECK_STR_EQ(ha_field(&rsp1, "Location"), "/sub/");
     cl_get(&f, &cl1, "//sub", "", &rsp1);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Location"), "/sub/");
+    CHECK_STR_EQ(ha_field(&rsp1, "Location"), "/sub/");
     cl_get(&f, &cl1, "/./sub/../a%20b?x=%41", "", &rsp1);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Location"), "/a%20b/?x=%41");
+    CHECK_STR_EQ(ha_field(&rsp1, "Location"), "/a%20b/?x=%41");
     CHECK_EQ(f.calls, 11 + 3);
-    cl_close(&cl1);
+    hc_close(&cl1);
     fx_close(&f);
 }
 
@@ -681,7 +567,7 @@ static void fd_files(struct fx *f)
 }
 
 /* Asks for the first bytes of f<i>.bin and checks them. */
-static void fd_get(struct fx *f, struct cl *c, int i, struct rsp *r)
+static void fd_get(struct fx *f, struct hclient *c, int i, struct hanswer *r)
 {
     char target[32], tag[32];
     snprintf(target, sizeof target, "/f%d.bin", i);
@@ -694,20 +580,20 @@ static void fd_get(struct fx *f, struct cl *c, int i, struct rsp *r)
     CHECK_EQ(memcmp(r->body, tag, (size_t)n), 0);
 }
 
-static struct cl fd_cl[FD_CLIENT];
+static struct hclient fd_cl[FD_CLIENT];
 
 /* FD_CLIENT clients that connect at once each get a cached file. */
 static void fd_clients_at_once(struct fx *f)
 {
     for (int i = 0; i < FD_CLIENT; i++)
-        cl_open(f, &fd_cl[i]);
+        hc_open(&fd_cl[i], f->port);
     for (int i = 0; i < FD_CLIENT; i++)
-        cl_send(f, &fd_cl[i], "GET /f0.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=0-15\r\n\r\n", 52);
+        hc_send(&f->loop, &fd_cl[i], "GET /f0.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=0-15\r\n\r\n", 52);
     for (int i = 0; i < FD_CLIENT; i++) {
-        cl_answer(f, &fd_cl[i], &rsp1, 0);
+        CHECK_EQ(hc_answer(&f->loop, &fd_cl[i], &rsp1, 0), 0);
         CHECK_EQ(rsp1.status, 206);
         CHECK_EQ(memcmp(rsp1.body, "file 0\n", 7), 0);
-        cl_close(&fd_cl[i]);
+        hc_close(&fd_cl[i]);
     }
 }
 
@@ -723,13 +609,13 @@ TEST(http_static_more_files_than_the_descriptor_limit_all_served) {
     fd_files(&f);
     fx_serve(&f);
     for (int round = 0; round < 2; round++) {
-        cl_open(&f, &cl1); /* a connection per round: max_requests is 1,000 */
+        hc_open(&cl1, f.port); /* a connection per round: max_requests is 1,000 */
         for (int i = 0; i < FD_FILES; i++) {
             fd_get(&f, &cl1, i, &rsp1);
             if (i % 100 == 0)
                 fd_clients_at_once(&f);
         }
-        cl_close(&cl1);
+        hc_close(&cl1);
     }
     CHECK_EQ(f.errors, 0);
     fx_close(&f);
@@ -771,7 +657,7 @@ TEST(http_static_out_of_descriptors_evicts_then_503) {
     fd_files(&f);
     f.st.max_open = 100000;
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     fd_get(&f, &cl1, 0, &rsp1);
     fd_get(&f, &cl1, 1, &rsp1);
     static int fds[FD_LIMIT];
@@ -787,21 +673,21 @@ TEST(http_static_out_of_descriptors_evicts_then_503) {
     fx_dir(&g);
     fd_files(&g);
     fx_serve(&g);
-    cl_open(&g, &cl1);
+    hc_open(&cl1, g.port);
     fd_get(&g, &cl1, 0, &rsp1); /* the connection is up; its descriptors taken */
     mux_http_static_close(&g.st);
     CHECK_EQ(mux_http_static_init(&g.st, g.dir), 0); /* an empty cache */
     n = fds_fill(fds, FD_LIMIT);
     cl_get(&g, &cl1, "/f5.bin", "", &rsp1);
     CHECK_EQ(rsp1.status, 503);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Retry-After"), "1");
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "text/plain");
+    CHECK_STR_EQ(ha_field(&rsp1, "Retry-After"), "1");
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "text/plain");
     CHECK_STR_EQ(rsp1.body, "503 Service Unavailable\n");
     CHECK_EQ(g.errors, 1);
     CHECK_EQ(g.last_error, -EMFILE);
     fds_free(fds, n);
     fd_get(&g, &cl1, 5, &rsp1);
-    cl_close(&cl1);
+    hc_close(&cl1);
     fx_close(&g);
     fx_close(&f);
 }
@@ -812,17 +698,17 @@ TEST(http_static_out_of_descriptors_evicts_then_503) {
  * bytes `file` (`size` of them): each part's Content-Type is `type`, its Content-Range names
  * a range of the file and its bytes are those; the ranges, in order, are `want`
  * ("f-l,f-l"). */
-static void multipart_check(const struct rsp *r, const char *file, size_t size, const char *type,
+static void multipart_check(const struct hanswer *r, const char *file, size_t size, const char *type,
                             const char *want)
 {
     CHECK_EQ(r->status, 206);
-    const char *ct = rsp_field(r, "Content-Type");
+    const char *ct = ha_field(r, "Content-Type");
     static const char pre[] = "multipart/byteranges; boundary=";
     CHECK(ct != NULL && strncmp(ct, pre, sizeof pre - 1) == 0);
     char delim[128];
     int dl = snprintf(delim, sizeof delim, "--%s", ct + sizeof pre - 1);
     CHECK(dl > 2 && dl < (int)sizeof delim);
-    CHECK(rsp_field(r, "Content-Range") == NULL); /* only in the parts */
+    CHECK(ha_field(r, "Content-Range") == NULL); /* only in the parts */
     const char *p = r->body, *end = r->body + r->body_len;
     if (end - p >= 2 && memcmp(p, "\r\n", 2) == 0)
         p += 2;
@@ -895,7 +781,7 @@ TEST(http_static_multiple_ranges_as_multipart_byteranges) {
     for (int i = 0; i < 3; i++)
         data[i] = pattern_file(&f, files[i].name, files[i].size);
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     static const struct {
         const char *range, *want;
     } cases[] = {
@@ -926,15 +812,15 @@ TEST(http_static_multiple_ranges_as_multipart_byteranges) {
             size_t body = rsp1.body_len;
             cl_ask(&f, &cl1, "HEAD", target, fields, &rsp1);
             CHECK_EQ(rsp1.status, 206);
-            CHECK_EQ(strtoull(rsp_field(&rsp1, "Content-Length"), NULL, 10), body);
+            CHECK_EQ(strtoull(ha_field(&rsp1, "Content-Length"), NULL, 10), body);
         }
         /* Ranges that touch are one: a plain 206. */
         cl_get(&f, &cl1, target, "Range: bytes=10-19,20-29,0-9\r\n", &rsp1);
         CHECK_EQ(rsp1.status, 206);
-        CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), files[i].type);
+        CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), files[i].type);
         char cr[64];
         snprintf(cr, sizeof cr, "bytes 0-29/%zu", files[i].size);
-        CHECK_STR_EQ(rsp_field(&rsp1, "Content-Range"), cr);
+        CHECK_STR_EQ(ha_field(&rsp1, "Content-Range"), cr);
         CHECK_EQ(rsp1.body_len, 30);
         CHECK_EQ(memcmp(rsp1.body, data[i], 30), 0);
         /* More than max_ranges (16) listed: the whole. */
@@ -945,7 +831,7 @@ TEST(http_static_multiple_ranges_as_multipart_byteranges) {
         CHECK_EQ(memcmp(rsp1.body, data[i], files[i].size), 0);
         free(data[i]);
     }
-    cl_close(&cl1);
+    hc_close(&cl1);
     fx_close(&f);
 }
 
@@ -957,14 +843,14 @@ TEST(http_static_multipart_over_a_megabyte_from_a_descriptor_is_whole) {
     fx_dir(&f);
     free(pattern_file(&f, "huge.bin", 3u << 20));
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     cl_ask(&f, &cl1, "HEAD", "/huge.bin", "Range: bytes=0-599999,1000000-1599999\r\n", &rsp1);
     CHECK_EQ(rsp1.status, 200);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Length"), "3145728");
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Length"), "3145728");
     cl_ask(&f, &cl1, "HEAD", "/huge.bin", "Range: bytes=0-499999,1000000-1499999\r\n", &rsp1);
     CHECK_EQ(rsp1.status, 206);
-    CHECK(strncmp(rsp_field(&rsp1, "Content-Type"), "multipart/byteranges; ", 22) == 0);
-    cl_close(&cl1);
+    CHECK(strncmp(ha_field(&rsp1, "Content-Type"), "multipart/byteranges; ", 22) == 0);
+    hc_close(&cl1);
     fx_close(&f);
 }
 
@@ -976,16 +862,16 @@ TEST(http_static_416_and_if_range) {
     fx_dir(&f);
     fx_file(&f, "a.png", "0123456789", 10);
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/a.png", "Range: bytes=10-,20-30\r\n", &rsp1);
     CHECK_EQ(rsp1.status, 416);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Range"), "bytes */10");
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "text/plain");
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Range"), "bytes */10");
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "text/plain");
     CHECK_STR_EQ(rsp1.body, "416 Range Not Satisfiable\n");
     cl_get(&f, &cl1, "/a.png", "", &rsp1);
     char etag[64], lm[64], fields[256];
-    snprintf(etag, sizeof etag, "%s", rsp_field(&rsp1, "ETag"));
-    snprintf(lm, sizeof lm, "%s", rsp_field(&rsp1, "Last-Modified"));
+    snprintf(etag, sizeof etag, "%s", ha_field(&rsp1, "ETag"));
+    snprintf(lm, sizeof lm, "%s", ha_field(&rsp1, "Last-Modified"));
     snprintf(fields, sizeof fields, "Range: bytes=2-3\r\nIf-Range: %s\r\n", etag);
     cl_get(&f, &cl1, "/a.png", fields, &rsp1);
     CHECK_EQ(rsp1.status, 206);
@@ -1002,7 +888,7 @@ TEST(http_static_416_and_if_range) {
     cl_get(&f, &cl1, "/a.png", "Range: bytes=2-3\r\nIf-Range: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
            &rsp1);
     CHECK_EQ(rsp1.status, 200);
-    cl_close(&cl1);
+    hc_close(&cl1);
     fx_close(&f);
 }
 
@@ -1020,7 +906,7 @@ TEST(http_static_error_answers_have_a_text_body) {
     CHECK_EQ(chmod(path, 0), 0);
     int locked = access(path, R_OK) != 0; /* root reads it anyway */
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     static const struct {
         const char *method, *target, *body;
         int status;
@@ -1042,7 +928,7 @@ TEST(http_static_error_answers_have_a_text_body) {
         if (rsp1.status != cases[i].status)
             fprintf(stderr, "%s %s: %d\n", cases[i].method, cases[i].target, rsp1.status);
         CHECK_EQ(rsp1.status, cases[i].status);
-        CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "text/plain");
+        CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "text/plain");
         CHECK_STR_EQ(rsp1.body, cases[i].body);
     }
     static char big[5000];
@@ -1050,9 +936,9 @@ TEST(http_static_error_answers_have_a_text_body) {
     big[0] = '/';
     cl_get(&f, &cl1, big, "", &rsp1);
     CHECK_EQ(rsp1.status, 414);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "text/plain");
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "text/plain");
     CHECK_STR_EQ(rsp1.body, "414 URI Too Long\n");
-    cl_close(&cl1);
+    hc_close(&cl1);
     fx_close(&f);
 }
 
@@ -1068,7 +954,7 @@ TEST(http_static_well_known_served_and_dot_files_on_request) {
     fx_mkdir(&f, "d");
     fx_file(&f, "d/.htpasswd", "x\n", 2);
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/.well-known/acme-challenge/tok", "", &rsp1);
     CHECK_EQ(rsp1.status, 200);
     CHECK_STR_EQ(rsp1.body, "key\n");
@@ -1078,11 +964,11 @@ TEST(http_static_well_known_served_and_dot_files_on_request) {
     CHECK_EQ(rsp1.status, 403);
     cl_get(&f, &cl1, "/.well-known/../.env", "", &rsp1);
     CHECK_EQ(rsp1.status, 403);
-    cl_close(&cl1);
+    hc_close(&cl1);
     mux_http_static_close(&f.st);
     f.st.flags = MUX_HTTP_STATIC_DOTFILES;
     CHECK_EQ(mux_http_static_init(&f.st, f.dir), 0);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/.env", "", &rsp1);
     CHECK_EQ(rsp1.status, 200);
     CHECK_STR_EQ(rsp1.body, "SECRET=1\n");
@@ -1090,7 +976,7 @@ TEST(http_static_well_known_served_and_dot_files_on_request) {
     CHECK_EQ(rsp1.status, 200);
     cl_get(&f, &cl1, "/../x", "", &rsp1);
     CHECK_EQ(rsp1.status, 403);
-    cl_close(&cl1);
+    hc_close(&cl1);
     fx_close(&f);
 }
 
@@ -1114,18 +1000,18 @@ TEST(http_static_autoindex_lists_escaped_sorted_names) {
     snprintf(link, sizeof link, "%s/pub/link", f.dir);
     CHECK_EQ(symlink(target, link), 0);
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/pub/", "", &rsp1);
     CHECK_EQ(rsp1.status, 404);
-    cl_close(&cl1);
+    hc_close(&cl1);
     for (int dots = 0; dots < 2; dots++) {
         mux_http_static_close(&f.st);
         f.st.flags = MUX_HTTP_STATIC_AUTOINDEX | (dots ? MUX_HTTP_STATIC_DOTFILES : 0);
         CHECK_EQ(mux_http_static_init(&f.st, f.dir), 0);
-        cl_open(&f, &cl1);
+        hc_open(&cl1, f.port);
         cl_get(&f, &cl1, "/pub/", "", &rsp1);
         CHECK_EQ(rsp1.status, 200);
-        CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "text/html; charset=utf-8");
+        CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "text/html; charset=utf-8");
         char want[2048];
         snprintf(want, sizeof want,
                  "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of "
@@ -1141,7 +1027,7 @@ TEST(http_static_autoindex_lists_escaped_sorted_names) {
                  dots ? "<li><a href=\".hidden\">.hidden</a></li>\n" : "");
         CHECK_STR_EQ(rsp1.body, want);
         cl_ask(&f, &cl1, "HEAD", "/pub/", "", &rsp1);
-        CHECK_EQ(strtoul(rsp_field(&rsp1, "Content-Length"), NULL, 10), strlen(want));
+        CHECK_EQ(strtoul(ha_field(&rsp1, "Content-Length"), NULL, 10), strlen(want));
         cl_get(&f, &cl1, "/pub", "", &rsp1); /* the slash first, as for an index */
         CHECK_EQ(rsp1.status, 301);
         cl_get(&f, &cl1, "/withindex/", "", &rsp1);
@@ -1149,7 +1035,7 @@ TEST(http_static_autoindex_lists_escaped_sorted_names) {
         cl_get(&f, &cl1, "/", "", &rsp1); /* the root: no "../" */
         CHECK(strstr(rsp1.body, "<h1>Index of /</h1>\n<ul>\n<li><a href=\"pub/\">pub/</a></li>\n"
                                 "<li><a href=\"withindex/\">withindex/</a></li>\n</ul>") != NULL);
-        cl_close(&cl1);
+        hc_close(&cl1);
     }
     fx_close(&f);
 }
@@ -1169,33 +1055,33 @@ TEST(http_static_media_types_from_a_mime_types_file) {
     fx_file(&f, ".types", text, sizeof text - 1);
     f.st.mime_types = types;
     fx_serve(&f);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/x.iomux", "", &rsp1);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "application/x-iomux");
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "application/x-iomux");
     cl_get(&f, &cl1, "/x.html", "", &rsp1);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "text/x-page; charset=utf-8");
-    cl_close(&cl1);
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "text/x-page; charset=utf-8");
+    hc_close(&cl1);
     mux_http_static_close(&f.st);
     f.st.mime_types = ""; /* the built-in table */
     CHECK_EQ(mux_http_static_init(&f.st, f.dir), 0);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/x.iomux", "", &rsp1);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "application/octet-stream");
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "application/octet-stream");
     cl_get(&f, &cl1, "/x.html", "", &rsp1);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "text/html; charset=utf-8");
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "text/html; charset=utf-8");
     cl_get(&f, &cl1, "/x.deb", "", &rsp1);
-    CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "application/octet-stream");
-    cl_close(&cl1);
+    CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "application/octet-stream");
+    hc_close(&cl1);
     mux_http_static_close(&f.st);
     f.st.mime_types = NULL; /* /etc/mime.types, when there is one */
     CHECK_EQ(mux_http_static_init(&f.st, f.dir), 0);
-    cl_open(&f, &cl1);
+    hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/x.deb", "", &rsp1);
     if (access("/etc/mime.types", R_OK) == 0)
-        CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "application/vnd.debian.binary-package");
+        CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "application/vnd.debian.binary-package");
     else
-        CHECK_STR_EQ(rsp_field(&rsp1, "Content-Type"), "application/octet-stream");
-    cl_close(&cl1);
+        CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "application/octet-stream");
+    hc_close(&cl1);
     mux_http_static_close(&f.st);
     snprintf(types, sizeof types, "%s/none", f.dir);
     f.st.mime_types = types;
