@@ -17,7 +17,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "internal.h"
 
 static int mux__async_valid(const mux_async_t *w)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 
 static void mux__list_init(struct mux__hooklist *l, ptrdiff_t hdr_off)
 {

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 
 static void mux__atfork_child(void)
 {

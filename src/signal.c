@@ -17,7 +17,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "internal.h"
 
 #define MUX__SIG_SLOTS 64

@@ -19,7 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "backend.h" /* the loop's capabilities */
+#include "backend/backend.h" /* the loop's capabilities */
 #include "harness.h"
 
 /* 1 when the kernel runs the streams' sends on `loop` (io_uring on 5.19 and later, unless

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 #define MUX__EPOLL_EPERM 0x80 /* kmask value of an fd that epoll refuses */
 

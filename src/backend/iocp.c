@@ -75,9 +75,9 @@
 #include <winternl.h>
 #include <ws2tcpip.h>
 
-#include "backend.h"
-#include "bufpool.h"
-#include "platform.h"
+#include "backend/backend.h"
+#include "stream/bufpool.h"
+#include "platform/platform.h"
 #include "platform/win.h"
 
 #define MUX__ENTRIES 128

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 struct mux__poll {
     struct pollfd *pfd;

@@ -70,7 +70,7 @@
 #endif
 
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 
 _Static_assert(sizeof(mux_buf_t) == sizeof(struct iovec) &&
                    offsetof(mux_buf_t, base) == offsetof(struct iovec, iov_base) &&

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 #include "platform/win.h"
 
 #include <mstcpip.h> /* after winsock2.h and windows.h, which it leans on */

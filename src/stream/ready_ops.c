@@ -37,11 +37,11 @@
  * - An fd the backend finds invalid (closed behind the loop's back) stops the watcher with
  *   MUX_ERROR: the operation completes with -EBADF.
  */
-#include "backend.h"
-#include "backend/ready_ops.h"
-#include "bufpool.h"
+#include "backend/backend.h"
+#include "stream/ready_ops.h"
+#include "stream/bufpool.h"
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 
 /* The outcome of one attempt at an operation's system call: done with (res, buf, flags), or
  * again: the socket said EAGAIN. */

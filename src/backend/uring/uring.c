@@ -121,7 +121,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "uring.h"
+#include "backend/uring/uring.h"
 
 #ifndef IORING_SETUP_SUBMIT_ALL
 #define IORING_SETUP_SUBMIT_ALL (1U << 7)

@@ -45,10 +45,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bufpool.h"
+#include "stream/bufpool.h"
 #include "internal.h"
-#include "op.h"
-#include "platform.h"
+#include "stream/op.h"
+#include "platform/platform.h"
 
 enum {
     S_OPEN = 0x0001,

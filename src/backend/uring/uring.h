@@ -8,7 +8,7 @@
 #include <liburing.h>
 #include <sys/socket.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 #ifndef IORING_CQE_F_SOCK_NONEMPTY
 #define IORING_CQE_F_SOCK_NONEMPTY (1U << 2)

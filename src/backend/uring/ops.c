@@ -60,8 +60,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "bufpool.h"
-#include "uring.h"
+#include "stream/bufpool.h"
+#include "backend/uring/uring.h"
 
 #define MUX__SEND_MAX        0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
 #define MUX__URING_SENDV_MAX 1024u       /* UIO_MAXIOV */

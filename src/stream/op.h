@@ -5,9 +5,9 @@
 #ifndef IOMUX_OP_H
 #define IOMUX_OP_H
 
-#include "backend.h"
-#include "backend/ready_ops.h"
-#include "bufpool.h"
+#include "backend/backend.h"
+#include "stream/ready_ops.h"
+#include "stream/bufpool.h"
 
 /* Whether the loop's backend runs `op` natively: its kind is in loop->caps and, for a pool
  * receive, the pool's buffers are in this loop's kernel ring. */

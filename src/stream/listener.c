@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "internal.h"
-#include "op.h"
-#include "platform.h"
+#include "stream/op.h"
+#include "platform/platform.h"
 
 #define MUX__ACCEPT_RETRY 100000000ull /* ns */
 

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 
 #define MUX__CHAN_CLOSED 0x80000000u /* users_: no new call gets in */
 #define MUX__CHAN_DONE   0x40000000u /* users_: the close has finished */

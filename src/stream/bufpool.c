@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bufpool.h"
+#include "stream/bufpool.h"
 
 #define MUX__POOL_INUSE UINT32_MAX       /* the caller's */
 #define MUX__POOL_LENT  (UINT32_MAX - 1) /* in a kernel's ring */
