@@ -140,7 +140,8 @@ void mux__fd_kill(struct mux__loop *loop, int fd, int err)
         w->next_ = NULL;
         mux__deactivate(loop, &w->h_);
         unsigned rev = MUX_ERROR | (w->events_ & MUX__IO_EVENTS);
-        /* The library's own watchers (a stream's, a listener's) are told the errno too. */
+        /* The library's own watchers (parts of an upper layer's handles) are told the errno
+         * too. */
         if ((w->h_.flags & MUX__W_NOREF) && err < 0 && err > -(1 << 15))
             rev |= (unsigned)-err << MUX__KILL_ERRNO_SHIFT;
         if (!(w->h_.flags & MUX__W_INTERNAL))

@@ -17,6 +17,10 @@
 #include "internal.h"
 #include "platform/platform.h"
 
+/* Bumped in every child by the fork handler below, so that every loop notices a fork by
+ * itself (mux__forked_since) without a list of loops. */
+unsigned mux__fork_gen;
+
 static void mux__atfork_child(void)
 {
     mux__fork_gen++;
@@ -102,7 +106,7 @@ static void mux__dispatch(struct mux__loop *loop, struct mux__whdr *h, unsigned 
 
 static void mux__invoke_pending(struct mux__loop *loop)
 {
-    /* npend is re-read each time: stream completions are queued from callbacks. */
+    /* npend is re-read each time: callbacks queue tasks (an upper layer's completions). */
     for (uint32_t i = 0; i < loop->npend; i++) {
         struct mux__pending p = loop->pend[i];
         if (!p.w)
@@ -311,6 +315,7 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
 
 static void mux__loop_free(struct mux__loop *loop)
 {
+    mux__handles_free(loop);
     mux__fd_table_free(loop);
     free(loop->pend);
     mux__aligned_free(loop->timers.v);
@@ -331,9 +336,6 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
         return -ENOMEM;
     loop->pub = pub;
     loop->changes = -1;
-    mux__link_init(&loop->streams);
-    mux__link_init(&loop->listeners);
-    mux__link_init(&loop->chans);
     loop->wake_rfd = loop->wake_wfd = -1;
     loop->sig_slot = -1;
     loop->clock_fd = -1;

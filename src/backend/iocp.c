@@ -76,7 +76,6 @@
 #include <ws2tcpip.h>
 
 #include "backend/backend.h"
-#include "stream/bufpool.h"
 #include "platform/platform.h"
 #include "platform/win.h"
 

@@ -4,19 +4,16 @@
  * The free list is threaded through the caller's `free_slots` array, most recently used
  * first: a buffer given back is the next one handed out, while it is still in the cache.
  * free_[i] is the next free index, or one of two marks: the caller holds the buffer, or a
- * kernel ring does (bufpool.h). A pool that a loop's kernel reads into (io_uring's
- * provided-buffer rings) is bound to that loop until the loop closes; the backend keeps its
- * own state for it (kring_) and is told when a buffer comes back (kput_), to refill its
- * ring. The pool knows nothing else of backends: it sits below them, as a data structure
- * that the stream layer and the backends' receives share.
+ * kernel ring does (MUX__POOL_INUSE, MUX__POOL_LENT). A pool that a loop's kernel reads into
+ * (io_uring's provided-buffer rings) is bound to that loop until the loop closes; the backend
+ * keeps its own state for it (kring_) and is told when a buffer comes back (kput_), to refill
+ * its ring. The calls a backend makes on a pool are the contract's (backend/backend.h,
+ * "Buffer pools"): the pool knows nothing of backends.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "stream/bufpool.h"
-
-#define MUX__POOL_INUSE UINT32_MAX       /* the caller's */
-#define MUX__POOL_LENT  (UINT32_MAX - 1) /* in a kernel's ring */
 
 MUX_EXPORT int mux_bufpool_init(mux_bufpool_t *p, void *mem, size_t size, uint32_t count,
                                 uint32_t *free_slots)
@@ -69,74 +66,4 @@ char *mux__bufpool_get(mux_bufpool_t *p)
     p->free_[i] = MUX__POOL_INUSE;
     p->nfree_--;
     return mux__bufpool_addr(p, i);
-}
-
-void mux__bufpool_bind(mux_bufpool_t *p, struct mux__loop *loop, void *kring,
-                       void (*kput)(mux_bufpool_t *p))
-{
-    p->loop_ = loop;
-    p->kring_ = kring;
-    p->kput_ = kput;
-}
-
-void mux__bufpool_unbind(mux_bufpool_t *p)
-{
-    mux__bufpool_reclaim(p);
-    p->loop_ = NULL;
-    p->kring_ = NULL;
-    p->kput_ = NULL;
-}
-
-void *mux__bufpool_kring(const mux_bufpool_t *p)
-{
-    return p->kring_;
-}
-
-uint32_t mux__bufpool_count(const mux_bufpool_t *p)
-{
-    return p->count_;
-}
-
-size_t mux__bufpool_size(const mux_bufpool_t *p)
-{
-    return p->size_;
-}
-
-char *mux__bufpool_addr(const mux_bufpool_t *p, uint32_t i)
-{
-    return p->mem_ + (size_t)i * p->size_;
-}
-
-uint32_t mux__bufpool_lend(mux_bufpool_t *p)
-{
-    if (p->head_ == p->count_)
-        return MUX__POOL_NONE;
-    uint32_t i = p->head_;
-    p->head_ = p->free_[i];
-    p->free_[i] = MUX__POOL_LENT;
-    return i;
-}
-
-char *mux__bufpool_taken(mux_bufpool_t *p, uint32_t i)
-{
-    p->free_[i] = MUX__POOL_INUSE;
-    p->nfree_--;
-    return mux__bufpool_addr(p, i);
-}
-
-void mux__bufpool_untake(mux_bufpool_t *p, uint32_t i)
-{
-    p->free_[i] = MUX__POOL_LENT;
-    p->nfree_++;
-}
-
-void mux__bufpool_reclaim(mux_bufpool_t *p)
-{
-    uint32_t head = p->count_;
-    for (uint32_t i = p->count_; i-- > 0;)
-        if (p->free_[i] != MUX__POOL_INUSE) {
-            p->free_[i] = head;
-            head = i;
-        }
-    p->head_ = head;
 }

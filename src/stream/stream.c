@@ -45,10 +45,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/bufpool.h"
-#include "internal.h"
-#include "stream/op.h"
 #include "platform/platform.h"
+#include "stream/bufpool.h"
+#include "stream/op.h"
+#include "stream/stream.h"
 
 enum {
     S_OPEN = 0x0001,
@@ -82,10 +82,18 @@ static int mux__stream_valid(const mux_stream_t *s)
     return s && s->loop_ && (s->flags_ & S_OPEN) && !(s->flags_ & S_CLOSING);
 }
 
-int mux__stream_walkable(const mux_stream_t *s)
+static int mux__stream_walkable(const void *s)
 {
     return mux__stream_valid(s);
 }
+
+/* A loop's open streams, for the walk. */
+static const struct mux__handles_type mux__stream_type = {
+    .kind = MUX_HANDLE_STREAM,
+    .link_off = offsetof(mux_stream_t, link_),
+    .size = sizeof(struct mux__handles),
+    .walkable = mux__stream_walkable,
+};
 
 /* Something became due: the task delivers it (now, if it is running). */
 static void mux__stream_kick(mux_stream_t *s)
@@ -629,6 +637,9 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
                              unsigned flags)
 {
     int err = mux__reserve(loop); /* room to queue its task whenever it needs to */
+    struct mux__handles *streams = err == 0 ? mux__handles_get(loop, &mux__stream_type) : NULL;
+    if (err == 0 && !streams)
+        err = -ENOMEM;
     if (err == 0 && loop->backend->adopt)
         err = loop->backend->adopt(loop, sock);
     if (err != 0)
@@ -647,7 +658,7 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
     s->wop_.done_ = mux__stream_wop_done;
     s->wop_.sock_ = sock;
     s->last_read_ = s->last_write_ = mux__now(loop);
-    mux__link_insert(&loop->streams, &s->link_);
+    mux__link_insert(&streams->open, &s->link_);
     loop->active++; /* the stream itself, until its close callback */
     return 0;
 }
@@ -675,6 +686,13 @@ int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock
         return -EINVAL;
 #endif
     return mux__stream_setup(loop, s, sock, S_CONNECTED | (is_unix ? S_UNIX : 0));
+}
+
+MUX_EXPORT int mux_stream_accept(mux_listener_t *l, mux_stream_t *s, mux_os_sock_t sock)
+{
+    if (!mux__listener_valid(l) || !s || sock == MUX_OS_SOCK_INVALID)
+        return -EINVAL;
+    return mux__stream_open_set_up(l->loop_, s, sock, mux__listener_is_unix(l));
 }
 
 MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct sockaddr *addr,

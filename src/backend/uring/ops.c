@@ -60,7 +60,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "stream/bufpool.h"
 #include "backend/uring/uring.h"
 
 #define MUX__SEND_MAX        0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
