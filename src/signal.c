@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Signal watchers, and the process-wide registry behind them.
+/* Signal watchers on POSIX systems, and the process-wide registry behind them (Windows has
+ * none: signal_win.c).
  *
  * A signal is process-wide but watchers live in loops, possibly several loops in several
  * threads, and all of them must hear of it. One handler serves every watched signal: it
@@ -182,6 +183,19 @@ void mux__sig_atfork_child(void)
 }
 
 /* ---- public ------------------------------------------------------------------------ */
+
+MUX_EXPORT int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum)
+{
+    /* The system's signals, but not the two that cannot be caught. */
+    if (!w || !cb || signum <= 0 || signum >= MUX__NSIG || signum >= NSIG || signum == SIGKILL ||
+        signum == SIGSTOP)
+        return -EINVAL;
+    memset(w, 0, sizeof *w);
+    w->h_.type = MUX__T_SIGNAL;
+    w->cb_ = cb;
+    w->signum_ = signum;
+    return 0;
+}
 
 static int mux__signal_valid(const mux_signal_t *w)
 {
