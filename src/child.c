@@ -87,7 +87,7 @@ MUX_EXPORT int mux_child_init(mux_child_t *w, mux_child_cb cb, int pid)
 
 MUX_EXPORT int mux_child_start(mux_loop_t *pub, mux_child_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__child_valid(w))
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
@@ -108,7 +108,7 @@ MUX_EXPORT int mux_child_start(mux_loop_t *pub, mux_child_t *w)
 
 MUX_EXPORT int mux_child_stop(mux_loop_t *pub, mux_child_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__child_valid(w))
         return -EINVAL;
     mux__unqueue(loop, &w->h_);

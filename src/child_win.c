@@ -23,14 +23,14 @@ MUX_EXPORT int mux_child_init(mux_child_t *w, mux_child_cb cb, int pid)
 
 MUX_EXPORT int mux_child_start(mux_loop_t *pub, mux_child_t *w)
 {
-    if (!mux__L(pub) || !w || w->h_.type != MUX__T_CHILD)
+    if (!mux__loop_of(pub) || !w || w->h_.type != MUX__T_CHILD)
         return -EINVAL;
     return -ENOTSUP;
 }
 
 MUX_EXPORT int mux_child_stop(mux_loop_t *pub, mux_child_t *w)
 {
-    if (!mux__L(pub) || !w || w->h_.type != MUX__T_CHILD)
+    if (!mux__loop_of(pub) || !w || w->h_.type != MUX__T_CHILD)
         return -EINVAL;
     return 0;
 }

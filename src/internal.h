@@ -52,16 +52,19 @@ enum {
 
 #define MUX__IO_EVENTS (MUX_READ | MUX_WRITE)
 
-/* One entry per fd number. */
+/* One entry per fd number. The k* fields are the backend's, about the kernel's side: zero
+ * in a new entry, and kmask zeroed again when the backend makes a new kernel object. */
 struct mux__fd {
     mux_io_t *head;  /* watchers of this fd */
-    uint32_t bgen;   /* backend's: epoll generation, poll index */
+    uint32_t kgen;   /* generation of the fd's kernel registration (epoll, io_uring), bumped
+                      * whenever it is replaced, so that events of an old one are recognised */
     uint8_t want;    /* events wanted by the watchers, as last applied */
-    uint8_t kmask;   /* backend's: what the kernel has */
+    uint8_t kmask;   /* what the kernel has (the registered events, the backend's flags) */
     uint8_t changed; /* MUX__FD_* */
     uint8_t pad_;
     int32_t next_change; /* link in the loop's change list */
-    uint32_t bslot;      /* backend's: io_uring: where its last poll request was queued */
+    uint32_t kslot;      /* where the backend keeps the fd: poll's array index + 1, IOCP's
+                          * poll slot + 1, io_uring's last poll request in the SQ ring */
 };
 
 enum {
@@ -145,7 +148,9 @@ struct mux__loop {
     struct mux__handles *handles; /* the layers above: one entry per kind of handle (walk.c) */
 };
 
-static inline struct mux__loop *mux__L(const mux_loop_t *pub)
+/* The loop behind the caller's handle, or NULL (a NULL handle, or one not initialised or
+ * closed): every public call on a loop starts here. */
+static inline struct mux__loop *mux__loop_of(const mux_loop_t *pub)
 {
     return pub ? pub->impl_ : NULL;
 }

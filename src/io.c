@@ -249,7 +249,7 @@ MUX_EXPORT int mux_io_set(mux_io_t *w, int fd, unsigned events)
 
 MUX_EXPORT int mux_io_modify(mux_loop_t *pub, mux_io_t *w, unsigned events)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__io_valid(w) || !mux__io_events_valid(events))
         return -EINVAL;
     w->events_ = events;
@@ -267,7 +267,7 @@ MUX_EXPORT int mux_io_modify(mux_loop_t *pub, mux_io_t *w, unsigned events)
 
 MUX_EXPORT int mux_io_start(mux_loop_t *pub, mux_io_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__io_valid(w) || (w->h_.flags & MUX__W_INTERNAL))
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
@@ -277,7 +277,7 @@ MUX_EXPORT int mux_io_start(mux_loop_t *pub, mux_io_t *w)
 
 MUX_EXPORT int mux_io_stop(mux_loop_t *pub, mux_io_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__io_valid(w) || (w->h_.flags & MUX__W_INTERNAL))
         return -EINVAL;
     mux__io_stop_body(loop, w);

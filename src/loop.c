@@ -367,7 +367,7 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
 
 MUX_EXPORT int mux_loop_close(mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || loop->running)
         return -EINVAL;
     if (loop->active > 0)
@@ -415,7 +415,7 @@ static int mux__loop_refork(struct mux__loop *loop)
 
 MUX_EXPORT int mux_loop_fork(mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop)
         return -EINVAL;
     loop->forked = 1;
@@ -424,7 +424,7 @@ MUX_EXPORT int mux_loop_fork(mux_loop_t *pub)
 
 MUX_EXPORT int mux_loop_stop(mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop)
         return -EINVAL;
     loop->stop = 1;
@@ -433,25 +433,25 @@ MUX_EXPORT int mux_loop_stop(mux_loop_t *pub)
 
 MUX_EXPORT int mux_loop_active(const mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     return loop ? (int)loop->active : -EINVAL;
 }
 
 MUX_EXPORT const char *mux_loop_backend(const mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     return loop ? loop->backend->name : NULL;
 }
 
 MUX_EXPORT uint64_t mux_now(const mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     return loop ? mux__now(loop) : 0;
 }
 
 MUX_EXPORT int mux_now_update(mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop)
         return -EINVAL;
     loop->now = mux__mono_ns();
@@ -461,7 +461,7 @@ MUX_EXPORT int mux_now_update(mux_loop_t *pub)
 
 MUX_EXPORT int64_t mux_wall_now(const mux_loop_t *pub)
 {
-    return mux__L(pub) ? mux__wall_ns() : 0;
+    return mux__loop_of(pub) ? mux__wall_ns() : 0;
 }
 
 /* ---- running ------------------------------------------------------------------------ */
@@ -515,7 +515,7 @@ static void mux__gather(struct mux__loop *loop)
 
 MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || mode < MUX_RUN_DEFAULT || mode > MUX_RUN_NOWAIT)
         return -EINVAL;
     if (loop->running)

@@ -204,7 +204,7 @@ static int mux__signal_valid(const mux_signal_t *w)
 
 MUX_EXPORT int mux_signal_start(mux_loop_t *pub, mux_signal_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__signal_valid(w))
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
@@ -225,7 +225,7 @@ MUX_EXPORT int mux_signal_start(mux_loop_t *pub, mux_signal_t *w)
 
 MUX_EXPORT int mux_signal_stop(mux_loop_t *pub, mux_signal_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__signal_valid(w))
         return -EINVAL;
     mux__unqueue(loop, &w->h_);

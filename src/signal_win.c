@@ -23,14 +23,14 @@ MUX_EXPORT int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum)
 
 MUX_EXPORT int mux_signal_start(mux_loop_t *pub, mux_signal_t *w)
 {
-    if (!mux__L(pub) || !w || w->h_.type != MUX__T_SIGNAL)
+    if (!mux__loop_of(pub) || !w || w->h_.type != MUX__T_SIGNAL)
         return -EINVAL;
     return -ENOTSUP;
 }
 
 MUX_EXPORT int mux_signal_stop(mux_loop_t *pub, mux_signal_t *w)
 {
-    if (!mux__L(pub) || !w || w->h_.type != MUX__T_SIGNAL)
+    if (!mux__loop_of(pub) || !w || w->h_.type != MUX__T_SIGNAL)
         return -EINVAL;
     return 0;
 }

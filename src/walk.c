@@ -103,7 +103,7 @@ static int mux__walk_still(const struct mux__walked *h)
 
 MUX_EXPORT int mux_loop_walk(mux_loop_t *pub, mux_walk_cb cb, void *arg)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !cb)
         return -EINVAL;
     struct mux__walk w = {0};

@@ -27,7 +27,7 @@
  * wait; its pool receives and accepts then run in the kernel too. */
 static inline int native_streams(const mux_loop_t *loop)
 {
-    return (mux__L(loop)->caps & MUX__CAP(MUX__OP_SEND)) != 0;
+    return (mux__loop_of(loop)->caps & MUX__CAP(MUX__OP_SEND)) != 0;
 }
 
 /* The stream's socket, or mux_stream_socket's error. */

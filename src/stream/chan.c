@@ -287,7 +287,7 @@ static void mux__chan_ready(mux_loop_t *pub, mux_async_t *a)
 
 MUX_EXPORT int mux_chan_open(mux_loop_t *pub, mux_chan_t *c, uint32_t capacity, mux_chan_cb cb)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !c || !cb || capacity == 0 || capacity > MUX_CHAN_MAX)
         return -EINVAL;
     uint32_t cap = 1;

@@ -220,7 +220,7 @@ static void mux__listener_run(struct mux__task *t)
 MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct sockaddr *addr,
                           socklen_t addrlen, const mux_listen_options_t *opts, mux_accept_cb cb)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     unsigned flags = opts ? opts->flags : 0;
     unsigned steer_flags = MUX_LISTEN_INCOMING_CPU | MUX_LISTEN_CPU_BPF;
     if (!loop || !l || !addr || !cb || addrlen < (socklen_t)sizeof addr->sa_family ||

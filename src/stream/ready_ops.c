@@ -271,7 +271,7 @@ static struct mux__attempt mux__ready_try(struct mux__op *op)
 
 static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     struct mux__op *op = mux__op_of(w);
     if (!(op->flags_ & MUX__OPF_FLIGHT)) {
         mux__io_stop_internal(loop, w); /* kept started for a next operation that did not come */

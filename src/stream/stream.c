@@ -665,7 +665,7 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
 
 MUX_EXPORT int mux_stream_open(mux_loop_t *pub, mux_stream_t *s, mux_os_sock_t sock)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !s || sock == MUX_OS_SOCK_INVALID)
         return -EINVAL;
 #ifndef _WIN32
@@ -698,7 +698,7 @@ MUX_EXPORT int mux_stream_accept(mux_listener_t *l, mux_stream_t *s, mux_os_sock
 MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct sockaddr *addr,
                                   socklen_t addrlen, mux_connect_cb cb)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !s || !addr || !cb || addrlen < (socklen_t)sizeof addr->sa_family)
         return -EINVAL;
     int family = addr->sa_family;

@@ -392,7 +392,7 @@ mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags
     if (kind == MUX__UD_REMOVE)
         return;
     struct mux__fd *e = mux__fd_at(loop, fd); /* armed, so in the table, which never shrinks */
-    if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->bgen & MUX__GEN_MASK) ||
+    if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->kgen & MUX__GEN_MASK) ||
         !(e->kmask & MUX__IO_EVENTS))
         return; /* a removed or replaced request */
     if (kind == MUX__UD_UPDATE) {
@@ -536,13 +536,13 @@ static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux
                                                                       struct mux__fd *e, int fd,
                                                                       unsigned want)
 {
-    e->bgen++;
+    e->kgen++;
     *sqe = (struct io_uring_sqe){.opcode = IORING_OP_POLL_ADD,
                                  .fd = fd,
                                  .poll32_events = mux__uring_mask(want),
                                  .len = want & MUX_EDGE ? IORING_POLL_ADD_MULTI : 0,
-                                 .user_data = mux__ud(MUX__UD_POLL, fd, e->bgen)};
-    e->bslot = st->ring.sq.sqe_tail - 1;
+                                 .user_data = mux__ud(MUX__UD_POLL, fd, e->kgen)};
+    e->kslot = st->ring.sq.sqe_tail - 1;
     e->kmask = (uint8_t)((e->kmask & MUX__K_REARM) | want);
 }
 
@@ -559,12 +559,12 @@ static int mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd,
 static int mux__uring_prep_remove(struct mux__uring *st, struct mux__fd *e, int fd)
 {
     struct io_uring_sqe *sqe =
-        mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_REMOVE, fd, e->bgen));
+        mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_REMOVE, fd, e->kgen));
     if (!sqe)
         return -EAGAIN;
-    sqe->addr = mux__ud(MUX__UD_POLL, fd, e->bgen);
+    sqe->addr = mux__ud(MUX__UD_POLL, fd, e->kgen);
     sqe->flags = (uint8_t)st->skip;
-    e->bgen++;
+    e->kgen++;
     e->kmask &= MUX__K_REARM;
     return 0;
 }
@@ -574,10 +574,10 @@ static int mux__uring_prep_remove(struct mux__uring *st, struct mux__fd *e, int 
 static struct io_uring_sqe *mux__uring_queued_add(struct mux__uring *st, struct mux__fd *e, int fd)
 {
     const struct io_uring_sq *sq = &st->ring.sq;
-    if (!(e->kmask & MUX__K_EVENTS) || e->bslot - sq->sqe_head >= sq->sqe_tail - sq->sqe_head)
+    if (!(e->kmask & MUX__K_EVENTS) || e->kslot - sq->sqe_head >= sq->sqe_tail - sq->sqe_head)
         return NULL;
-    struct io_uring_sqe *sqe = &sq->sqes[e->bslot & sq->ring_mask];
-    return sqe->opcode == IORING_OP_POLL_ADD && sqe->user_data == mux__ud(MUX__UD_POLL, fd, e->bgen)
+    struct io_uring_sqe *sqe = &sq->sqes[e->kslot & sq->ring_mask];
+    return sqe->opcode == IORING_OP_POLL_ADD && sqe->user_data == mux__ud(MUX__UD_POLL, fd, e->kgen)
                ? sqe
                : NULL;
 }
@@ -595,7 +595,7 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
             *q = (struct io_uring_sqe){.opcode = IORING_OP_NOP,
                                        .flags = (uint8_t)st->skip,
                                        .user_data = (uint64_t)MUX__UD_REMOVE << 62};
-            e->bgen++;
+            e->kgen++;
             e->kmask &= MUX__K_REARM;
             return 0;
         }
@@ -620,7 +620,7 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
     if (!have)
         return mux__uring_prep_add(st, e, fd, want);
     if ((have ^ want) & MUX__IO_EVENTS)
-        err = mux__uring_prep_update(st, fd, e->bgen, want);
+        err = mux__uring_prep_update(st, fd, e->kgen, want);
     if (err == 0)
         e->kmask = (uint8_t)((e->kmask & ~MUX__K_EVENTS) | want);
     return err;
