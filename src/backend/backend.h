@@ -311,6 +311,13 @@ static inline uint32_t mux__bufpool_lend(mux_bufpool_t *p)
     p->free_[i] = MUX__POOL_LENT;
     return i;
 }
+/* Puts lent buffer `i`, which the kernel did not fill, back at the head of the free list (a
+ * backend that lends one at a time, to read into it at once: IOCP). */
+static inline void mux__bufpool_unlend(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = p->head_;
+    p->head_ = i;
+}
 /* The kernel filled lent buffer `i`: it is the caller's now. Its address. */
 static inline char *mux__bufpool_taken(mux_bufpool_t *p, uint32_t i)
 {

@@ -715,15 +715,15 @@ static int mux__iocp_pool_read(struct mux__op *op, int *res, char **buf)
         *res = -ENOBUFS;
         return 0;
     }
-    char *b = mux__bufpool_taken(op->a_.pool, i);
     size_t len = mux__bufpool_size(op->a_.pool);
-    ssize_t n = mux__sock_recv(op->sock_, b, len < MUX__RES_MAX ? len : MUX__RES_MAX);
+    ssize_t n = mux__sock_recv(op->sock_, mux__bufpool_addr(op->a_.pool, i),
+                               len < MUX__RES_MAX ? len : MUX__RES_MAX);
     if (n > 0) {
         *res = (int)n;
-        *buf = b;
+        *buf = mux__bufpool_taken(op->a_.pool, i);
         return 0;
     }
-    mux_bufpool_put(op->a_.pool, b);
+    mux__bufpool_unlend(op->a_.pool, i); /* first in line again: nothing was read into it */
     if (n == -EAGAIN) { /* woken with nothing to read: wait again */
         int err = mux__iocp_zero_recv(op);
         if (err == 0)
