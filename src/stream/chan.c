@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "platform/platform.h"
+#include "stream/listener.h"
 #include "stream/stream.h"
 
 #define MUX__CHAN_CLOSED 0x80000000u /* users_: no new call gets in */

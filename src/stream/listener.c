@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "platform/platform.h"
+#include "stream/listener.h"
 #include "stream/op.h"
-#include "stream/stream.h"
 
 #define MUX__ACCEPT_RETRY 100000000ull /* ns */
 

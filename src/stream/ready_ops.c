@@ -38,10 +38,10 @@
  *   MUX_ERROR: the operation completes with -EBADF.
  */
 #include "backend/backend.h"
-#include "stream/ready_ops.h"
-#include "stream/bufpool.h"
 #include "internal.h"
 #include "platform/platform.h"
+#include "stream/bufpool.h"
+#include "stream/ready_ops.h"
 
 /* The outcome of one attempt at an operation's system call: done with (res, buf, flags), or
  * again: the socket said EAGAIN. */

@@ -47,6 +47,7 @@
 
 #include "platform/platform.h"
 #include "stream/bufpool.h"
+#include "stream/listener.h"
 #include "stream/op.h"
 #include "stream/stream.h"
 
