@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The operation layer: starts an operation natively on the loop's backend or emulated
- * (backend/ready_ops.c), by the capability bits, and cancels it the same way. The stream
- * layer uses only these; the contract they rest on is at the top of backend.h. */
-#ifndef IOMUX_OP_H
-#define IOMUX_OP_H
+ * (ready_ops.c), by the capability bits, and cancels it the same way. The stream layer uses
+ * only these; the contract they rest on is at the top of backend/backend.h. */
+#ifndef IOMUX_STREAM_OP_H
+#define IOMUX_STREAM_OP_H
 
 #include "backend/backend.h"
 #include "stream/ready_ops.h"

@@ -259,8 +259,8 @@ static void mux__stream_send_next(mux_stream_t *s)
         op->a_.bufs.n = req->nbufs_ - req->idx_;
     }
     /* A file's bytes after the write's own buffers (a response's head) wait for the socket
-     * to report room rather than follow at once: on loopback, 1 MB files went at half the
-     * speed the other way, the client spending twice the CPU per byte. */
+     * to report room rather than follow at once: sent at once, they made large files go
+     * slower, the client spending more CPU per byte (docs/studies.md has the run). */
     int after_bufs = op->kind_ == MUX__OP_SENDFILE && req->nbufs_ > 0;
     mux__op_hint(op, (s->flags_ & S_WFULL) || after_bufs ? MUX__OPF_POLL_FIRST : 0);
     mux__op_submit(s->loop_, op);
@@ -347,7 +347,7 @@ static void mux__stream_stop_reading(mux_stream_t *s)
     s->flags_ &= ~(unsigned)(S_READING | S_RFILLED);
     /* A pool receive that completes anyway is kept for the next start. One not in flight
      * has nothing to cancel: an emulated one keeps its watcher for the next start (a report
-     * meanwhile stops it, backend/ready_ops.c), which an echo server, stopping and starting
+     * meanwhile stops it, stream/ready_ops.c), which an echo server, stopping and starting
      * at every message, would otherwise stop and start each time. Close stops it for good.
      * A multishot receive stays armed; a second completion ends it (rop_done). */
     if (mux__op_in_flight(&s->rop_) && !(s->rop_.flags_ & MUX__OPF_MULTI))

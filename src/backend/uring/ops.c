@@ -37,9 +37,9 @@
  *   system call). The kernel picks a buffer only when data is there, so an armed receive
  *   pins no memory. The ring is a queue, so a ring holding every free buffer would cycle
  *   through all of them, each receive landing in the buffer used longest ago: cold in the
- *   cache, and on the first round a page fault that clears a page (a third of the echo
- *   server's CPU at one session, measured). So the ring holds only as many buffers as there
- *   are receives that may take one, plus MUX__RING_SLACK; the other free buffers wait on the
+ *   cache, and on the first round a page fault that clears a page (a large share of an echo
+ *   server's CPU: docs/studies.md). So the ring holds only as many buffers as there are
+ *   receives that may take one, plus MUX__RING_SLACK; the other free buffers wait on the
  *   pool's free list, most recently used first, and top the ring up as receives are armed
  *   and buffers come back. A receive takes at most one buffer, so the ring never runs dry
  *   while the pool has free buffers.
