@@ -42,11 +42,13 @@
 
 #include <iomux.h> /* on Windows: winsock2.h and ws2tcpip.h */
 
+#include "cli.h"
+
 #ifdef _WIN32
 #include <malloc.h>
 #define aligned_alloc(align, n) _aligned_malloc(n, align)
-#define aligned_free _aligned_free
-#define close_socket closesocket
+#define aligned_free            _aligned_free
+#define close_socket            closesocket
 #else
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -54,10 +56,6 @@
 #define aligned_free free
 #define close_socket close
 #endif
-#ifdef __linux__
-#include <sched.h>
-#endif
-
 #define MAX_THREADS 1024
 
 struct conn {
@@ -76,9 +74,9 @@ struct conn {
 /* One loop and what it owns. */
 struct server {
     mux_loop_t loop;
-    mux_listener_t listener; /* every loop's, or loop 0's alone with --acceptor */
-    mux_chan_t chan;         /* --acceptor: the connections loop 0 hands over */
-    mux_async_t stop;        /* loop 0 tells every loop to close what it owns */
+    mux_listener_t listener;      /* every loop's, or loop 0's alone with --acceptor */
+    mux_chan_t chan;              /* --acceptor: the connections loop 0 hands over */
+    mux_async_t stop;             /* loop 0 tells every loop to close what it owns */
     mux_signal_t sigint, sigterm; /* loop 0's */
     pthread_t thread;
     int index, cpu; /* cpu: where it is pinned, or -1 */
@@ -235,8 +233,7 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
 
 static struct conn *conn_new(struct server *srv)
 {
-    return aligned_alloc(64, (sizeof(struct conn) + (srv->nbufs ? 0 : cfg.bufsize) + 63) / 64 *
-                                 64);
+    return aligned_alloc(64, (sizeof(struct conn) + (srv->nbufs ? 0 : cfg.bufsize) + 63) / 64 * 64);
 }
 
 /* A connection whose stream was opened on srv's loop starts echoing. */
@@ -331,17 +328,10 @@ static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
 static void *run_loop(void *arg)
 {
     struct server *srv = arg;
-#ifdef __linux__
-    if (srv->cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(srv->cpu, &set);
-        int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-        if (err != 0)
-            fprintf(stderr, "echo-server: loop %d: pin to CPU %d: %s\n", srv->index, srv->cpu,
-                    strerror(err));
-    }
-#endif
+    int err = srv->cpu >= 0 ? cli_pin(srv->cpu) : 0;
+    if (err != 0)
+        fprintf(stderr, "echo-server: loop %d: pin to CPU %d: %s\n", srv->index, srv->cpu,
+                strerror(err));
     int rc = mux_run(&srv->loop, MUX_RUN_DEFAULT);
     if (rc < 0)
         fprintf(stderr, "echo-server: loop %d: run: %s\n", srv->index, mux_strerror(rc));
@@ -381,14 +371,7 @@ static int open_loop(struct server *srv)
 {
     int rc = mux_loop_init(&srv->loop, NULL);
     if (rc < 0) {
-        const char *env = getenv("IOMUX_BACKEND");
-        fprintf(stderr, "echo-server: loop: %s\n", mux_strerror(rc));
-        if (env && *env) { /* the usual cause: a misspelt or unavailable backend */
-            fprintf(stderr, "echo-server: IOMUX_BACKEND=%s; this build has:", env);
-            for (size_t i = 0; mux_backend_name(i); i++)
-                fprintf(stderr, " %s", mux_backend_name(i));
-            fprintf(stderr, "\n");
-        }
+        cli_loop_error(rc);
         return -1;
     }
     srv->loop.data = srv;
@@ -397,8 +380,8 @@ static int open_loop(struct server *srv)
             aligned_alloc(4096, ((size_t)srv->nbufs * cfg.bufsize + 4095) / 4096 * 4096);
         srv->pool_slots = malloc((size_t)srv->nbufs * sizeof *srv->pool_slots);
         if (!srv->pool_mem || !srv->pool_slots ||
-            mux_bufpool_init(&srv->pool, srv->pool_mem, cfg.bufsize, srv->nbufs,
-                             srv->pool_slots) < 0) {
+            mux_bufpool_init(&srv->pool, srv->pool_mem, cfg.bufsize, srv->nbufs, srv->pool_slots) <
+                0) {
             fprintf(stderr, "echo-server: no memory for %u buffers of %zu bytes\n", srv->nbufs,
                     cfg.bufsize);
             return -1;
@@ -413,90 +396,58 @@ static int open_loop(struct server *srv)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* What the command line says, besides what every loop shares (cfg). */
+struct options {
+    const char *bind_addr;
+    unsigned port;
+    unsigned long nbufs;
+    double timeout_s;
+    int pin;
+    unsigned steer;
+    mux_listen_options_t lopts;
+};
+
+/* The command line into `op` and cfg; returns -1 to go on, or the status to exit with. */
+static int parse_args(int argc, char **argv, struct options *op)
 {
     static const struct option opts[] = {
-        {"port", required_argument, NULL, 'p'},
-        {"bind", required_argument, NULL, 'b'},
-        {"buffer", required_argument, NULL, 's'},
-        {"reuseport", no_argument, NULL, 'r'},
-        {"pool", required_argument, NULL, 'n'},
-        {"timeout", required_argument, NULL, 't'},
-        {"threads", required_argument, NULL, 'T'},
-        {"pin", no_argument, NULL, 'P'},
-        {"steer", required_argument, NULL, 'S'},
-        {"acceptor", no_argument, NULL, 'A'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"port", required_argument, NULL, 'p'},    {"bind", required_argument, NULL, 'b'},
+        {"buffer", required_argument, NULL, 's'},  {"reuseport", no_argument, NULL, 'r'},
+        {"pool", required_argument, NULL, 'n'},    {"timeout", required_argument, NULL, 't'},
+        {"threads", required_argument, NULL, 'T'}, {"pin", no_argument, NULL, 'P'},
+        {"steer", required_argument, NULL, 'S'},   {"acceptor", no_argument, NULL, 'A'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    double timeout_s = 10;
-    const char *bind_addr = "127.0.0.1";
-    long port = 55555;
-    unsigned long nbufs = 4096;
-    int pin = 0;
-    unsigned steer = 0;
-    mux_listen_options_t lopts = {0};
     int opt;
     while ((opt = getopt_long(argc, argv, "p:b:s:n:t:rh", opts, NULL)) != -1) {
-        char *end;
         switch (opt) {
         case 'p':
-            port = strtol(optarg, &end, 10);
-            if (*end || port < 0 || port > 65535) {
-                fprintf(stderr, "echo-server: bad port '%s'\n", optarg);
-                return 2;
-            }
+            op->port = (unsigned)cli_number("port", optarg, 0, 65535);
             break;
         case 'b':
-            bind_addr = optarg;
+            op->bind_addr = optarg;
             break;
         case 's':
-            cfg.bufsize = strtoul(optarg, &end, 10);
-            if (*end || cfg.bufsize == 0 || cfg.bufsize > (64u << 20)) {
-                fprintf(stderr, "echo-server: bad buffer size '%s'\n", optarg);
-                return 2;
-            }
+            cfg.bufsize = cli_number("buffer size", optarg, 1, 64u << 20);
             break;
         case 'n':
-            nbufs = strtoul(optarg, &end, 10);
-            if (*end || !*optarg || nbufs > (1u << 20)) {
-                fprintf(stderr, "echo-server: bad pool size '%s'\n", optarg);
-                return 2;
-            }
+            op->nbufs = cli_number("pool size", optarg, 0, 1u << 20);
             break;
         case 't':
-            timeout_s = strtod(optarg, &end);
-            if (*end || !*optarg || !(timeout_s >= 0 && timeout_s <= 86400)) {
-                fprintf(stderr, "echo-server: bad timeout '%s'\n", optarg);
-                return 2;
-            }
+            op->timeout_s = cli_seconds("timeout", optarg, 0, 86400);
             break;
         case 'r':
-            lopts.flags |= MUX_LISTEN_REUSEPORT;
+            op->lopts.flags |= MUX_LISTEN_REUSEPORT;
             break;
-        case 'T': {
-            long n = strtol(optarg, &end, 10);
-            if (*end || n < 1 || n > MAX_THREADS) {
-                fprintf(stderr, "echo-server: bad thread count '%s' (1 .. %d)\n", optarg,
-                        MAX_THREADS);
-                return 2;
-            }
-            cfg.nthreads = (int)n;
+        case 'T':
+            cfg.nthreads = (int)cli_number("thread count", optarg, 1, MAX_THREADS);
             break;
-        }
         case 'P':
-            pin = 1;
+            op->pin = 1;
             break;
         case 'S':
-            if (strcmp(optarg, "cpu") == 0) {
-                steer = MUX_LISTEN_INCOMING_CPU;
-            } else if (strcmp(optarg, "bpf") == 0) {
-                steer = MUX_LISTEN_CPU_BPF;
-            } else {
-                fprintf(stderr, "echo-server: bad steering '%s' (cpu or bpf)\n", optarg);
-                return 2;
-            }
-            pin = 1;
+            op->steer = cli_steer(optarg);
+            op->pin = 1;
             break;
         case 'A':
             cfg.acceptor = 1;
@@ -513,111 +464,69 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (steer && cfg.acceptor) {
+    if (op->steer && cfg.acceptor) {
         fprintf(stderr, "echo-server: --steer and --acceptor exclude each other\n");
         return 2;
     }
+    return -1;
+}
 
-#ifdef _WIN32
-    WSADATA wsa; /* inet_pton comes before the loop, which starts Winsock itself */
-    WSAStartup(MAKEWORD(2, 2), &wsa);
-#endif
-    struct sockaddr_storage ss = {0};
-    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-    socklen_t len;
-    if (inet_pton(AF_INET, bind_addr, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)port);
-        len = sizeof *v4;
-    } else if (inet_pton(AF_INET6, bind_addr, &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)port);
-        len = sizeof *v6;
-    } else {
-        fprintf(stderr, "echo-server: bad address '%s'\n", bind_addr);
-        return 2;
-    }
-
-    /* The CPUs loops are pinned to: the i-th that this process may run on. */
-    int cpus[MAX_THREADS], ncpus = 0;
-#ifdef __linux__
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
-        for (int i = 0; i < CPU_SETSIZE && ncpus < MAX_THREADS; i++)
-            if (CPU_ISSET(i, &allowed))
-                cpus[ncpus++] = i;
-#endif
-    if (pin && ncpus == 0) {
-        fprintf(stderr, "echo-server: cannot read the CPUs this process may use (pinning and "
-                        "steering need Linux)\n");
-        return 1;
-    }
-
-    cfg.timeouts.idle_ns = cfg.timeouts.write_ns = (uint64_t)(timeout_s * 1e9);
-    cfg.srv = calloc((size_t)cfg.nthreads, sizeof *cfg.srv);
-    if (!cfg.srv) {
-        fprintf(stderr, "echo-server: out of memory\n");
-        return 1;
-    }
-    if (cfg.nthreads > 1 && !cfg.acceptor)
-        lopts.flags |= MUX_LISTEN_REUSEPORT;
+/* Loop i: its loop and pool, and its listener or channel. 0, or -1 said. */
+static int open_server(struct server *srv, const struct options *op, struct sockaddr_storage *ss,
+                       socklen_t len)
+{
     int rc;
-    for (int i = 0; i < cfg.nthreads; i++) {
-        struct server *srv = &cfg.srv[i];
-        srv->index = i;
-        srv->cpu = pin ? cpus[i % ncpus] : -1;
-        unsigned long n = (unsigned long)cfg.nthreads;
-        srv->nbufs = (uint32_t)((nbufs + n - 1) / n);
-        if (open_loop(srv) < 0)
-            return 1;
-        if (cfg.acceptor && i > 0) {
-            srv->chan.data = srv;
-            if ((rc = mux_chan_open(&srv->loop, &srv->chan, 1024, on_handed)) < 0) {
-                fprintf(stderr, "echo-server: channel: %s\n", mux_strerror(rc));
-                return 1;
-            }
-            srv->has_chan = 1;
+    unsigned long n = (unsigned long)cfg.nthreads;
+    srv->nbufs = (uint32_t)((op->nbufs + n - 1) / n);
+    if (open_loop(srv) < 0)
+        return -1;
+    if (cfg.acceptor && srv->index > 0) {
+        srv->chan.data = srv;
+        if ((rc = mux_chan_open(&srv->loop, &srv->chan, 1024, on_handed)) < 0) {
+            fprintf(stderr, "echo-server: channel: %s\n", mux_strerror(rc));
+            return -1;
         }
-        if (cfg.acceptor && i > 0)
-            continue;
-        /* Bound in loop order: the BPF steering gives CPU k to the k-th listener. */
-        mux_listen_options_t lo = lopts;
-        lo.flags |= steer;
-        lo.cpu = srv->cpu;
-        srv->listener.data = srv;
-        rc = mux_listen(&srv->loop, &srv->listener, (struct sockaddr *)&ss, len, &lo, on_accept);
-        if (rc < 0) {
-            fprintf(stderr, "echo-server: listen on %s:%ld: %s\n", bind_addr, port,
-                    mux_strerror(rc));
-            return 1;
-        }
-        srv->listening = 1;
-        if (i == 0) { /* the others bind the port the first one got */
-            socklen_t blen = sizeof ss;
-            mux_listener_address(&srv->listener, (struct sockaddr *)&ss, &blen);
-        }
+        srv->has_chan = 1;
+        return 0;
     }
-    struct server *first = &cfg.srv[0];
+    /* Bound in loop order: the BPF steering gives CPU k to the k-th listener. */
+    mux_listen_options_t lo = op->lopts;
+    lo.flags |= op->steer;
+    lo.cpu = srv->cpu;
+    srv->listener.data = srv;
+    rc = mux_listen(&srv->loop, &srv->listener, (struct sockaddr *)ss, len, &lo, on_accept);
+    if (rc < 0) {
+        fprintf(stderr, "echo-server: listen on %s:%u: %s\n", op->bind_addr, op->port,
+                mux_strerror(rc));
+        return -1;
+    }
+    srv->listening = 1;
+    if (srv->index == 0) { /* the others bind the port the first one got */
+        socklen_t blen = sizeof *ss;
+        mux_listener_address(&srv->listener, (struct sockaddr *)ss, &blen);
+    }
+    return 0;
+}
+
+/* Loop 0 hears SIGINT and SIGTERM (Windows has no signals: the program runs until ended). */
+static int watch_signals(struct server *first)
+{
+    int rc;
     mux_signal_init(&first->sigint, on_signal, SIGINT);
     mux_signal_init(&first->sigterm, on_signal, SIGTERM);
     if (((rc = mux_signal_start(&first->loop, &first->sigint)) < 0 ||
          (rc = mux_signal_start(&first->loop, &first->sigterm)) < 0) &&
-        rc != -ENOTSUP) { /* Windows: no signals, the program runs until it is ended */
+        rc != -ENOTSUP) {
         fprintf(stderr, "echo-server: signals: %s\n", mux_strerror(rc));
-        return 1;
+        return -1;
     }
-    for (int i = 1; i < cfg.nthreads; i++)
-        if ((rc = pthread_create(&cfg.srv[i].thread, NULL, run_loop, &cfg.srv[i])) != 0) {
-            fprintf(stderr, "echo-server: thread: %s\n", strerror(rc));
-            return 1;
-        }
-    printf("listening on %s:%u (backend %s)\n", bind_addr,
-           ntohs(ss.ss_family == AF_INET ? v4->sin_port : v6->sin6_port),
-           mux_loop_backend(&first->loop));
-    fflush(stdout);
+    return 0;
+}
 
-    int failed = run_loop(first) != NULL;
+/* Waits for the loops, says what each served, and closes them: the exit status. */
+static int finish(void)
+{
+    int failed = run_loop(&cfg.srv[0]) != NULL;
     for (int i = 1; i < cfg.nthreads; i++) {
         void *res;
         pthread_join(cfg.srv[i].thread, &res);
@@ -625,14 +534,12 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < cfg.nthreads; i++) {
         struct server *srv = &cfg.srv[i];
+        char where[32] = "";
         if (srv->cpu >= 0)
-            fprintf(stderr,
-                    "echo-server: loop %d (cpu %d): %lu connections, %llu bytes echoed\n", i,
-                    srv->cpu, srv->accepted, (unsigned long long)srv->bytes);
-        else
-            fprintf(stderr, "echo-server: loop %d: %lu connections, %llu bytes echoed\n", i,
-                    srv->accepted, (unsigned long long)srv->bytes);
-        rc = mux_loop_close(&srv->loop);
+            snprintf(where, sizeof where, " (cpu %d)", srv->cpu);
+        fprintf(stderr, "echo-server: loop %d%s: %lu connections, %llu bytes echoed\n", i, where,
+                srv->accepted, (unsigned long long)srv->bytes);
+        int rc = mux_loop_close(&srv->loop);
         if (rc < 0) {
             fprintf(stderr, "echo-server: loop %d: close: %s\n", i, mux_strerror(rc));
             failed = 1;
@@ -640,6 +547,53 @@ int main(int argc, char **argv)
         aligned_free(srv->pool_mem);
         free(srv->pool_slots);
     }
-    free(cfg.srv);
     return failed;
+}
+
+int main(int argc, char **argv)
+{
+    cli_prog = "echo-server";
+    struct options op = {.bind_addr = "127.0.0.1", .port = 55555, .nbufs = 4096, .timeout_s = 10};
+    int rc = parse_args(argc, argv, &op);
+    if (rc >= 0)
+        return rc;
+#ifdef _WIN32
+    WSADATA wsa; /* inet_pton comes before the loop, which starts Winsock itself */
+    WSAStartup(MAKEWORD(2, 2), &wsa);
+#endif
+    struct sockaddr_storage ss;
+    socklen_t len = cli_address(op.bind_addr, op.port, &ss);
+    int cpus[MAX_THREADS], ncpus = cli_cpus(cpus, MAX_THREADS);
+    if (op.pin && ncpus == 0) {
+        fprintf(stderr, "echo-server: cannot read the CPUs this process may use (pinning and "
+                        "steering need Linux)\n");
+        return 1;
+    }
+    cfg.timeouts.idle_ns = cfg.timeouts.write_ns = (uint64_t)(op.timeout_s * 1e9);
+    if (!(cfg.srv = calloc((size_t)cfg.nthreads, sizeof *cfg.srv))) {
+        fprintf(stderr, "echo-server: out of memory\n");
+        return 1;
+    }
+    if (cfg.nthreads > 1 && !cfg.acceptor)
+        op.lopts.flags |= MUX_LISTEN_REUSEPORT;
+    for (int i = 0; i < cfg.nthreads; i++) {
+        cfg.srv[i].index = i;
+        cfg.srv[i].cpu = op.pin ? cpus[i % ncpus] : -1;
+        if (open_server(&cfg.srv[i], &op, &ss, len) < 0)
+            return 1;
+    }
+    if (watch_signals(&cfg.srv[0]) < 0)
+        return 1;
+    for (int i = 1; i < cfg.nthreads; i++)
+        if ((rc = pthread_create(&cfg.srv[i].thread, NULL, run_loop, &cfg.srv[i])) != 0) {
+            fprintf(stderr, "echo-server: thread: %s\n", strerror(rc));
+            return 1;
+        }
+    char where[80];
+    cli_address_text(&ss, where, sizeof where);
+    printf("listening on %s (backend %s)\n", where, mux_loop_backend(&cfg.srv[0].loop));
+    fflush(stdout);
+    rc = finish();
+    free(cfg.srv);
+    return rc;
 }

@@ -2,70 +2,113 @@
 /* iomux-httpd: a static-file HTTP/1.1 server on iomux's HTTP module (docs/http.md).
  *
  *   iomux-httpd --root DIR [--port N] [--bind ADDR] [limits and timeouts]
+ *               [--access-log FILE|-] [--drain-timeout S]
  *               [--threads N [--pin] [--steer cpu|bpf | --acceptor]]
  *
- * Serves GET and HEAD from DIR: conditional requests, single byte ranges, index.html for
+ * Serves GET and HEAD from DIR: conditional requests, byte ranges, index.html for
  * directories, nothing outside DIR. The backend comes from IOMUX_BACKEND. SIGINT or SIGTERM
- * closes the server and every connection, then it exits 0.
+ * shuts it down gracefully: it stops accepting, closes the connections that wait for a
+ * request, lets the answers in flight finish for up to --drain-timeout seconds, and exits 0;
+ * a second signal closes everything at once. Errors go to stderr with their time; with
+ * --access-log, a line per answer in the Combined Log Format. At start the soft limit on
+ * open files is raised to the hard one (as nginx's worker_rlimit_nofile lets you), and the
+ * limit it got is said.
  *
  * A loop per core: --threads N runs N loops, a thread each (loop 0 on the main thread), each
- * with its own server and file cache (neither is shared between threads). By default every
- * loop listens on the port (SO_REUSEPORT), --steer gives each connection to the loop on the
- * CPU that received it, and --acceptor makes loop 0 accept for all and hand the connections
- * round robin through channels. Loop 0 hears the signals and tells every loop through an
- * async to close its server. At exit each loop prints the requests it answered.
+ * with its own server, file cache and access-log buffer (none is shared between threads). By
+ * default every loop listens on the port (SO_REUSEPORT), --steer gives each connection to the
+ * loop on the CPU that received it, and --acceptor makes loop 0 accept for all and hand the
+ * connections round robin through channels. Loop 0 hears the signals and tells every loop
+ * through an async. At exit each loop prints the requests it answered.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include "cli.h"
+#include "httpd_log.h"
 #include "iomux.h"
 #include "iomux/http.h"
 
 #define MAX_THREADS 1024
+#define NS          1000000000ull
 
 /* One loop and its server. */
 struct httpd {
     mux_loop_t loop;
     mux_http_server_t srv;
     mux_http_static_t files;
-    mux_listener_t l; /* --acceptor: loop 0's, which feeds every loop's channel */
-    mux_chan_t chan;  /* --acceptor: the connections loop 0 hands over */
-    mux_async_t stop; /* loop 0 tells every loop to close its server */
+    mux_listener_t l;  /* --acceptor: loop 0's, which feeds every loop's channel */
+    mux_chan_t chan;   /* --acceptor: the connections loop 0 hands over */
+    mux_async_t stop;  /* loop 0 tells every loop to drain or close its server */
+    mux_timer_t flush; /* writes the access log's buffer out once a second */
+    struct access_log alog;
     mux_signal_t sigint, sigterm; /* loop 0's */
+    mux_async_t all_closed;       /* loop 0's: a loop's server has closed */
     pthread_t thread;
-    int index, cpu, has_chan, listening;
-    unsigned long errors;
+    int index, cpu, has_chan, listening, logging;
     unsigned long requests, handed; /* answered; --acceptor: connections handed to it */
+};
+
+/* What the command line says. */
+struct options {
+    const char *root, *bind_addr, *access_log;
+    unsigned port;
+    mux_http_server_options_t o;
+    mux_listen_options_t lopts;
+    int pin;
+    unsigned steer;
 };
 
 static struct {
     int nthreads, acceptor;
     unsigned next; /* --acceptor: the next loop's turn (loop 0's thread only) */
+    uint64_t drain_ns;
+    atomic_int phase;  /* 0 serving; 1 draining (the first signal); 2 closing (a second) */
+    atomic_int closed; /* loops whose server has closed */
     struct httpd *d;
-} cfg = {.nthreads = 1};
+} cfg = {.nthreads = 1, .drain_ns = 30 * NS};
+
+/* ---- serving ---- */
 
 static void on_request(mux_http_exchange_t *x)
 {
     struct httpd *d = mux_http_exchange_server(x)->data;
     d->requests++;
-    mux_http_serve_static(x, &d->files);
+    int rc = mux_http_serve_static(x, &d->files);
+    if (rc == 0 || rc == -ECANCELED)
+        return; /* answered, or its client is gone */
+    /* The server could not answer (the exchange is still held): 500, never silence. */
+    error_log("answering %.*s: %s", (int)mux_http_exchange_request(x)->target.len,
+              mux_http_exchange_request(x)->target.base, mux_strerror(rc));
+    static const char body[] = "500 Internal Server Error\n";
+    mux_http_header_t type = {{"Content-Type", 12}, {"text/plain", 10}};
+    mux_http_respond(x, 500, &type, 1, body, sizeof body - 1);
 }
 
 static void on_error(mux_http_server_t *srv, int err)
 {
     struct httpd *d = srv->data;
-    if (d->errors++ < 10) /* say it, without flooding the log */
-        fprintf(stderr, "iomux-httpd: %s\n", mux_strerror(err));
+    error_log("loop %d: %s", d->index, mux_strerror(err));
+}
+
+static void on_log(mux_http_server_t *srv, const mux_http_log_t *e)
+{
+    access_log_add(&((struct httpd *)srv->data)->alog, e);
+}
+
+static void on_flush(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    access_log_flush(&((struct httpd *)t->data)->alog);
 }
 
 /* --acceptor: a connection loop 0 accepted. */
@@ -99,44 +142,72 @@ static void on_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
     on_error(&d->srv, -EAGAIN); /* every channel full */
 }
 
-static void on_stop(mux_loop_t *loop, mux_async_t *a)
+/* ---- shutting down ---- */
+
+static void on_server_closed(mux_http_server_t *srv)
+{
+    struct httpd *d = srv->data;
+    mux_async_stop(&d->loop, &d->stop);
+    if (d->logging) {
+        mux_timer_stop(&d->loop, &d->flush);
+        access_log_flush(&d->alog);
+    }
+    atomic_fetch_add(&cfg.closed, 1);
+    mux_async_send(&cfg.d[0].all_closed);
+}
+
+/* Loop 0: once every loop's server has closed, nothing is left to hear, and its run ends. */
+static void on_all_closed(mux_loop_t *loop, mux_async_t *a)
 {
     struct httpd *d = a->data;
+    if (atomic_load(&cfg.closed) < cfg.nthreads)
+        return;
+    mux_signal_stop(loop, &d->sigint);
+    mux_signal_stop(loop, &d->sigterm);
     mux_async_stop(loop, a);
+}
+
+/* Every loop: the first signal drains its server, a second closes it at once. */
+static void on_stop(mux_loop_t *loop, mux_async_t *a)
+{
+    (void)loop;
+    struct httpd *d = a->data;
     if (d->listening)
         mux_listener_close(&d->l, NULL);
     d->listening = 0;
     if (d->has_chan)
         mux_chan_close(&d->chan);
     d->has_chan = 0;
-    mux_http_server_close(&d->srv, NULL); /* once closed, nothing is active: mux_run returns */
+    if (atomic_load(&cfg.phase) == 1 && cfg.drain_ns)
+        mux_http_server_drain(&d->srv, cfg.drain_ns, on_server_closed);
+    else /* during a drain: ends it now; once closed: -EINVAL, nothing to do */
+        mux_http_server_close(&d->srv, on_server_closed);
 }
 
 static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
 {
-    (void)signum;
-    struct httpd *d = w->data;
-    mux_signal_stop(loop, &d->sigint);
-    mux_signal_stop(loop, &d->sigterm);
+    (void)loop;
+    (void)w;
+    int phase = atomic_load(&cfg.phase);
+    if (phase >= 2)
+        return;
+    atomic_store(&cfg.phase, phase + 1);
+    error_log("%s: %s", signum == SIGINT ? "SIGINT" : "SIGTERM",
+              phase == 0 && cfg.drain_ns ? "draining (a second signal closes at once)" : "closing");
     for (int i = 0; i < cfg.nthreads; i++)
         mux_async_send(&cfg.d[i].stop); /* loop 0's own included */
 }
 
+/* ---- setting up ---- */
+
 static void *run_loop(void *arg)
 {
     struct httpd *d = arg;
-    if (d->cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(d->cpu, &set);
-        int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-        if (err != 0)
-            fprintf(stderr, "iomux-httpd: loop %d: pin to CPU %d: %s\n", d->index, d->cpu,
-                    strerror(err));
-    }
+    if (d->cpu >= 0 && (errno = cli_pin(d->cpu)) != 0)
+        error_log("loop %d: pin to CPU %d: %s", d->index, d->cpu, strerror(errno));
     int rc = mux_run(&d->loop, MUX_RUN_DEFAULT);
     if (rc < 0)
-        fprintf(stderr, "iomux-httpd: loop %d: run: %s\n", d->index, mux_strerror(rc));
+        error_log("loop %d: run: %s", d->index, mux_strerror(rc));
     return (void *)(intptr_t)(rc < 0);
 }
 
@@ -146,8 +217,8 @@ static void usage(FILE *to)
                 "                   [--max-target BYTES] [--max-headers N] [--max-body BYTES]\n"
                 "                   [--header-timeout S] [--idle-timeout S] [--body-timeout S]\n"
                 "                   [--write-timeout S] [--max-requests N] [--max-connections N]\n"
-                "                   [--reuseport] [--threads N [--pin]\n"
-                "                   [--steer cpu|bpf | --acceptor]]\n"
+                "                   [--access-log FILE|-] [--drain-timeout S] [--reuseport]\n"
+                "                   [--threads N [--pin] [--steer cpu|bpf | --acceptor]]\n"
                 "  --root DIR           the directory to serve (required)\n"
                 "  --port N             TCP port (default 8080; 0 picks a free one)\n"
                 "  --bind ADDR          IPv4 or IPv6 address (default 127.0.0.1)\n"
@@ -161,6 +232,9 @@ static void usage(FILE *to)
                 "  --write-timeout S    a response with no byte leaving (default 30)\n"
                 "  --max-requests N     per connection (default 1000)\n"
                 "  --max-connections N  at once (default 10000)\n"
+                "  --access-log FILE|-  a line per answer, Combined Log Format ('-': stdout)\n"
+                "  --drain-timeout S    on SIGINT or SIGTERM, how long answers in flight may\n"
+                "                       take to finish (default 30; 0: close at once)\n"
                 "  --reuseport          SO_REUSEPORT, to run one server per CPU on one port\n"
                 "  --threads N          N loops, a thread and a server each (default 1); each\n"
                 "                       listens on the port (SO_REUSEPORT) unless --acceptor\n"
@@ -169,27 +243,15 @@ static void usage(FILE *to)
                 "                       that received it: SO_INCOMING_CPU, or a BPF program\n"
                 "  --acceptor           loop 0 alone accepts, and hands connections round robin\n"
                 "                       to every loop through channels\n"
+                "  --version            the program's and the library's version\n"
                 "Prints 'listening on ADDR:PORT' once ready, and at exit per loop 'loop I\n"
                 "(cpu C): R requests'. The backend comes from the\n"
                 "IOMUX_BACKEND environment variable (epoll, poll, select, uring, or the opt-in\n"
-                "rtsig), else the best available. SIGINT or SIGTERM stops it.\n");
+                "rtsig), else the best available.\n");
 }
 
-/* A decimal in [lo, hi], or exits 2 naming the flag. */
-static unsigned long long number(const char *flag, const char *s, unsigned long long lo,
-                                 unsigned long long hi)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi || s[0] == '-') {
-        fprintf(stderr, "iomux-httpd: bad %s '%s'\n", flag, s);
-        exit(2);
-    }
-    return v;
-}
-
-int main(int argc, char **argv)
+/* The command line into `op`; returns -1 to go on, or the status to exit with. */
+static int parse_args(int argc, char **argv, struct options *op)
 {
     enum {
         O_ROOT = 1,
@@ -205,11 +267,14 @@ int main(int argc, char **argv)
         O_WTO,
         O_REQS,
         O_CONNS,
+        O_LOG,
+        O_DRAIN,
         O_REUSE,
         O_THREADS,
         O_PIN,
         O_STEER,
         O_ACCEPTOR,
+        O_VERSION,
         O_HELP
     };
     static const struct option opts[] = {
@@ -226,86 +291,84 @@ int main(int argc, char **argv)
         {"write-timeout", required_argument, NULL, O_WTO},
         {"max-requests", required_argument, NULL, O_REQS},
         {"max-connections", required_argument, NULL, O_CONNS},
+        {"access-log", required_argument, NULL, O_LOG},
+        {"drain-timeout", required_argument, NULL, O_DRAIN},
         {"reuseport", no_argument, NULL, O_REUSE},
         {"threads", required_argument, NULL, O_THREADS},
         {"pin", no_argument, NULL, O_PIN},
         {"steer", required_argument, NULL, O_STEER},
         {"acceptor", no_argument, NULL, O_ACCEPTOR},
+        {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
-    mux_http_server_options_t o = {.on_error = on_error};
-    mux_listen_options_t lopts = {0};
-    const char *root = NULL, *bind_addr = "127.0.0.1";
-    unsigned long long port = 8080;
-    const unsigned long long s = 1000000000ull;
-    int pin = 0;
-    unsigned steer = 0;
+    mux_http_server_options_t *o = &op->o;
     int opt;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (opt) {
         case O_ROOT:
-            root = optarg;
+            op->root = optarg;
             break;
         case O_PORT:
-            port = number("port", optarg, 0, 65535);
+            op->port = (unsigned)cli_number("port", optarg, 0, 65535);
             break;
         case O_BIND:
-            bind_addr = optarg;
+            op->bind_addr = optarg;
             break;
         case O_HEAD:
-            o.limits.max_head = number("max-head", optarg, 256, 1u << 24);
+            o->limits.max_head = cli_number("max-head", optarg, 256, 1u << 24);
             break;
         case O_TARGET:
-            o.limits.max_target = number("max-target", optarg, 16, 1u << 24);
+            o->limits.max_target = cli_number("max-target", optarg, 16, 1u << 24);
             break;
         case O_HEADERS:
-            o.limits.max_headers = (uint32_t)number("max-headers", optarg, 1, 10000);
+            o->limits.max_headers = (uint32_t)cli_number("max-headers", optarg, 1, 10000);
             break;
         case O_BODY:
-            o.limits.max_body = number("max-body", optarg, 1, 1ull << 40);
+            o->limits.max_body = cli_number("max-body", optarg, 1, 1ull << 40);
             break;
         case O_HTO:
-            o.header_timeout_ns = number("header-timeout", optarg, 1, 86400) * s;
+            o->header_timeout_ns = cli_number("header-timeout", optarg, 1, 86400) * NS;
             break;
         case O_ITO:
-            o.idle_timeout_ns = number("idle-timeout", optarg, 1, 86400) * s;
+            o->idle_timeout_ns = cli_number("idle-timeout", optarg, 1, 86400) * NS;
             break;
         case O_BTO:
-            o.body_timeout_ns = number("body-timeout", optarg, 1, 86400) * s;
+            o->body_timeout_ns = cli_number("body-timeout", optarg, 1, 86400) * NS;
             break;
         case O_WTO:
-            o.write_timeout_ns = number("write-timeout", optarg, 1, 86400) * s;
+            o->write_timeout_ns = cli_number("write-timeout", optarg, 1, 86400) * NS;
             break;
         case O_REQS:
-            o.max_requests = (uint32_t)number("max-requests", optarg, 1, 1u << 30);
+            o->max_requests = (uint32_t)cli_number("max-requests", optarg, 1, 1u << 30);
             break;
         case O_CONNS:
-            o.max_connections = (uint32_t)number("max-connections", optarg, 1, 1u << 24);
+            o->max_connections = (uint32_t)cli_number("max-connections", optarg, 1, 1u << 24);
+            break;
+        case O_LOG:
+            op->access_log = optarg;
+            break;
+        case O_DRAIN:
+            cfg.drain_ns = (uint64_t)(cli_seconds("drain-timeout", optarg, 0, 86400) * 1e9);
             break;
         case O_REUSE:
-            lopts.flags |= MUX_LISTEN_REUSEPORT;
+            op->lopts.flags |= MUX_LISTEN_REUSEPORT;
             break;
         case O_THREADS:
-            cfg.nthreads = (int)number("threads", optarg, 1, MAX_THREADS);
+            cfg.nthreads = (int)cli_number("threads", optarg, 1, MAX_THREADS);
             break;
         case O_PIN:
-            pin = 1;
+            op->pin = 1;
             break;
         case O_STEER:
-            if (strcmp(optarg, "cpu") == 0) {
-                steer = MUX_LISTEN_INCOMING_CPU;
-            } else if (strcmp(optarg, "bpf") == 0) {
-                steer = MUX_LISTEN_CPU_BPF;
-            } else {
-                fprintf(stderr, "iomux-httpd: bad steering '%s' (cpu or bpf)\n", optarg);
-                return 2;
-            }
-            pin = 1;
+            op->steer = cli_steer(optarg), op->pin = 1;
             break;
         case O_ACCEPTOR:
             cfg.acceptor = 1;
             break;
+        case O_VERSION:
+            printf("iomux-httpd (iomux %s)\n", mux_version_string());
+            return 0;
         case 'h':
         case O_HELP:
             usage(stdout);
@@ -315,134 +378,125 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind < argc || !root) {
-        if (!root)
+    if (optind < argc || !op->root) {
+        if (!op->root)
             fprintf(stderr, "iomux-httpd: --root is required\n");
         usage(stderr);
         return 2;
     }
-    if (steer && cfg.acceptor) {
+    if (op->steer && cfg.acceptor) {
         fprintf(stderr, "iomux-httpd: --steer and --acceptor exclude each other\n");
         return 2;
     }
+    return -1;
+}
 
-    struct sockaddr_storage ss = {0};
-    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-    socklen_t len;
-    if (inet_pton(AF_INET, bind_addr, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)port);
-        len = sizeof *v4;
-    } else if (inet_pton(AF_INET6, bind_addr, &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)port);
-        len = sizeof *v6;
-    } else {
-        fprintf(stderr, "iomux-httpd: bad address '%s'\n", bind_addr);
-        return 2;
+/* The soft limit on open files raised to the hard one: every file the cache keeps open and
+ * every connection takes one. Says what it got. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = was;
     }
+    if (rl.rlim_cur != was)
+        error_log("open files: %llu (raised from %llu)", (unsigned long long)rl.rlim_cur,
+                  (unsigned long long)was);
+    else
+        error_log("open files: %llu", (unsigned long long)rl.rlim_cur);
+}
 
-    int cpus[CPU_SETSIZE], ncpus = 0; /* loop i is pinned to the i-th CPU allowed */
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
-        for (int i = 0; i < CPU_SETSIZE; i++)
-            if (CPU_ISSET(i, &allowed))
-                cpus[ncpus++] = i;
-    if (pin && ncpus == 0) {
-        fprintf(stderr, "iomux-httpd: cannot read the CPUs this process may use\n");
-        return 1;
-    }
-    cfg.d = calloc((size_t)cfg.nthreads, sizeof *cfg.d);
-    if (!cfg.d) {
-        fprintf(stderr, "iomux-httpd: out of memory\n");
-        return 1;
-    }
-    if (cfg.nthreads > 1 && !cfg.acceptor)
-        lopts.flags |= MUX_LISTEN_REUSEPORT;
+/* Loop i: its loop, file cache, server, and listener or channel. 0, or -1 said. */
+static int open_httpd(struct httpd *d, struct options *op, struct sockaddr_storage *ss,
+                      socklen_t len, int log_fd)
+{
     int rc;
-    for (int i = 0; i < cfg.nthreads; i++) {
-        struct httpd *d = &cfg.d[i];
-        d->index = i;
-        d->cpu = pin ? cpus[i % ncpus] : -1;
-        if ((rc = mux_http_static_init(&d->files, root)) < 0) {
-            fprintf(stderr, "iomux-httpd: root %s: %s\n", root, mux_strerror(rc));
-            return 1;
-        }
-        if ((rc = mux_loop_init(&d->loop, NULL)) < 0) {
-            fprintf(stderr, "iomux-httpd: loop: %s\n", mux_strerror(rc));
-            return 1;
-        }
-        if ((rc = mux_http_server_init(&d->srv, &d->loop, &o, on_request)) < 0) {
-            fprintf(stderr, "iomux-httpd: server: %s\n", mux_strerror(rc));
-            return 1;
-        }
-        d->srv.data = d;
-        mux_async_init(&d->stop, on_stop);
-        d->stop.data = d;
-        if ((rc = mux_async_start(&d->loop, &d->stop)) < 0) {
-            fprintf(stderr, "iomux-httpd: async: %s\n", mux_strerror(rc));
-            return 1;
-        }
-        mux_listen_options_t lo = lopts;
-        lo.flags |= steer;
-        lo.cpu = d->cpu;
-        if (cfg.acceptor) {
-            d->chan.data = d;
-            if ((rc = mux_chan_open(&d->loop, &d->chan, 1024, on_handed)) < 0) {
-                fprintf(stderr, "iomux-httpd: channel: %s\n", mux_strerror(rc));
-                return 1;
-            }
-            d->has_chan = 1;
-            if (i == 0) {
-                d->l.data = d;
-                rc = mux_listen(&d->loop, &d->l, (struct sockaddr *)&ss, len, &lo, on_accept);
-                d->listening = rc == 0;
-            }
-        } else { /* bound in loop order: the BPF steering gives CPU k to the k-th listener */
-            rc = mux_http_server_listen(&d->srv, (struct sockaddr *)&ss, len, &lo);
-        }
-        if (rc < 0) {
-            fprintf(stderr, "iomux-httpd: listen on %s:%llu: %s\n", bind_addr, port,
-                    mux_strerror(rc));
-            return 1;
-        }
-        if (i == 0) { /* the others bind the port the first one got */
-            socklen_t blen = sizeof ss;
-            if (cfg.acceptor)
-                mux_listener_address(&d->l, (struct sockaddr *)&ss, &blen);
-            else
-                mux_http_server_address(&d->srv, (struct sockaddr *)&ss, &blen);
-        }
+    if ((rc = mux_http_static_init(&d->files, op->root)) < 0) {
+        fprintf(stderr, "iomux-httpd: root %s: %s\n", op->root, mux_strerror(rc));
+        return -1;
     }
-    struct httpd *first = &cfg.d[0];
+    if ((rc = mux_loop_init(&d->loop, NULL)) < 0) {
+        cli_loop_error(rc);
+        return -1;
+    }
+    if (log_fd >= 0) {
+        if (access_log_init(&d->alog, log_fd) < 0)
+            return fprintf(stderr, "iomux-httpd: out of memory\n"), -1;
+        mux_timer_init(&d->flush, on_flush);
+        d->flush.data = d;
+        mux_timer_start(&d->loop, &d->flush, NS, NS);
+        d->logging = 1;
+    }
+    if ((rc = mux_http_server_init(&d->srv, &d->loop, &op->o, on_request)) < 0) {
+        fprintf(stderr, "iomux-httpd: server: %s\n", mux_strerror(rc));
+        return -1;
+    }
+    d->srv.data = d;
+    mux_async_init(&d->stop, on_stop);
+    d->stop.data = d;
+    if ((rc = mux_async_start(&d->loop, &d->stop)) < 0) {
+        fprintf(stderr, "iomux-httpd: async: %s\n", mux_strerror(rc));
+        return -1;
+    }
+    mux_listen_options_t lo = op->lopts;
+    lo.flags |= op->steer;
+    lo.cpu = d->cpu;
+    if (cfg.acceptor) {
+        d->chan.data = d;
+        if ((rc = mux_chan_open(&d->loop, &d->chan, 1024, on_handed)) < 0) {
+            fprintf(stderr, "iomux-httpd: channel: %s\n", mux_strerror(rc));
+            return -1;
+        }
+        d->has_chan = 1;
+        if (d->index == 0) {
+            d->l.data = d;
+            rc = mux_listen(&d->loop, &d->l, (struct sockaddr *)ss, len, &lo, on_accept);
+            d->listening = rc == 0;
+        }
+    } else { /* bound in loop order: the BPF steering gives CPU k to the k-th listener */
+        rc = mux_http_server_listen(&d->srv, (struct sockaddr *)ss, len, &lo);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "iomux-httpd: listen on %s:%u: %s\n", op->bind_addr, cli_port(ss),
+                mux_strerror(rc));
+        return -1;
+    }
+    if (d->index == 0) { /* the others bind the port the first one got */
+        socklen_t blen = sizeof *ss;
+        if (cfg.acceptor)
+            mux_listener_address(&d->l, (struct sockaddr *)ss, &blen);
+        else
+            mux_http_server_address(&d->srv, (struct sockaddr *)ss, &blen);
+    }
+    return 0;
+}
+
+/* Loop 0 hears SIGINT and SIGTERM, and learns when every loop's server has closed. */
+static int watch_signals(struct httpd *first)
+{
+    int rc;
     mux_signal_init(&first->sigint, on_signal, SIGINT);
     mux_signal_init(&first->sigterm, on_signal, SIGTERM);
-    first->sigint.data = first->sigterm.data = first;
+    mux_async_init(&first->all_closed, on_all_closed);
+    first->all_closed.data = first->sigint.data = first->sigterm.data = first;
     if ((rc = mux_signal_start(&first->loop, &first->sigint)) < 0 ||
-        (rc = mux_signal_start(&first->loop, &first->sigterm)) < 0) {
+        (rc = mux_signal_start(&first->loop, &first->sigterm)) < 0 ||
+        (rc = mux_async_start(&first->loop, &first->all_closed)) < 0) {
         fprintf(stderr, "iomux-httpd: signals: %s\n", mux_strerror(rc));
-        return 1;
+        return -1;
     }
-    for (int i = 1; i < cfg.nthreads; i++)
-        if ((rc = pthread_create(&cfg.d[i].thread, NULL, run_loop, &cfg.d[i])) != 0) {
-            fprintf(stderr, "iomux-httpd: thread: %s\n", strerror(rc));
-            return 1;
-        }
-    char host[INET6_ADDRSTRLEN] = "?";
-    uint16_t bound = 0;
-    if (ss.ss_family == AF_INET) {
-        inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
-        bound = ntohs(v4->sin_port);
-    } else {
-        inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
-        bound = ntohs(v6->sin6_port);
-    }
-    printf("listening on %s:%u (%s), serving %s\n", host, bound, mux_loop_backend(&first->loop),
-           root);
-    fflush(stdout);
+    return 0;
+}
 
-    int failed = run_loop(first) != NULL;
+/* Waits for the loops, says what each answered, and closes them: the exit status. */
+static int finish(void)
+{
+    int failed = run_loop(&cfg.d[0]) != NULL;
     for (int i = 1; i < cfg.nthreads; i++) {
         void *res;
         pthread_join(cfg.d[i].thread, &res);
@@ -458,9 +512,58 @@ int main(int argc, char **argv)
             fprintf(stderr, ", %lu connections handed to it", d->handed);
         fprintf(stderr, "\n");
         mux_http_static_close(&d->files);
+        if (d->logging)
+            access_log_free(&d->alog);
         if (mux_loop_close(&d->loop) != 0)
             failed = 1;
     }
-    free(cfg.d);
+    error_log_flush();
     return failed;
+}
+
+int main(int argc, char **argv)
+{
+    cli_prog = "iomux-httpd";
+    struct options op = {.bind_addr = "127.0.0.1", .port = 8080, .o.on_error = on_error};
+    int rc = parse_args(argc, argv, &op);
+    if (rc >= 0)
+        return rc;
+    struct sockaddr_storage ss;
+    socklen_t len = cli_address(op.bind_addr, op.port, &ss);
+    int cpus[MAX_THREADS], ncpus = cli_cpus(cpus, MAX_THREADS);
+    if (op.pin && ncpus == 0) {
+        fprintf(stderr, "iomux-httpd: cannot read the CPUs this process may use\n");
+        return 1;
+    }
+    raise_nofile();
+    int log_fd = -1;
+    if (op.access_log) {
+        if ((log_fd = access_log_open(op.access_log)) < 0)
+            return 1;
+        op.o.on_log = on_log;
+    }
+    if (!(cfg.d = calloc((size_t)cfg.nthreads, sizeof *cfg.d)))
+        return fprintf(stderr, "iomux-httpd: out of memory\n"), 1;
+    if (cfg.nthreads > 1 && !cfg.acceptor)
+        op.lopts.flags |= MUX_LISTEN_REUSEPORT;
+    for (int i = 0; i < cfg.nthreads; i++) {
+        cfg.d[i].index = i;
+        cfg.d[i].cpu = op.pin ? cpus[i % ncpus] : -1;
+        if (open_httpd(&cfg.d[i], &op, &ss, len, log_fd) < 0)
+            return 1;
+    }
+    if (watch_signals(&cfg.d[0]) < 0)
+        return 1;
+    for (int i = 1; i < cfg.nthreads; i++)
+        if ((rc = pthread_create(&cfg.d[i].thread, NULL, run_loop, &cfg.d[i])) != 0)
+            return fprintf(stderr, "iomux-httpd: thread: %s\n", strerror(rc)), 1;
+    char where[80];
+    cli_address_text(&ss, where, sizeof where);
+    printf("listening on %s (%s), serving %s\n", where, mux_loop_backend(&cfg.d[0].loop), op.root);
+    fflush(stdout);
+    rc = finish();
+    if (log_fd > STDOUT_FILENO)
+        close(log_fd);
+    free(cfg.d);
+    return rc;
 }

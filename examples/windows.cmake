@@ -6,8 +6,10 @@
 # signals and are not built here (docs/windows.md).
 add_executable(hello hello.c)
 target_link_libraries(hello PRIVATE iomux_static)
+add_library(iomux_examples_cli STATIC cli.c)
+target_link_libraries(iomux_examples_cli PUBLIC iomux_static)
 add_executable(echo-server echo-server.c)
-target_link_libraries(echo-server PRIVATE iomux_static)
+target_link_libraries(echo-server PRIVATE iomux_examples_cli iomux_static)
 set_target_properties(echo-server PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
 
 if(IOMUX_TESTS)

@@ -78,6 +78,39 @@ CORE_TEST(strerror_names_codes_and_handles_unknown) {
     CHECK(mux_strerror(2147483647) != NULL);
 }
 
+/* Every errno the C library names has a name in mux_strerror too, "NAME: what it means", so
+ * that no code a system call passes up through the library prints as "unknown error"
+ * (ENOTDIR did, for iomux-httpd --root naming a file). The C library's own list is walked,
+ * not a copy of it; names that share a number (EAGAIN and EWOULDBLOCK) may stand for it. */
+CORE_TEST(strerror_names_every_errno_the_c_library_names) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+    static const char *const aliases[][2] = {
+        {"EWOULDBLOCK", "EAGAIN"}, {"EDEADLOCK", "EDEADLK"}, {"EOPNOTSUPP", "ENOTSUP"}};
+    int named = 0;
+    for (int e = 1; e < 4096; e++) {
+        const char *name = strerrorname_np(e);
+        if (!name)
+            continue;
+        named++;
+        const char *text = mux_strerror(-e);
+        CHECK_STR_EQ(text, mux_strerror(e));
+        size_t n = strlen(name);
+        int ok = strncmp(text, name, n) == 0 && text[n] == ':';
+        for (size_t i = 0; !ok && i < sizeof aliases / sizeof aliases[0]; i++)
+            if (strcmp(name, aliases[i][0]) == 0 || strcmp(name, aliases[i][1]) == 0) {
+                const char *other = strcmp(name, aliases[i][0]) == 0 ? aliases[i][1] : aliases[i][0];
+                ok = strncmp(text, other, strlen(other)) == 0 && text[strlen(other)] == ':';
+            }
+        if (!ok)
+            fprintf(stderr, "errno %d (%s) is named \"%s\"\n", e, name, text);
+        CHECK(ok);
+    }
+    CHECK_GT(named, 120); /* Linux names 133 */
+#else
+    SKIP("the C library has no strerrorname_np (glibc 2.32 and later) to walk its errnos");
+#endif
+}
+
 /* Pops the minimum and checks (at, seq) never goes backwards. */
 CORE_TEST(heap_random_operations_keep_order) {
     enum { N = 20000 };

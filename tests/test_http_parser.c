@@ -360,3 +360,49 @@ CORE_TEST(http_header_get_finds_fields_without_case) {
     CHECK_EQ(mux_http_header_get(&p.req, NULL, &v), -EINVAL);
     CHECK_EQ(mux_http_header_get(&p.req, "Host", NULL), -EINVAL);
 }
+
+/* Empty lines before the request line: up to 8 are skipped, CRLF or lone LF; a 9th is 400,
+ * however the bytes come (a flood of them must not wait for a request line that never comes);
+ * and they count against the head's limit. */
+CORE_TEST(http_parse_empty_lines_before_the_request_are_capped_and_counted) {
+    struct parsed p;
+    char buf[512];
+    int n = sprintf(buf, "\r\n\n\r\n\n\r\n\n\r\n\n");
+    int head = sprintf(buf + n, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    CHECK_EQ(parse(&p, buf), n + head);
+    CHECK(str_is(p.req.target, "/"));
+    n = sprintf(buf, "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    refused(buf, 400);
+    /* Nine empty lines and nothing else yet: refused at once, not -EAGAIN. */
+    refused("\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n", 400);
+    refused("\n\n\n\n\n\n\n\n\n", 400);
+    /* Eight: more may come. */
+    CHECK_EQ(parse(&p, "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n"), -EAGAIN);
+    /* Fed a byte at a time with prev_len, the ninth is refused as it completes. */
+    const char *flood = "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n";
+    memset(&p, 0, sizeof p);
+    p.req.headers = p.h;
+    p.req.headers_cap = CAP;
+    ssize_t r = -EAGAIN;
+    size_t i = 0;
+    while (r == -EAGAIN && i < strlen(flood)) {
+        i++;
+        r = mux_http_parse_request(&p.req, flood, i, i - 1, NULL);
+    }
+    CHECK_EQ(r, -EBADMSG);
+    CHECK_EQ(p.req.status, 400);
+    CHECK_EQ(i, 18);
+    /* With a head limit of 42 bytes, a 27-byte head passes alone, but not after 8 empty
+     * lines (16 bytes): 431. With 43, it passes after them. */
+    mux_http_limits_t lim = {.max_head = 42};
+    const char *fits = "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n";
+    CHECK_EQ(strlen(fits), 16 + 27);
+    memset(&p, 0, sizeof p);
+    p.req.headers = p.h;
+    p.req.headers_cap = CAP;
+    CHECK_EQ(mux_http_parse_request(&p.req, fits, strlen(fits), 0, &lim), -EBADMSG);
+    CHECK_EQ(p.req.status, 431);
+    CHECK_EQ(mux_http_parse_request(&p.req, fits + 16, strlen(fits) - 16, 0, &lim), 27);
+    lim.max_head = 43;
+    CHECK_EQ(mux_http_parse_request(&p.req, fits, strlen(fits), 0, &lim), 43);
+}

@@ -22,8 +22,9 @@
  *   431  a head (request line and fields) longer than the limit, or more fields.
  *   501  a transfer coding other than chunked.
  *   505  an HTTP version other than 1.x.
- * A lone LF ends a line as CRLF does, and empty lines before the request line are skipped
- * (RFC 9112, 2.2). HTTP/1.2 to 1.9 are read as 1.1.
+ * A lone LF ends a line as CRLF does, and up to 8 empty lines before the request line are
+ * skipped (RFC 9112, 2.2); they count against the head's limit, and a 9th is refused (400).
+ * HTTP/1.2 to 1.9 are read as 1.1.
  */
 #ifndef IOMUX_HTTP_H
 #define IOMUX_HTTP_H
@@ -143,6 +144,19 @@ typedef struct mux_http_server mux_http_server_t;
 typedef struct mux_http_exchange mux_http_exchange_t;
 typedef void (*mux_http_handler_cb)(mux_http_exchange_t *x);
 
+/* What the server says of every answer, for an access log (the server's on_log): the
+ * request, who sent it, and what it was answered. Valid during the call. */
+typedef struct mux_http_log {
+    /* The request, or NULL when it was refused before its head was read whole (a malformed
+     * or oversized head, a 408): then only the status and the client are known. */
+    const mux_http_request_t *req;
+    const struct sockaddr *peer; /* the client's address; NULL when it could not be had */
+    socklen_t peer_len;
+    int status;           /* the status answered */
+    uint64_t body_bytes;  /* the body's length as answered (0 for HEAD, 204, 304) */
+    int64_t time_s;       /* the wall clock's second of the answer (the Date field's) */
+} mux_http_log_t;
+
 typedef struct mux_http_server_options {
     mux_http_limits_t limits;
     uint64_t header_timeout_ns; /* the whole head, from its first byte: 10 s (then 408) */
@@ -150,6 +164,13 @@ typedef struct mux_http_server_options {
     uint64_t body_timeout_ns;   /* a body with no byte for this long while it is read (a
                                    streamed one: while a reader is set): 10 s (closed) */
     uint64_t write_timeout_ns;  /* a response with no byte leaving for this long: 30 s */
+    uint64_t handler_timeout_ns; /* the handler's time to answer, from its call (or from the
+                                    last piece of a streamed body given to its reader): 60 s;
+                                    then the exchange is cancelled (-ETIMEDOUT) and the
+                                    client answered 503, with Connection: close */
+    size_t max_output;          /* a connection's answers queued and not yet sent: while
+                                   more than this many bytes are, its next pipelined request
+                                   waits, and reading with it (back-pressure): 256 KB */
     uint32_t max_requests;      /* per connection, then Connection: close: 1000 */
     uint32_t max_connections;   /* more are closed at once: 10000 */
     /* Called (may be NULL) when the server fails on its own and goes on: a connection it
@@ -161,6 +182,9 @@ typedef struct mux_http_server_options {
      * finds it with mux_http_exchange_body. 1: it is called once the head has come, and
      * reads the body with mux_http_exchange_read, as it arrives, if it wants it. */
     int stream_bodies;
+    /* Called (may be NULL) once per answer as it is queued, the server's refusals included:
+     * an access log's line. The client's address is read once per connection for it. */
+    void (*on_log)(mux_http_server_t *srv, const mux_http_log_t *entry);
 } mux_http_server_options_t;
 
 struct mux_http_server {
@@ -186,17 +210,40 @@ int mux_http_server_listen(mux_http_server_t *srv, const struct sockaddr *addr, 
 int mux_http_server_adopt(mux_http_server_t *srv, mux_chan_t *ch, mux_msg_t *msg);
 /* The address it listens on (to learn the port after binding port 0). */
 int mux_http_server_address(const mux_http_server_t *srv, struct sockaddr *addr, socklen_t *len);
-/* Stops listening and closes every connection (exchanges waiting for an answer are
- * dropped: mux_http_respond returns -ECANCELED for them); `cb` (may be NULL) runs once
- * everything is closed, and then the server's memory is the caller's. Returns 0, -EINVAL,
- * -EALREADY. */
+/* Stops listening and closes every connection. Exchanges a handler holds are dropped: each
+ * one's cancel callback (mux_http_exchange_on_cancel) hears -ECANCELED, and an exchange
+ * without one can still be answered, to -ECANCELED, until `cb`. `cb` (may be NULL) runs once
+ * every connection is closed, without waiting for the handlers; then the server's memory,
+ * every exchange included, is the caller's: no exchange may be used after it. During a drain
+ * (mux_http_server_drain) it ends the drain at once, and its `cb`, if not NULL, replaces the
+ * drain's. Returns 0, -EINVAL, -EALREADY. */
 int mux_http_server_close(mux_http_server_t *srv, void (*cb)(mux_http_server_t *srv));
+/* Graceful shutdown: stops listening and closes the connections that wait for a request,
+ * while requests in flight (a head or body being read, a handler's exchange, an answer being
+ * sent) finish, each answered with Connection: close; then the server closes as
+ * mux_http_server_close does, at the latest `timeout_ns` from now, when whatever is left is
+ * closed. `cb` (may be NULL) runs once everything is closed. Returns 0, -EINVAL, -EALREADY
+ * (already draining or closing), or mux_timer_start's error. */
+int mux_http_server_drain(mux_http_server_t *srv, uint64_t timeout_ns,
+                          void (*cb)(mux_http_server_t *srv));
 
 /* The request of an exchange, and its body (decoded if it was chunked). Valid until the
  * exchange is answered. */
 const mux_http_request_t *mux_http_exchange_request(const mux_http_exchange_t *x);
 mux_http_str_t mux_http_exchange_body(const mux_http_exchange_t *x);
 mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x);
+
+/* Why an exchange was dropped unanswered: -ECONNRESET (the client closed or reset the
+ * connection: a client that ends its sending while its handler holds the exchange is taken
+ * as gone, as nginx takes it), -ETIMEDOUT (handler_timeout_ns passed: the client got a 503),
+ * -ECANCELED (the server closes, or the connection failed). */
+typedef void (*mux_http_cancel_cb)(mux_http_exchange_t *x, void *arg, int reason);
+/* Asks to be told, once, if `x` is dropped before it is answered; a handler that keeps an
+ * exchange past its call sets it so as to let go of it. `cb` runs from the loop; once it
+ * returns the exchange is gone (`x` may not be used in it or after it, except to compare).
+ * NULL stops the telling; without it, a dropped exchange stays until it is answered (to
+ * -ECANCELED) or the server closes. Returns 0, or -EINVAL (no exchange held). */
+int mux_http_exchange_on_cancel(mux_http_exchange_t *x, mux_http_cancel_cb cb, void *arg);
 
 /* With stream_bodies: the body's bytes as they arrive (`len` > 0, at `data`, valid during
  * the call; chunked bodies decoded), then `len` 0 once at its end; or a negative errno

@@ -88,17 +88,26 @@ static size_t mux__head_end(const char *buf, size_t len, size_t from, size_t sta
     return 0;
 }
 
-/* Empty lines before the request line: their length. */
-static size_t mux__skip_empty(const char *buf, size_t len)
+/* Empty lines taken before a request line. RFC 9112 (2.2) asks a server to ignore at least
+ * one (clients have sent a CRLF after a body); a few more are tolerated, and a client that
+ * sends more is refused, so that a flood of them can neither grow the buffer nor be scanned
+ * again at every read. */
+#define MUX__HTTP_EMPTY_MAX 8
+
+/* Empty lines before the request line: their length, at most MUX__HTTP_EMPTY_MAX + 1 of
+ * them (*lines says how many). */
+static size_t mux__skip_empty(const char *buf, size_t len, unsigned *lines)
 {
     size_t i = 0;
-    while (i < len) {
+    *lines = 0;
+    while (i < len && *lines <= MUX__HTTP_EMPTY_MAX) {
         if (buf[i] == '\n')
             i++;
         else if (buf[i] == '\r' && i + 1 < len && buf[i + 1] == '\n')
             i += 2;
         else
             break;
+        ++*lines;
     }
     return i;
 }
@@ -400,17 +409,21 @@ MUX_EXPORT ssize_t mux_http_parse_request(mux_http_request_t *req, const char *b
         l.max_body = MUX_HTTP_DEFAULT_MAX_BODY;
     uint32_t max_fields = l.max_headers < req->headers_cap ? l.max_headers : req->headers_cap;
 
-    size_t start = mux__skip_empty(buf, len);
+    unsigned empty;
+    size_t start = mux__skip_empty(buf, len, &empty);
+    if (empty > MUX__HTTP_EMPTY_MAX)
+        return mux__refuse(req, 400);
     if (start + 1 == len && buf[start] == '\r')
         return -EAGAIN; /* an empty line's CR, or a bare one: the next byte says */
     size_t from = prev_len > 3 ? prev_len - 3 : 0;
     size_t end = mux__head_end(buf, len, from, start);
-    int over = (end ? end : len) - start > l.max_head;
+    /* The empty lines count against the head's limit too. */
+    int over = (end ? end : len) > l.max_head;
     if (!end && !over && prev_len > 0)
         return -EAGAIN; /* checked at the first call; the rest waits for the end */
     size_t scan = end ? end : len;
-    if (over)
-        scan = start + l.max_head < scan ? start + l.max_head : scan;
+    if (over && l.max_head < scan)
+        scan = l.max_head > start ? l.max_head : start;
 
     req->nheaders = 0;
     req->flags = 0;

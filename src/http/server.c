@@ -31,7 +31,7 @@
 #define MUX__NS_PER_S    1000000000ull
 
 enum { ST_HEAD, ST_BODY, ST_HANDLER, ST_DONE };
-enum { T_NONE, T_IDLE, T_HEADER, T_LINGER, T_STREAM };
+enum { T_NONE, T_IDLE, T_HEADER, T_LINGER, T_STREAM, T_HANDLER };
 
 struct mux__http_conn;
 
@@ -46,9 +46,13 @@ struct mux__http_srv {
     mux_http_handler_cb cb;
     mux_listener_t l;
     int listening, lopen, closing;
+    int draining;            /* closing, but requests in flight may finish */
+    int in_close;            /* closing every connection: not done before the loop ends */
+    mux_timer_t drain_timer; /* the drain's end: what is left is closed then */
     void (*close_cb)(mux_http_server_t *srv);
-    struct mux__link conns; /* open connections */
+    struct mux__link conns; /* open connections, and closed ones kept for their answer */
     uint32_t nconns;
+    uint32_t norphans;  /* of them, closed ones kept for the answer to a dropped exchange */
     int64_t date_sec;   /* the wall clock's second the Date field says */
     uint64_t date_next; /* mux_now's time at which to look at the wall clock again */
     char date[32];
@@ -94,6 +98,16 @@ struct mux__http_conn {
     uint8_t extra;               /* bytes came after its last request, and were dropped */
     uint64_t deadline;           /* when tkind happens (mux_now's clock) */
     uint64_t tfire;              /* when the timer fires, if it is active */
+    uint64_t hdeadline;          /* when the handler's time to answer is up */
+    uint8_t orphan;  /* the exchange was dropped unanswered and its handler not told: kept
+                        for the answer, which is refused (or for the server's close) */
+    uint8_t in_drop; /* the handler is being told that its exchange is dropped */
+    uint8_t blocked; /* answers queued past max_output: the next request waits */
+    int cause;       /* why the connection closes, for a handler that holds an exchange */
+    mux_http_cancel_cb cancel_cb;
+    void *cancel_arg;
+    socklen_t peer_len; /* the client's address, kept when the server logs */
+    struct sockaddr_storage peer;
 };
 
 struct mux__http_out {
@@ -110,6 +124,9 @@ static void mux__conn_process(struct mux__http_conn *c);
 static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf);
 static void mux__conn_unlink_dry(struct mux__http_conn *c);
 static void mux__conn_body_error(struct mux__http_conn *c, int err);
+static void mux__conn_refuse(struct mux__http_conn *c, int status);
+static void mux__srv_drain_end(mux_loop_t *loop, mux_timer_t *t);
+static void mux__conn_log(struct mux__http_conn *c, int status, uint64_t body_bytes);
 
 static const struct {
     short status;
@@ -193,13 +210,22 @@ MUX_EXPORT int mux_http_header_get(const mux_http_request_t *req, const char *na
 
 /* ---- connections: life and death ------------------------------------------------------ */
 
+static void mux__conn_free(struct mux__http_conn *c);
+
+/* The server's close ends once every connection is closed: the exchanges its handlers still
+ * hold without an answer (orphans) go with it. */
 static void mux__srv_maybe_done(struct mux__http_srv *srv)
 {
-    if (!srv->closing || srv->nconns || srv->lopen)
+    if (!srv->closing || srv->nconns > srv->norphans || srv->lopen || srv->in_close)
         return;
+    srv->in_close = 1;
+    while (srv->conns.next != &srv->conns)
+        mux__conn_free(mux__container_of(srv->conns.next, struct mux__http_conn, link));
+    srv->in_close = 0;
     mux_http_server_t *pub = srv->pub;
     void (*cb)(mux_http_server_t *) = srv->close_cb;
     mux_timer_stop(srv->loop, &srv->dry_timer);
+    mux_timer_stop(srv->loop, &srv->drain_timer);
     /* Every stream is closed, so no receive is in flight: the pool leaves the kernel. */
     if (mux_bufpool_detach(&srv->pool) == 0)
         free(srv->pool_mem);
@@ -230,6 +256,9 @@ static void mux__conn_fail(struct mux__http_conn *c, int err)
 {
     if (!c->closing && !mux__peer_error(err))
         mux__srv_error(c->srv, err);
+    if (!c->cause)
+        c->cause =
+            err == -ECONNRESET || err == -EPIPE || err == -ECONNABORTED ? -ECONNRESET : -ECANCELED;
     mux__conn_close(c);
 }
 
@@ -239,6 +268,8 @@ static void mux__conn_free(struct mux__http_conn *c)
     mux__conn_unlink_dry(c);
     mux__link_remove(&c->link);
     srv->nconns--;
+    if (c->x.c)
+        srv->norphans--;
     free(c->buf);
     free(c->body);
     free(c->hdrs);
@@ -247,14 +278,34 @@ static void mux__conn_free(struct mux__http_conn *c)
     mux__srv_maybe_done(srv);
 }
 
+/* The exchange the handler holds ends unanswered, for `reason`: a reader of its body hears
+ * it first (and may still answer, to -ECANCELED), then the exchange's cancel callback, after
+ * which it is gone. Without a callback it stays, an orphan, for the answer the handler may
+ * still give (refused with -ECANCELED), or until the server closes. */
+static void mux__conn_drop(struct mux__http_conn *c, int reason)
+{
+    c->in_drop = 1;
+    mux__conn_body_error(c, reason);
+    if (c->x.c && c->cancel_cb) {
+        mux_http_cancel_cb cb = c->cancel_cb;
+        c->cancel_cb = NULL;
+        c->x.c = NULL;
+        cb(&c->x, c->cancel_arg, reason);
+    }
+    c->in_drop = 0;
+    if (c->x.c)
+        c->orphan = 1;
+}
+
 static void mux__conn_closed(mux_stream_t *s)
 {
     struct mux__http_conn *c = s->data;
     c->closed = 1;
-    if (c->state == ST_HANDLER && c->x.c) {
-        /* The handler still has the exchange: freed when it answers. A reader waiting for
-         * the body hears that it will not come (the answer it may give frees c). */
-        mux__conn_body_error(c, -ECANCELED);
+    if (c->x.c && !c->orphan)
+        mux__conn_drop(c, c->cause ? c->cause : -ECANCELED);
+    if (c->x.c) { /* an orphan: freed by its answer, or once the server has closed */
+        c->srv->norphans++;
+        mux__srv_maybe_done(c->srv);
         return;
     }
     mux__conn_free(c);
@@ -368,10 +419,15 @@ static void mux__conn_written(mux_write_t *w, int status)
         c->spare = o; /* a keep-alive connection answers the next one without malloc */
     else
         free(o);
-    if (status != 0)
+    if (status != 0) {
         mux__conn_fail(c, status);
-    else if (c->close_after && mux_stream_write_queue_size(&c->s) == 0)
+    } else if (c->close_after && mux_stream_write_queue_size(&c->s) == 0) {
         mux__conn_close(c); /* every byte is with the kernel, which sends them, then FIN */
+    } else if (c->blocked && !c->closing &&
+               mux_stream_write_queue_size(&c->s) <= (ssize_t)c->srv->o.max_output) {
+        c->blocked = 0; /* the answers drained: the next request is read */
+        mux__conn_process(c);
+    }
 }
 
 /* A buffer for a response of `len` bytes: the connection's spare when it is big enough. */
@@ -470,6 +526,8 @@ static void mux__conn_refuse(struct mux__http_conn *c, int status)
                      "Content-Length: %d\r\nConnection: close\r\n\r\n",
                      status, reason, mux__date(c->srv), blen);
     memcpy(o->data + n, body, (size_t)blen);
+    if (c->srv->o.on_log)
+        mux__conn_log(c, status, (uint64_t)blen);
     if (mux__out_send(c, o, (size_t)n + (size_t)blen) == 0)
         mux__conn_finish(c);
 }
@@ -502,7 +560,7 @@ static void mux__req_rebase(mux_http_request_t *r, char *base, int to_offsets)
 {
     mux_http_str_t *strs[3] = {&r->method, &r->target, &r->host};
     for (uint32_t i = 0; i < 3 + 2 * r->nheaders; i++) {
-        mux_http_str_t *str = i < 3             ? strs[i]
+        mux_http_str_t *str = i < 3              ? strs[i]
                               : (i - 3) % 2 == 0 ? &r->headers[(i - 3) / 2].name
                                                  : &r->headers[(i - 3) / 2].value;
         if (!str->base)
@@ -587,9 +645,13 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
     if (n <= 0) {
         c->reading = 0; /* reading has stopped */
         /* The end of the stream or an error (a body that stalled: -ETIMEDOUT). A client
-         * that half-closes after its last request still gets the answer to it. */
+         * that ends its sending while a handler holds its request is taken as gone, as
+         * nginx takes it (its 499): nothing tells a half-close from a close, and a client
+         * that closed must not hold a descriptor until the handler's time is up. An answer
+         * already queued still goes out before the end (below). */
         if (n == 0 && c->state == ST_HANDLER && c->body_done) {
-            c->keep = 0;
+            c->cause = -ECONNRESET;
+            mux__conn_close(c);
             return;
         }
         if (n == 0 && ((c->state == ST_HEAD && c->len == 0) || c->dropping) &&
@@ -633,6 +695,27 @@ static void mux__conn_read(mux_stream_t *s, ssize_t n, char *buf)
     mux__conn_process(c);
 }
 
+/* The handler's time to answer starts again (at its call, and at each piece of a streamed
+ * body given to its reader), on the connection's timer unless that waits for T_STREAM. */
+static void mux__conn_handler_clock(struct mux__http_conn *c)
+{
+    c->hdeadline = mux_now(c->srv->loop) + c->srv->o.handler_timeout_ns;
+    if (c->tkind != T_STREAM)
+        mux__conn_timer(c, T_HANDLER, c->srv->o.handler_timeout_ns);
+}
+
+/* The handler's time is up: the exchange is dropped (-ETIMEDOUT), and unless a reader of its
+ * body answered on hearing that, the client gets 503 and the connection ends. */
+static void mux__conn_expire(struct mux__http_conn *c)
+{
+    if (c->state != ST_HANDLER || !c->x.c || c->orphan)
+        return;
+    c->keep = 0;
+    mux__conn_drop(c, -ETIMEDOUT);
+    if (c->state == ST_HANDLER)
+        mux__conn_refuse(c, 503);
+}
+
 static void mux__conn_handle(struct mux__http_conn *c)
 {
     /* While the handler holds the exchange, pipelined bytes (or a streamed body) may come:
@@ -648,6 +731,8 @@ static void mux__conn_handle(struct mux__http_conn *c)
     if (c->body_done)
         mux__conn_body_timeout(c, 0);
     c->x.c = c;
+    c->cancel_cb = NULL;
+    mux__conn_handler_clock(c);
     c->srv->cb(&c->x);
 }
 
@@ -712,6 +797,7 @@ static int mux__conn_body(struct mux__http_conn *c, int mode)
     if (mode == B_STREAM && got) {
         /* The piece stays where it is during the call; what the handler does meanwhile
          * (answer, stop reading) takes effect in mux__conn_process afterwards. */
+        mux__conn_handler_clock(c);
         c->in_body_cb = 1;
         c->body_cb(&c->x, p, (ssize_t)got);
         c->in_body_cb = 0;
@@ -772,8 +858,21 @@ static void mux__conn_process(struct mux__http_conn *c)
         }
         if (c->state == ST_HEAD) {
             if (c->len == 0) {
+                if (srv->draining) {
+                    mux__conn_finish(c); /* no more requests: the answers go, then the end */
+                    break;
+                }
                 if (c->tkind != T_IDLE && c->requests > 0)
                     mux__conn_timer(c, T_IDLE, srv->o.idle_timeout_ns);
+                break;
+            }
+            if (mux_stream_write_queue_size(&c->s) > (ssize_t)srv->o.max_output) {
+                /* Back-pressure: a client that pipelines and does not read gets no more
+                 * answers queued until these drain (mux__conn_written goes on then); the
+                 * write timeout bounds one that never reads. */
+                c->blocked = 1;
+                mux__conn_timer(c, T_NONE, 0);
+                mux__conn_reading(c, 0);
                 break;
             }
             ssize_t r =
@@ -792,7 +891,8 @@ static void mux__conn_process(struct mux__http_conn *c)
             c->head_len = (size_t)r;
             c->prev_len = 0;
             c->head = c->req.method.len == 4 && memcmp(c->req.method.base, "HEAD", 4) == 0;
-            c->keep = (c->req.flags & MUX_HTTP_KEEP_ALIVE) && c->requests + 1 < srv->o.max_requests;
+            c->keep = (c->req.flags & MUX_HTTP_KEEP_ALIVE) &&
+                      c->requests + 1 < srv->o.max_requests && !srv->draining;
             c->chunked = (c->req.flags & MUX_HTTP_CHUNKED) != 0;
             c->body_left = c->req.content_length;
             c->body_len = 0;
@@ -846,8 +946,9 @@ static void mux__conn_process(struct mux__http_conn *c)
         break;
     }
     c->in_process = 0;
-    if (!c->closing && (c->state == ST_HEAD || c->state == ST_BODY ||
-                        (c->state == ST_HANDLER && c->body_cb && !c->body_done)))
+    if (!c->closing && !c->blocked &&
+        (c->state == ST_HEAD || c->state == ST_BODY ||
+         (c->state == ST_HANDLER && c->body_cb && !c->body_done)))
         mux__conn_reading(c, 1);
 }
 
@@ -879,6 +980,37 @@ mux_loop_t *mux__http_exchange_loop(const mux_http_exchange_t *x)
 MUX_EXPORT mux_http_server_t *mux_http_exchange_server(const mux_http_exchange_t *x)
 {
     return x && x->c ? x->c->srv->pub : NULL;
+}
+
+static int mux__exchange_release(mux_http_exchange_t *x);
+
+MUX_EXPORT int mux_http_exchange_on_cancel(mux_http_exchange_t *x, mux_http_cancel_cb cb, void *arg)
+{
+    if (!x || !x->c)
+        return -EINVAL;
+    if (mux__exchange_release(x))
+        return -ECANCELED; /* dropped already: gone now, as after an answer */
+    if (x->c->state != ST_HANDLER)
+        return -EINVAL;
+    x->c->cancel_cb = cb;
+    x->c->cancel_arg = arg;
+    return 0;
+}
+
+/* An access log's line: the answer of `status` with a body of `body_bytes`, to the request
+ * whose head was read (or to a client whose head was refused before that). */
+static void mux__conn_log(struct mux__http_conn *c, int status, uint64_t body_bytes)
+{
+    struct mux__http_srv *srv = c->srv;
+    mux_http_log_t e = {
+        .req = c->head_len ? &c->req : NULL,
+        .peer = c->peer_len ? (const struct sockaddr *)&c->peer : NULL,
+        .peer_len = c->peer_len,
+        .status = status,
+        .body_bytes = body_bytes,
+        .time_s = srv->date_sec,
+    };
+    srv->o.on_log(srv->pub, &e);
 }
 
 static char *mux__put(char *p, const char *s, size_t n)
@@ -940,11 +1072,32 @@ struct mux__body {
     int lent; /* the one buffer is not copied: it stays valid until `done` */
 };
 
+/* An exchange that was dropped (its connection closed, or its time up) is let go: 1, with
+ * its connection freed if that is closed, unless the handler is being told of the drop. */
+static int mux__exchange_release(mux_http_exchange_t *x)
+{
+    struct mux__http_conn *c = x->c;
+    if (!c->orphan && !c->closed)
+        return 0;
+    if (c->closed && !c->in_drop)
+        c->srv->norphans -= c->orphan;
+    x->c = NULL;
+    c->orphan = 0;
+    if (c->state == ST_HANDLER)
+        c->state = ST_DONE;
+    if (c->closed && !c->in_drop)
+        mux__conn_free(c);
+    return 1;
+}
+
 static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_header_t *headers,
                         uint32_t nheaders, const struct mux__body *b)
 {
-    if (!x || !x->c || x->c->state != ST_HANDLER || status < 200 || status > 599 ||
-        (nheaders && !headers))
+    if (!x || !x->c)
+        return -EINVAL;
+    if (mux__exchange_release(x))
+        return -ECANCELED;
+    if (x->c->state != ST_HANDLER || status < 200 || status > 599 || (nheaders && !headers))
         return -EINVAL;
     struct mux__http_conn *c = x->c;
     size_t hbytes = 0, len = b->len;
@@ -954,11 +1107,6 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
         hbytes += headers[i].name.len + headers[i].value.len + 4;
     }
     x->c = NULL;
-    if (c->closed) { /* closed while the handler held it */
-        c->state = ST_DONE;
-        mux__conn_free(c);
-        return -ECANCELED;
-    }
     if (c->closing) { /* closing: its close callback frees it */
         c->state = ST_DONE;
         return -ECANCELED;
@@ -968,6 +1116,8 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
      * body) or the body failed: then the connection ends with this answer. */
     if (!c->body_done && ((c->req.flags & MUX_HTTP_EXPECT_CONTINUE && !c->cont) || c->body_err))
         c->keep = 0;
+    if (c->srv->draining)
+        c->keep = 0; /* the server is shutting down: this answer is the connection's last */
     int nobody = status == 204 || status == 304;
     int send_body = !nobody && !c->head && len;
     int file = b->fd >= 0 && send_body;
@@ -1027,6 +1177,8 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
         }
     c->requests++;
     c->body_cb = NULL;
+    if (c->srv->o.on_log)
+        mux__conn_log(c, status, send_body ? len : 0);
     int r = mux__out_send_file(c, o, (size_t)(p - o->data), b->fd, b->off, file ? len : 0,
                                lend ? &b->v[0] : NULL);
     if (r != 0) {
@@ -1142,9 +1294,19 @@ static void mux__conn_timeout(mux_loop_t *loop, mux_timer_t *t)
         return;
     }
     c->tkind = T_NONE;
-    if (kind == T_STREAM)
+    if (kind == T_STREAM) {
         mux__conn_process(c); /* a reader started: what is buffered goes to it */
-    else if (kind == T_HEADER && c->len > 0 && c->state == ST_HEAD)
+        if (!c->closing && c->state == ST_HANDLER && c->tkind == T_NONE) {
+            uint64_t left = c->hdeadline > now ? c->hdeadline - now : 0;
+            mux__conn_timer(c, T_HANDLER, left); /* the handler's clock goes on */
+        }
+    } else if (kind == T_HANDLER) {
+        mux__conn_expire(c);
+    } else if (kind == T_IDLE && mux_stream_write_queue_size(&c->s) > 0) {
+        /* Idle, but the last answer is still going out (a big file to a slow reader): the
+         * idle time starts again, and the write timeout bounds a client that stalls. */
+        mux__conn_timer(c, T_IDLE, c->srv->o.idle_timeout_ns);
+    } else if (kind == T_HEADER && c->len > 0 && c->state == ST_HEAD)
         mux__conn_refuse(c, 408); /* part of a head, and the rest did not come */
     else
         mux__conn_close(c); /* idle, silent since it connected, or lingering */
@@ -1184,6 +1346,11 @@ static void mux__conn_start(struct mux__http_conn *c)
     c->timer.data = c;
     mux_stream_timeouts_t to = {.write_ns = srv->o.write_timeout_ns};
     mux_stream_set_timeouts(&c->s, &to);
+    mux_os_sock_t sock;
+    c->peer_len = sizeof c->peer;
+    if (!srv->o.on_log || mux_stream_socket(&c->s, &sock) != 0 ||
+        getpeername(sock, (struct sockaddr *)&c->peer, &c->peer_len) != 0)
+        c->peer_len = 0; /* no log, or no address to log */
     /* A connection that sends nothing gets the header timeout, not the idle one. */
     mux__conn_timer(c, T_HEADER, srv->o.header_timeout_ns);
     mux__conn_reading(c, 1);
@@ -1264,6 +1431,10 @@ MUX_EXPORT int mux_http_server_init(mux_http_server_t *pub, mux_loop_t *loop,
         srv->o.body_timeout_ns = 10 * MUX__NS_PER_S;
     if (!srv->o.write_timeout_ns)
         srv->o.write_timeout_ns = 30 * MUX__NS_PER_S;
+    if (!srv->o.handler_timeout_ns)
+        srv->o.handler_timeout_ns = 60 * MUX__NS_PER_S;
+    if (!srv->o.max_output)
+        srv->o.max_output = 256 * 1024;
     if (!srv->o.max_requests)
         srv->o.max_requests = 1000;
     if (!srv->o.max_connections)
@@ -1283,6 +1454,8 @@ MUX_EXPORT int mux_http_server_init(mux_http_server_t *pub, mux_loop_t *loop,
     mux__link_init(&srv->dry);
     mux_timer_init(&srv->dry_timer, mux__srv_dry_cb);
     srv->dry_timer.data = srv;
+    mux_timer_init(&srv->drain_timer, mux__srv_drain_end);
+    srv->drain_timer.data = srv;
     srv->pub = pub;
     srv->loop = loop;
     srv->cb = cb;
@@ -1322,21 +1495,74 @@ static void mux__srv_listener_closed(mux_listener_t *l)
     mux__srv_maybe_done(srv);
 }
 
+/* Closes every connection now; the close ends in mux__srv_maybe_done once they are closed. */
+static void mux__srv_close_all(struct mux__http_srv *srv)
+{
+    srv->draining = 0;
+    mux_timer_stop(srv->loop, &srv->drain_timer);
+    srv->in_close = 1; /* no end of the close while the list is walked */
+    for (struct mux__link *k = srv->conns.next, *next; k != &srv->conns; k = next) {
+        next = k->next;
+        struct mux__http_conn *c = mux__container_of(k, struct mux__http_conn, link);
+        if (!c->closing)
+            c->cause = -ECANCELED; /* what a handler holding an exchange hears */
+        mux__conn_close(c);
+    }
+    srv->in_close = 0;
+    mux__srv_maybe_done(srv); /* nothing to wait for: done now */
+}
+
+static void mux__srv_stop_listening(struct mux__http_srv *srv)
+{
+    if (srv->lopen && mux_listener_close(&srv->l, mux__srv_listener_closed) != 0)
+        srv->lopen = 0;
+}
+
 MUX_EXPORT int mux_http_server_close(mux_http_server_t *pub, void (*cb)(mux_http_server_t *))
+{
+    struct mux__http_srv *srv = pub ? pub->impl_ : NULL;
+    if (!srv)
+        return -EINVAL;
+    if (srv->closing && !srv->draining)
+        return -EALREADY;
+    if (!srv->draining || cb)
+        srv->close_cb = cb;
+    srv->closing = 1;
+    mux__srv_stop_listening(srv);
+    mux__srv_close_all(srv);
+    return 0;
+}
+
+static void mux__srv_drain_end(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)loop;
+    mux__srv_close_all(t->data); /* what is left after the drain's time */
+}
+
+MUX_EXPORT int mux_http_server_drain(mux_http_server_t *pub, uint64_t timeout_ns,
+                                     void (*cb)(mux_http_server_t *srv))
 {
     struct mux__http_srv *srv = pub ? pub->impl_ : NULL;
     if (!srv)
         return -EINVAL;
     if (srv->closing)
         return -EALREADY;
-    srv->closing = 1;
+    int r = mux_timer_start(srv->loop, &srv->drain_timer, timeout_ns, 0);
+    if (r != 0)
+        return r;
+    srv->closing = srv->draining = 1;
     srv->close_cb = cb;
-    if (srv->lopen && mux_listener_close(&srv->l, mux__srv_listener_closed) != 0)
-        srv->lopen = 0;
+    mux__srv_stop_listening(srv);
+    srv->in_close = 1;
     for (struct mux__link *k = srv->conns.next, *next; k != &srv->conns; k = next) {
-        next = k->next; /* a close that could not start frees the connection at once */
-        mux__conn_close(mux__container_of(k, struct mux__http_conn, link));
+        next = k->next;
+        struct mux__http_conn *c = mux__container_of(k, struct mux__http_conn, link);
+        /* A connection between requests ends now (after the answers it is sending); the
+         * others end after the answer to the request they are on. */
+        if (!c->closing && c->state == ST_HEAD && c->len == 0 && !c->blocked)
+            mux__conn_process(c);
     }
-    mux__srv_maybe_done(srv); /* nothing to wait for: done now */
+    srv->in_close = 0;
+    mux__srv_maybe_done(srv);
     return 0;
 }

@@ -75,7 +75,7 @@ enum {
 };
 
 /* ssize_t's largest value (the signed twin of size_t), which limits.h has only on POSIX. */
-#define MUX__SSIZE_MAX (SIZE_MAX >> 1)
+#define MUX__SSIZE_MAX  (SIZE_MAX >> 1)
 #define MUX__GATHER_MAX 64 /* buffers of queued writes gathered into one send */
 
 static int mux__stream_valid(const mux_stream_t *s)
@@ -957,7 +957,7 @@ MUX_EXPORT ssize_t mux_try_write(mux_stream_t *s, const mux_buf_t *bufs, unsigne
     ssize_t w = mux__sock_send(s->sock_, bufs, nbufs);
     if (w <= 0) {
         if (w == -EAGAIN || w == 0)
-            s->flags_ |= S_WFULL; /* a mux_write of the rest waits for room, no try first */
+            s->flags_ |= S_WFULL;    /* a mux_write of the rest waits for room, no try first */
         return w == 0 ? -EAGAIN : w; /* or the error the next write meets too */
     }
     /* Bytes went: the idle timeout starts again, and the guess that a filled read buffer
