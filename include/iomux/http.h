@@ -168,9 +168,10 @@ typedef struct mux_http_server_options {
                                     last piece of a streamed body given to its reader): 60 s;
                                     then the exchange is cancelled (-ETIMEDOUT) and the
                                     client answered 503, with Connection: close */
-    size_t max_output;          /* a connection's answers queued and not yet sent: while
-                                   more than this many bytes are, its next pipelined request
-                                   waits, and reading with it (back-pressure): 256 KB */
+    size_t max_output;          /* the memory of a connection's answers not yet written:
+                                   while more than this many bytes are held, its next
+                                   pipelined request waits, and reading with it
+                                   (back-pressure): 256 KB */
     uint32_t max_requests;      /* per connection, then Connection: close: 1000 */
     uint32_t max_connections;   /* more are closed at once: 10000 */
     /* Called (may be NULL) when the server fails on its own and goes on: a connection it

@@ -102,7 +102,8 @@ struct mux__http_conn {
     uint8_t orphan;  /* the exchange was dropped unanswered and its handler not told: kept
                         for the answer, which is refused (or for the server's close) */
     uint8_t in_drop; /* the handler is being told that its exchange is dropped */
-    uint8_t blocked; /* answers queued past max_output: the next request waits */
+    uint8_t blocked; /* answers held past max_output: the next request waits */
+    size_t out_bytes; /* the memory of answers whose writes have not been called back */
     int cause;       /* why the connection closes, for a handler that holds an exchange */
     mux_http_cancel_cb cancel_cb;
     void *cancel_arg;
@@ -415,6 +416,7 @@ static void mux__conn_written(mux_write_t *w, int status)
         o->done(o->arg, status);
         o->done = NULL;
     }
+    c->out_bytes -= o->cap;
     if (!c->spare && o->cap <= MUX__HTTP_SPARE)
         c->spare = o; /* a keep-alive connection answers the next one without malloc */
     else
@@ -423,8 +425,7 @@ static void mux__conn_written(mux_write_t *w, int status)
         mux__conn_fail(c, status);
     } else if (c->close_after && mux_stream_write_queue_size(&c->s) == 0) {
         mux__conn_close(c); /* every byte is with the kernel, which sends them, then FIN */
-    } else if (c->blocked && !c->closing &&
-               mux_stream_write_queue_size(&c->s) <= (ssize_t)c->srv->o.max_output) {
+    } else if (c->blocked && !c->closing && c->out_bytes <= c->srv->o.max_output) {
         c->blocked = 0; /* the answers drained: the next request is read */
         mux__conn_process(c);
     }
@@ -463,6 +464,7 @@ static int mux__out_send_file(struct mux__http_conn *c, struct mux__http_out *o,
         mux__conn_fail(c, r);
         return r;
     }
+    c->out_bytes += o->cap;
     return 0;
 }
 
@@ -866,10 +868,14 @@ static void mux__conn_process(struct mux__http_conn *c)
                     mux__conn_timer(c, T_IDLE, srv->o.idle_timeout_ns);
                 break;
             }
-            if (mux_stream_write_queue_size(&c->s) > (ssize_t)srv->o.max_output) {
+            if (c->out_bytes > srv->o.max_output) {
                 /* Back-pressure: a client that pipelines and does not read gets no more
-                 * answers queued until these drain (mux__conn_written goes on then); the
-                 * write timeout bounds one that never reads. */
+                 * answers made until these are written (mux__conn_written goes on then);
+                 * the write timeout bounds one that never reads. What counts is the
+                 * answers' memory until their writes are called back, not the bytes the
+                 * socket has yet to take: a send done at once is called back only from
+                 * the loop, and a burst of pipelined requests must not make thousands of
+                 * answers before that. */
                 c->blocked = 1;
                 mux__conn_timer(c, T_NONE, 0);
                 mux__conn_reading(c, 0);
