@@ -6,16 +6,23 @@
 
 Serves a temporary directory; checks with h11 a keep-alive connection, 304, a range, a
 HEAD and a refused request; with curl a plain GET and a conditional one; then SIGTERM must
-end the server with status 0. The backend is IOMUX_BACKEND's. Exit 0: pass; 1: fail; 77:
-no h11 or no curl (with the reason).
+end the server with status 0, after it said on stderr which limit on open files it got.
+Then the static files' options and defences, each with h11 and curl: several ranges as
+multipart/byteranges (curl -r), 416 and the error bodies' type, a redirect longer than
+4 KB, /.well-known/ and --dotfiles, --autoindex, --mime-types, and more distinct files
+than the descriptor limit with clients arriving at once. The backend is IOMUX_BACKEND's.
+Exit 0: pass; 1: fail; 77: no h11 or no curl (with the reason).
 """
+import email.parser
 import os
+import resource
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 try:
     import h11
@@ -67,17 +74,165 @@ def header(resp, name):
     return None
 
 
+def start(root, *flags, limits=None):
+    """Starts iomux-httpd on a free port (with RLIMIT_NOFILE set to `limits`, a (soft,
+    hard) pair); returns (process, port)."""
+    pre = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, limits)) if limits else None
+    proc = subprocess.Popen([HTTPD, "--root", root, "--port", "0"] + list(flags),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=pre)
+    line = proc.stdout.readline()
+    check(line.startswith("listening on 127.0.0.1:"), "the server says where it listens: " + line)
+    return proc, int(line.split()[2].split(":")[1])
+
+
+def stop(proc):
+    """SIGTERM; returns its stderr once it ended (checked to end with 0)."""
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=10)
+    check(proc.returncode == 0, "SIGTERM ends the server with 0, got %d" % proc.returncode)
+    return err
+
+
+def curl(*args):
+    return subprocess.run(["curl", "-s"] + list(args), capture_output=True, timeout=10)
+
+
+def multipart(ctype, body):
+    """The parts of a multipart/byteranges body: [(content-range, content-type, bytes)]."""
+    msg = email.parser.BytesParser().parsebytes(
+        b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+    if not msg.is_multipart():
+        return None
+    return [(p["Content-Range"], p["Content-Type"], p.get_payload(decode=True))
+            for p in msg.get_payload()]
+
+
+def run_options(root):
+    """Ranges, error bodies, redirects, dot-files, listings and media types."""
+    data = bytes(range(256)) * 64
+    os.mkdir(os.path.join(root, "sub"))
+    os.makedirs(os.path.join(root, ".well-known", "acme-challenge"))
+    with open(os.path.join(root, ".well-known", "acme-challenge", "tok"), "w") as f:
+        f.write("token\n")
+    with open(os.path.join(root, ".env"), "w") as f:
+        f.write("SECRET=1\n")
+    with open(os.path.join(root, "sub", "a <b>&c.txt"), "w") as f:
+        f.write("x")
+    with open(os.path.join(root, "sub", ".hidden"), "w") as f:
+        f.write("x")
+    os.mkdir(os.path.join(root, "sub", "inner"))
+    with open(os.path.join(root, "page.iomux"), "w") as f:
+        f.write("x")
+    types = os.path.join(root, "types")
+    with open(types, "w") as f:
+        f.write("application/x-iomux-page iomux\n")
+    proc, port = start(root, "--autoindex", "--mime-types", types, "--max-ranges", "4")
+    base = "http://127.0.0.1:%d" % port
+
+    # Several ranges: multipart/byteranges, parsed part by part (curl and h11).
+    out = curl("-D", "-", "-o", "-", "-r", "0-9,100-199,5-20", base + "/data.bin")
+    head, _, body = out.stdout.partition(b"\r\n\r\n")
+    check(head.startswith(b"HTTP/1.1 206 "), "curl -r with three ranges is 206")
+    ctype = [l.split(b": ", 1)[1].decode() for l in head.split(b"\r\n")
+             if l.lower().startswith(b"content-type:")][0]
+    parts = multipart(ctype, body)
+    check(parts == [("bytes 0-20/16384", "application/octet-stream", data[0:21]),
+                    ("bytes 100-199/16384", "application/octet-stream", data[100:200])],
+          "the parts are the ranges, the overlapping two merged: %r" % (parts,)[:200])
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    conn = h11.Connection(h11.CLIENT)
+    resp, body = exchange(sock, conn, "GET", "/data.bin", [("Range", "bytes=-6, 0-1")])
+    parts = multipart(header(resp, "content-type"), body)
+    check(resp.status_code == 206 and parts is not None and
+          [p[0] for p in parts] == ["bytes 16378-16383/16384", "bytes 0-1/16384"] and
+          [p[2] for p in parts] == [data[-6:], data[:2]], "h11: a suffix and a range, in order")
+    resp, body = exchange(sock, conn, "GET", "/data.bin",
+                          [("Range", "bytes=0-0,2-2,4-4,6-6,8-8")])
+    check(resp.status_code == 200 and body == data, "more than --max-ranges: the whole")
+    resp, body = exchange(sock, conn, "GET", "/data.bin", [("Range", "bytes=20000-")])
+    check(resp.status_code == 416 and header(resp, "content-range") == "bytes */16384" and
+          header(resp, "content-type") == "text/plain", "416 with its range and a text body")
+    # Error bodies are typed; a redirect past 4 KB is answered.
+    resp, body = exchange(sock, conn, "GET", "/nothing")
+    check(resp.status_code == 404 and header(resp, "content-type") == "text/plain" and
+          body == b"404 Not Found\n", "404 has a text body")
+    resp, body = exchange(sock, conn, "GET", "/sub?" + "q" * 4194)
+    check(resp.status_code == 301 and header(resp, "location") == "/sub/?" + "q" * 4194,
+          "a redirect longer than 4 KB")
+    resp, body = exchange(sock, conn, "GET", "/" * 5000 + "sub")
+    check(resp.status_code == 301 and header(resp, "location") == "/sub/",
+          "the redirect goes to the resolved path")
+    # Dot-files: /.well-known/ only.
+    resp, body = exchange(sock, conn, "GET", "/.well-known/acme-challenge/tok")
+    check(resp.status_code == 200 and body == b"token\n", "/.well-known/ is served")
+    resp, body = exchange(sock, conn, "GET", "/.env")
+    check(resp.status_code == 403, "other dot-files are not")
+    # The listing and the media types.
+    resp, body = exchange(sock, conn, "GET", "/sub/")
+    check(resp.status_code == 200 and
+          b'<a href="a%20%3Cb%3E%26c.txt">a &lt;b&gt;&amp;c.txt</a>' in body and
+          header(resp, "content-type") == "text/html; charset=utf-8", "the listing, escaped")
+    check(b'<a href="inner/">inner/</a>' in body and b".hidden" not in body,
+          "the listing: directories marked, dot-files left out")
+    resp, body = exchange(sock, conn, "HEAD", "/page.iomux")
+    check(header(resp, "content-type") == "application/x-iomux-page", "--mime-types")
+    sock.close()
+    out = curl("-o", "/dev/null", "-w", "%{http_code} %{content_type}", base + "/sub/")
+    check(out.stdout == b"200 text/html; charset=utf-8", "curl gets the listing")
+    stop(proc)
+
+    proc, port = start(root, "--dotfiles")
+    out = curl("-o", "-", "-w", " %{http_code}", "http://127.0.0.1:%d/.env" % port)
+    check(out.stdout == b"SECRET=1\n 200", "--dotfiles serves them")
+    out = curl("-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:%d/sub/" % port)
+    check(out.stdout == b"404", "no listing without --autoindex")
+    stop(proc)
+
+
+def run_descriptor_pressure(root):
+    """Under a limit of 128 descriptors that the server cannot raise, 300 distinct files of
+    70,000 bytes (each kept open by the cache, which is not in memory) are all served, and
+    10 clients arriving at once are all answered within 3 s."""
+    files = os.path.join(root, "many")
+    os.mkdir(files)
+    for i in range(300):
+        with open(os.path.join(files, "f%d" % i), "wb") as f:
+            f.write(b"file %d\n" % i)
+            f.truncate(70000)
+    proc, port = start(root, limits=(128, 128))
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    conn = h11.Connection(h11.CLIENT)
+    bad = []
+    for i in range(300):
+        resp, body = exchange(sock, conn, "GET", "/many/f%d" % i, [("Range", "bytes=0-15")])
+        if resp.status_code != 206 or not body.startswith(b"file %d\n" % i):
+            bad.append((i, resp.status_code))
+    check(not bad, "300 files under 128 descriptors: %r" % bad[:5])
+    answered = []
+
+    def client():
+        out = curl("-m", "3", "-o", "/dev/null", "-w", "%{http_code}",
+                   "http://127.0.0.1:%d/many/f299" % port)
+        answered.append(out.stdout)
+    threads = [threading.Thread(target=client) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(answered == [b"200"] * 10, "10 clients at once all answered within 3 s: %r" % answered)
+    sock.close()
+    err = stop(proc)
+    check("open files: 128\n" in err, "the limit it got: " + err)
+
+
 root = tempfile.mkdtemp(prefix="iomux-httpd-")
 try:
     with open(os.path.join(root, "index.html"), "w") as f:
         f.write("<h1>hello</h1>\n")
     with open(os.path.join(root, "data.bin"), "wb") as f:
         f.write(bytes(range(256)) * 64)  # 16 KB
-    proc = subprocess.Popen([HTTPD, "--root", root, "--port", "0"], stdout=subprocess.PIPE,
-                            text=True)
-    line = proc.stdout.readline()
-    check(line.startswith("listening on 127.0.0.1:"), "the server says where it listens: " + line)
-    port = int(line.split()[2].split(":")[1])
+    proc, port = start(root)
 
     sock = socket.create_connection(("127.0.0.1", port), timeout=5)
     conn = h11.Connection(h11.CLIENT)
@@ -119,9 +274,12 @@ try:
                          capture_output=True, text=True, timeout=10)
     check(out.stdout == "304", "curl's conditional GET is 304, got " + out.stdout)
 
-    proc.send_signal(signal.SIGTERM)
-    rc = proc.wait(timeout=10)
-    check(rc == 0, "SIGTERM ends the server with 0, got %d" % rc)
+    err = stop(proc)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    check("open files: %d" % hard in err, "the server raised its open files limit: " + err)
+
+    run_options(root)
+    run_descriptor_pressure(root)
 finally:
     shutil.rmtree(root)
 

@@ -3,16 +3,20 @@
  *
  *   iomux-httpd --root DIR [--port N] [--bind ADDR] [limits and timeouts]
  *               [--access-log FILE|-] [--drain-timeout S]
+ *               [--autoindex] [--dotfiles] [--mime-types FILE] [--max-ranges N]
  *               [--threads N [--pin] [--steer cpu|bpf | --acceptor]]
  *
- * Serves GET and HEAD from DIR: conditional requests, byte ranges, index.html for
- * directories, nothing outside DIR. The backend comes from IOMUX_BACKEND. SIGINT or SIGTERM
+ * Serves GET and HEAD from DIR: conditional requests, byte ranges (several as
+ * multipart/byteranges), index.html for directories (or a listing with --autoindex),
+ * /.well-known/ but no other dot-file unless --dotfiles, media types from /etc/mime.types
+ * (or --mime-types FILE) over a built-in table, nothing outside DIR. The backend comes from IOMUX_BACKEND. SIGINT or SIGTERM
  * shuts it down gracefully: it stops accepting, closes the connections that wait for a
  * request, lets the answers in flight finish for up to --drain-timeout seconds, and exits 0;
  * a second signal closes everything at once. Errors go to stderr with their time; with
  * --access-log, a line per answer in the Combined Log Format. At start the soft limit on
  * open files is raised to the hard one (as nginx's worker_rlimit_nofile lets you), and the
- * limit it got is said.
+ * limit it got is said; each loop's file cache keeps at most its share of a quarter of it
+ * open.
  *
  * A loop per core: --threads N runs N loops, a thread each (loop 0 on the main thread), each
  * with its own server, file cache and access-log buffer (none is shared between threads). By
@@ -66,6 +70,7 @@ struct options {
     mux_listen_options_t lopts;
     int pin;
     unsigned steer;
+    mux_http_static_t files; /* each loop's static files start from these options */
 };
 
 static struct {
@@ -218,6 +223,8 @@ static void usage(FILE *to)
                 "                   [--header-timeout S] [--idle-timeout S] [--body-timeout S]\n"
                 "                   [--write-timeout S] [--max-requests N] [--max-connections N]\n"
                 "                   [--access-log FILE|-] [--drain-timeout S] [--reuseport]\n"
+                "                   [--autoindex] [--dotfiles] [--mime-types FILE]\n"
+                "                   [--max-ranges N]\n"
                 "                   [--threads N [--pin] [--steer cpu|bpf | --acceptor]]\n"
                 "  --root DIR           the directory to serve (required)\n"
                 "  --port N             TCP port (default 8080; 0 picks a free one)\n"
@@ -236,6 +243,12 @@ static void usage(FILE *to)
                 "  --drain-timeout S    on SIGINT or SIGTERM, how long answers in flight may\n"
                 "                       take to finish (default 30; 0: close at once)\n"
                 "  --reuseport          SO_REUSEPORT, to run one server per CPU on one port\n"
+                "  --autoindex          list a directory that has no index.html\n"
+                "  --dotfiles           serve names that start with '.' (/.well-known/ always)\n"
+                "  --mime-types FILE    media types by extension (default /etc/mime.types, over\n"
+                "                       a built-in table)\n"
+                "  --max-ranges N       byte ranges in one request (default 16, at most 256;\n"
+                "                       more: the whole file)\n"
                 "  --threads N          N loops, a thread and a server each (default 1); each\n"
                 "                       listens on the port (SO_REUSEPORT) unless --acceptor\n"
                 "  --pin                pin loop i to the i-th CPU this process may run on\n"
@@ -274,6 +287,10 @@ static int parse_args(int argc, char **argv, struct options *op)
         O_PIN,
         O_STEER,
         O_ACCEPTOR,
+        O_AUTOINDEX,
+        O_DOTFILES,
+        O_MIME,
+        O_RANGES,
         O_VERSION,
         O_HELP
     };
@@ -298,6 +315,10 @@ static int parse_args(int argc, char **argv, struct options *op)
         {"pin", no_argument, NULL, O_PIN},
         {"steer", required_argument, NULL, O_STEER},
         {"acceptor", no_argument, NULL, O_ACCEPTOR},
+        {"autoindex", no_argument, NULL, O_AUTOINDEX},
+        {"dotfiles", no_argument, NULL, O_DOTFILES},
+        {"mime-types", required_argument, NULL, O_MIME},
+        {"max-ranges", required_argument, NULL, O_RANGES},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -366,6 +387,19 @@ static int parse_args(int argc, char **argv, struct options *op)
         case O_ACCEPTOR:
             cfg.acceptor = 1;
             break;
+        case O_AUTOINDEX:
+            op->files.flags |= MUX_HTTP_STATIC_AUTOINDEX;
+            break;
+        case O_DOTFILES:
+            op->files.flags |= MUX_HTTP_STATIC_DOTFILES;
+            break;
+        case O_MIME:
+            op->files.mime_types = optarg;
+            break;
+        case O_RANGES:
+            op->files.max_ranges =
+                (uint32_t)cli_number("max-ranges", optarg, 1, MUX_HTTP_STATIC_RANGES_MAX);
+            break;
         case O_VERSION:
             printf("iomux-httpd (iomux %s)\n", mux_version_string());
             return 0;
@@ -386,6 +420,11 @@ static int parse_args(int argc, char **argv, struct options *op)
     }
     if (op->steer && cfg.acceptor) {
         fprintf(stderr, "iomux-httpd: --steer and --acceptor exclude each other\n");
+        return 2;
+    }
+    if (op->files.mime_types && access(op->files.mime_types, R_OK) != 0) {
+        fprintf(stderr, "iomux-httpd: --mime-types %s: %s\n", op->files.mime_types,
+                strerror(errno));
         return 2;
     }
     return -1;
@@ -416,6 +455,7 @@ static int open_httpd(struct httpd *d, struct options *op, struct sockaddr_stora
                       socklen_t len, int log_fd)
 {
     int rc;
+    d->files = op->files;
     if ((rc = mux_http_static_init(&d->files, op->root)) < 0) {
         fprintf(stderr, "iomux-httpd: root %s: %s\n", op->root, mux_strerror(rc));
         return -1;
@@ -536,6 +576,9 @@ int main(int argc, char **argv)
         return 1;
     }
     raise_nofile();
+    struct rlimit rl; /* the file caches share a quarter of what it got */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        op.files.max_open = (uint32_t)(rl.rlim_cur / 4 / (rlim_t)cfg.nthreads) + 1;
     int log_fd = -1;
     if (op.access_log) {
         if ((log_fd = access_log_open(op.access_log)) < 0)

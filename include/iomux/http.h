@@ -292,39 +292,73 @@ int mux_http_respond_file(mux_http_exchange_t *x, int status, const mux_http_hea
  * and checks at most once a second per file that the name still leads to the same file
  * and that the file did not change (nginx's open_file_cache); a file that did is opened
  * again. Files up to 64 KB (while those kept stay under 16 MB in all) are read once into
- * the cache with the metadata and sent from memory: up to MUX_HTTP_STATIC_INLINE bytes
- * copied after the head into one send, above that lent to it without a copy. A file changed
- * in place within the second between two checks is served as it was, as its ETag and
- * length already are. Larger bodies go from the page cache to the socket
- * (mux_http_respond_file). One loop's,
- * not to be shared between threads; closing it while responses are in flight is allowed
- * (the files they send stay open until they are sent). */
+ * the cache with the metadata, their descriptor closed, and sent from memory: up to
+ * MUX_HTTP_STATIC_INLINE bytes copied after the head into one send, above that lent to it
+ * without a copy. A file changed in place within the second between two checks is served
+ * as it was, as its ETag and length already are. Larger bodies go from the page cache to
+ * the socket (mux_http_respond_file), from a descriptor the cache keeps: at most
+ * `max_open` of them, the least recently used closed first, and one closed too whenever an
+ * open fails for want of descriptors (EMFILE, ENFILE), before trying again. The cache holds
+ * up to 16384 files. One loop's, not to be shared between threads; closing it while
+ * responses are in flight is allowed (the files they send stay open until they are
+ * sent). */
 #define MUX_HTTP_STATIC_INLINE 16384u
 
+enum {
+    MUX_HTTP_STATIC_DOTFILES = 0x01,  /* serve names that start with '.' (/.well-known/ is
+                                         always served) */
+    MUX_HTTP_STATIC_AUTOINDEX = 0x02, /* list a directory that has no index file */
+};
+
+#define MUX_HTTP_STATIC_RANGES     16u  /* max_ranges' default */
+#define MUX_HTTP_STATIC_RANGES_MAX 256u /* and its ceiling */
+
 typedef struct mux_http_static {
-    const char *index; /* the file for a directory: "index.html" when NULL */
+    /* Options, read by mux_http_static_init (0 or NULL: the default). */
+    const char *index;      /* the file for a directory: "index.html" */
+    const char *mime_types; /* a mime.types file whose types win over the built-in table;
+                               NULL: /etc/mime.types when it can be read, else the table
+                               alone; "": the table alone */
+    unsigned flags;         /* MUX_HTTP_STATIC_* */
+    uint32_t max_open;      /* descriptors the cache keeps: a quarter of the soft
+                               RLIMIT_NOFILE at init (the rest is for connections; give each
+                               of several statics in one process its share) */
+    uint32_t max_ranges;    /* ranges one request may list, MUX_HTTP_STATIC_RANGES (at most
+                               MUX_HTTP_STATIC_RANGES_MAX); more: the whole file, 200 */
     /* private */
     int root_fd_;
     char *root_real_;
     struct mux__fcache *cache_;
 } mux_http_static_t;
 
-/* Opens `root` (a directory) for serving. Returns 0, -errno of open, -ENOMEM, -EINVAL. */
+/* Opens `root` (a directory) for serving, and loads the media types. Returns 0, -errno of
+ * open, -errno of reading `mime_types` when it was named (-EFBIG over 4 MB), -ENOMEM,
+ * -EINVAL. */
 int mux_http_static_init(mux_http_static_t *st, const char *root);
 void mux_http_static_close(mux_http_static_t *st);
 
 /* Answers `x` with a file below the root, as a static-file server does:
  *   - GET and HEAD; any other method 405 with Allow: GET, HEAD;
  *   - the target's path resolved below the root: 400 (malformed), 403 (above the root, an
- *     encoded '/', a hidden name), 414; never through a symbolic link that leads out of the
- *     root (404);
- *   - a directory: its index file; a directory named without the final '/': 301 to it;
+ *     encoded '/', a name that starts with '.' unless MUX_HTTP_STATIC_DOTFILES, outside
+ *     /.well-known/), 414; never through a symbolic link that leads out of the root (404);
+ *   - a directory: its index file; a directory named without the final '/': 301 to its
+ *     resolved path with the '/' and the query as sent; with MUX_HTTP_STATIC_AUTOINDEX, a
+ *     directory without an index file gets an HTML listing (sorted, directories marked
+ *     with '/', dot-files left out unless allowed), else 404;
  *   - ETag and Last-Modified; 304 for If-None-Match (which wins over If-Modified-Since);
- *   - a single byte range: 206 with Content-Range, or 416 with Content-Range: bytes * /len
- *     (several ranges are answered whole);
+ *   - byte ranges (If-Range honoured): one range 206 with Content-Range; several 206 as
+ *     multipart/byteranges, those that overlap or touch merged, in the order asked; none
+ *     satisfiable 416 with Content-Range: bytes * /len; more than max_ranges listed, or a
+ *     Range field not well formed, the whole file (200), as nginx's max_ranges does: a
+ *     client that asked gets a full answer it can use, and a request of many ranges costs
+ *     no more than one for the whole. A multipart body over 1 MB from a file not kept in
+ *     memory is answered whole too (its parts are read into memory to be sent);
  *   - Content-Type by the file's extension; 404 for a file that does not exist, 403 for one
- *     that cannot be read, 500 for a failure of the server's own (EMFILE, ENOMEM, EIO),
- *     which goes to on_error too.
+ *     that cannot be read, 503 with Retry-After when no descriptor is left for it even
+ *     after the cache gave back its own, 500 for another failure of the server's own
+ *     (ENOMEM, EIO); both of those go to on_error too. Every error answer has a text/plain
+ *     body.
  * Returns what mux_http_respond returns. */
 int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *st);
 

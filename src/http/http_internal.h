@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Private to the HTTP module: what the static-file server is made of, as pure functions
- * (src/http/static.c), each tested on its own (tests/test_http_static.c). */
+ * (src/http/static.c, mime.c), each tested on its own (tests/test_http_static.c), and the
+ * directory listing (listing.c). */
 #ifndef IOMUX_HTTP_INTERNAL_H
 #define IOMUX_HTTP_INTERNAL_H
 
@@ -17,24 +18,52 @@
  *   -EINVAL        400: not origin-form, a bad %-escape, an encoded NUL;
  *   -EACCES        403: ".." above the root, an encoded '/' (a name the file system would
  *                  read as two), or a segment that starts with '.' other than "." and ".."
- *                  (hidden files are not served);
+ *                  (hidden files are not served), unless `flags` has
+ *                  MUX_HTTP_STATIC_DOTFILES or the segment is ".well-known" right below the
+ *                  root (RFC 8615: ACME challenges live there);
  *   -ENAMETOOLONG  414: longer than `cap` - 1.
  * Symbolic links that lead out of the root are the caller's to refuse (openat2 with
  * RESOLVE_BENEATH, or a check of the real path). */
-int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *dir);
+int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *dir, unsigned flags);
 
-/* The media type for a file name, by its extension (case-insensitive), with a charset for
- * text; application/octet-stream for anything else. */
-const char *mux__http_mime(const char *name);
+/* Media types by file extension (mime.c): the built-in table, and the tables loaded from a
+ * mime.types file over it. */
+struct mux__mime;
+/* A table of the built-in types with those of `path` (mime.types' format: a type, then its
+ * extensions, '#' comments) over them, a later line winning over an earlier one. A text/
+ * type without parameters gets "; charset=utf-8". Lines that are not well formed are
+ * skipped. 0 with *out set (free it with mux__mime_free), or -errno of reading the file,
+ * -EFBIG (over 4 MB), -ENOMEM. */
+int mux__mime_load(struct mux__mime **out, const char *path);
+void mux__mime_free(struct mux__mime *m);
+/* The media type for a file name by its last extension (case-insensitive; a name that
+ * starts with its only '.' has none), and its length in *len (may be NULL):
+ * application/octet-stream when it has none or the table does not know it. `m` NULL: the
+ * built-in table alone. */
+const char *mux__mime_find(const struct mux__mime *m, const char *name, size_t *len);
+/* The built-in table, as `ext` and `type` pairs sorted by `ext` (a test checks the order
+ * that its binary search needs). */
+extern const struct mux__mime_builtin {
+    const char *ext, *type;
+} mux__mime_builtins[];
+extern const size_t mux__mime_nbuiltins;
 
-/* A Range field for a resource of `size` bytes (RFC 9110, 14.2). Returns 1 with
- * [*first, *last] set for a single satisfiable byte range (answer 206); 0 when it is to be
- * ignored (not "bytes=", several ranges, bad syntax: answer 200 with the whole); -1 when it
- * is unsatisfiable (answer 416 with Content-Range: bytes *\/size). */
-int mux__http_range(mux_http_str_t v, uint64_t size, uint64_t *first, uint64_t *last);
+/* A byte range, and its place in the request (1 for the first listed). */
+typedef struct mux__range {
+    uint64_t first, last;
+    unsigned order;
+} mux__range_t;
+/* A Range field for a resource of `size` bytes (RFC 9110, 14.1.2 and 14.2). Returns:
+ *   n > 0  the satisfiable ranges in out[0 .. n) (answer 206), with those that overlap or
+ *          touch merged, in the order of the first of each in the request;
+ *   0      the field is to be ignored (not "bytes=", bad syntax, a range whose last byte
+ *          comes before its first, more than `cap` ranges listed): answer 200 with the whole;
+ *   -1     no range is satisfiable (answer 416 with Content-Range: bytes *\/size). */
+int mux__http_ranges(mux_http_str_t v, uint64_t size, mux__range_t *out, unsigned cap);
 
 /* IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT", 29 bytes and a NUL) of a time in seconds
- * since the epoch. Returns the length. */
+ * since the epoch. Returns the length: 29, or 0 for a time outside the years 0 to 9999,
+ * which the form cannot carry (a file system may hold such a time). */
 size_t mux__http_date(int64_t t, char out[32]);
 /* Parses an HTTP date in any of the three forms RFC 9110 (5.6.7) says a recipient must
  * take: IMF-fixdate, RFC 850, asctime. Returns 0 with *t set, or -EINVAL. */
@@ -46,6 +75,21 @@ size_t mux__http_etag(uint64_t size, int64_t mtime_ns, char out[48]);
 /* Whether an If-None-Match value matches `etag` (quoted): "*", or one of its entity tags
  * by the weak comparison (W/ ignored). 1 or 0; a malformed list matches nothing. */
 int mux__http_etag_match(mux_http_str_t inm, const char *etag, size_t etag_len);
+
+/* Percent-encodes s[0 .. n) for a URL path: every byte but RFC 3986's unreserved ones
+ * (letters, digits, "-._~") and, when `slash`, '/'. Writes what fits to out[0 .. cap) and
+ * returns the whole length (call with cap 0 to learn it). */
+size_t mux__http_pct(const char *s, size_t n, char *out, size_t cap, int slash);
+/* Escapes s[0 .. n) for HTML text and quoted attributes: & < > " ' and the control bytes as
+ * character references. Writes what fits to out[0 .. cap); returns the whole length. */
+size_t mux__http_html(const char *s, size_t n, char *out, size_t cap);
+
+/* The HTML page listing the directory `fd` (taken: closed before it returns), whose path
+ * below the root is `path` ("" for the root, else without a final '/'): its entries sorted
+ * by name (bytewise), directories marked with a final '/', names escaped for HTML and their
+ * links for URLs, and names that start with '.' left out unless `flags` has
+ * MUX_HTTP_STATIC_DOTFILES. 0 with *page (free it) and *len set, or -errno (-ENOMEM). */
+int mux__http_listing(int fd, const char *path, unsigned flags, char **page, size_t *len);
 
 /* tchar (RFC 9110, 5.6.2): 1 for the bytes of a token (parser.c). */
 extern const uint8_t mux__http_tchar[256];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The static-file server's pure parts (http_internal.h): paths, media types, ranges, dates
- * and entity tags. */
+/* The static-file server's pure parts (http_internal.h): paths, ranges, dates, entity tags
+ * and the escapes of names in URLs and HTML. Media types are mime.c's. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +18,7 @@ static int mux__hex(unsigned char c)
     return -1;
 }
 
-int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *dir)
+int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *dir, unsigned flags)
 {
     if (!target || !out || cap == 0 || !dir)
         return -EINVAL;
@@ -61,8 +61,9 @@ int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *d
                 o--;
             if (o > 0)
                 o--; /* and the '/' before it */
-        } else if (n > 0 && seg[0] == '.' && n != 1) {
-            return -EACCES; /* a hidden name */
+        } else if (n > 0 && seg[0] == '.' && n != 1 && !(flags & MUX_HTTP_STATIC_DOTFILES) &&
+                   !(o == 0 && n == 11 && memcmp(seg, ".well-known", 11) == 0)) {
+            return -EACCES; /* a hidden name (RFC 8615's /.well-known/ excepted) */
         } else if (!names_dir) {
             if (o)
                 out[o] = '/';
@@ -76,59 +77,6 @@ int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *d
     }
     out[o] = 0;
     return 0;
-}
-
-static const struct {
-    const char *ext, *type;
-} mux__mimes[] = {
-    {"html", "text/html; charset=utf-8"},
-    {"htm", "text/html; charset=utf-8"},
-    {"css", "text/css; charset=utf-8"},
-    {"js", "text/javascript; charset=utf-8"},
-    {"mjs", "text/javascript; charset=utf-8"},
-    {"json", "application/json"},
-    {"txt", "text/plain; charset=utf-8"},
-    {"md", "text/markdown; charset=utf-8"},
-    {"csv", "text/csv; charset=utf-8"},
-    {"xml", "application/xml"},
-    {"svg", "image/svg+xml"},
-    {"png", "image/png"},
-    {"jpg", "image/jpeg"},
-    {"jpeg", "image/jpeg"},
-    {"gif", "image/gif"},
-    {"webp", "image/webp"},
-    {"avif", "image/avif"},
-    {"ico", "image/vnd.microsoft.icon"},
-    {"pdf", "application/pdf"},
-    {"wasm", "application/wasm"},
-    {"woff", "font/woff"},
-    {"woff2", "font/woff2"},
-    {"ttf", "font/ttf"},
-    {"otf", "font/otf"},
-    {"mp4", "video/mp4"},
-    {"webm", "video/webm"},
-    {"mp3", "audio/mpeg"},
-    {"ogg", "audio/ogg"},
-    {"wav", "audio/wav"},
-    {"zip", "application/zip"},
-    {"gz", "application/gzip"},
-    {"tar", "application/x-tar"},
-};
-
-const char *mux__http_mime(const char *name)
-{
-    const char *dot = name ? strrchr(name, '.') : NULL;
-    const char *slash = name ? strrchr(name, '/') : NULL;
-    if (dot && (!slash || dot > slash) && dot[1]) {
-        for (size_t i = 0; i < sizeof mux__mimes / sizeof mux__mimes[0]; i++) {
-            const char *a = dot + 1, *b = mux__mimes[i].ext;
-            while (*a && *b && (*a | 0x20) == *b)
-                a++, b++;
-            if (!*a && !*b)
-                return mux__mimes[i].type;
-        }
-    }
-    return "application/octet-stream";
 }
 
 /* Digits at s[*i ..): a number below 2^62, or -1 when there is none or it is too big. */
@@ -145,48 +93,98 @@ static int64_t mux__digits(mux_http_str_t s, size_t *i)
     return *i == start ? -1 : v;
 }
 
-int mux__http_range(mux_http_str_t v, uint64_t size, uint64_t *first, uint64_t *last)
+/* One range-spec at v[*i ..) (RFC 9110, 14.1.1): "a-b", "a-" (*b -1) or the suffix "-b" (*a
+ * -1). 0, or -1 when it is malformed or its last byte comes before its first. */
+static int mux__range_spec(mux_http_str_t v, size_t *i, int64_t *a, int64_t *b)
+{
+    *a = *b = -1;
+    if (*i < v.len && v.base[*i] == '-') {
+        (*i)++;
+        *b = mux__digits(v, i);
+        return *b < 0 ? -1 : 0;
+    }
+    *a = mux__digits(v, i);
+    if (*a < 0 || *i >= v.len || v.base[*i] != '-')
+        return -1;
+    (*i)++;
+    if (*i < v.len && v.base[*i] >= '0' && v.base[*i] <= '9') {
+        *b = mux__digits(v, i);
+        if (*b < 0 || *b < *a)
+            return -1;
+    }
+    return 0;
+}
+
+/* Merges the ranges that overlap or touch, and keeps the rest in the order they were asked
+ * (each merged range takes the place of the first of its pieces). n is at most
+ * MUX_HTTP_STATIC_RANGES_MAX: insertion sorts are quick enough. Returns the new count. */
+static unsigned mux__ranges_coalesce(mux__range_t *r, unsigned n)
+{
+    for (unsigned k = 1; k < n; k++) /* by first byte */
+        for (unsigned j = k; j > 0 && r[j - 1].first > r[j].first; j--) {
+            mux__range_t t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+        }
+    unsigned m = 0;
+    for (unsigned k = 1; k < n; k++) {
+        if (r[k].first <= r[m].last + 1) {
+            if (r[k].last > r[m].last)
+                r[m].last = r[k].last;
+            if (r[k].order < r[m].order)
+                r[m].order = r[k].order;
+        } else {
+            r[++m] = r[k];
+        }
+    }
+    n = m + 1;
+    for (unsigned k = 1; k < n; k++) /* back to the order of the request */
+        for (unsigned j = k; j > 0 && r[j - 1].order > r[j].order; j--) {
+            mux__range_t t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+        }
+    return n;
+}
+
+int mux__http_ranges(mux_http_str_t v, uint64_t size, mux__range_t *out, unsigned cap)
 {
     static const char unit[] = "bytes=";
     size_t i = 0;
     for (; i < 6; i++)
         if (i >= v.len || (v.base[i] | (i < 5 ? 0x20 : 0)) != unit[i])
             return 0;
-    while (i < v.len && (v.base[i] == ' ' || v.base[i] == '\t'))
-        i++;
-    int64_t a = -1, b = -1;
-    if (i < v.len && v.base[i] == '-') { /* a suffix: the last b bytes */
-        i++;
-        b = mux__digits(v, &i);
-        if (b < 0)
+    unsigned listed = 0, n = 0;
+    for (;;) {
+        /* A list (RFC 9110, 5.6.1): white space around the commas, and empty elements. */
+        while (i < v.len && (v.base[i] == ' ' || v.base[i] == '\t' || v.base[i] == ','))
+            i++;
+        if (i == v.len)
+            break;
+        int64_t a, b;
+        if (mux__range_spec(v, &i, &a, &b) != 0)
             return 0;
-    } else {
-        a = mux__digits(v, &i);
-        if (a < 0 || i >= v.len || v.base[i] != '-')
-            return 0;
-        i++;
-        if (i < v.len && v.base[i] >= '0' && v.base[i] <= '9') {
-            b = mux__digits(v, &i);
-            if (b < 0 || b < a)
-                return 0;
+        while (i < v.len && (v.base[i] == ' ' || v.base[i] == '\t'))
+            i++;
+        if ((i < v.len && v.base[i] != ',') || ++listed > cap)
+            return 0; /* trailing garbage, or more ranges than allowed: served whole */
+        uint64_t first, last;
+        if (a < 0) { /* a suffix: the last b bytes */
+            if (b == 0 || size == 0)
+                continue;
+            first = (uint64_t)b >= size ? 0 : size - (uint64_t)b;
+            last = size - 1;
+        } else {
+            if ((uint64_t)a >= size)
+                continue; /* starts past the end: not satisfiable */
+            first = (uint64_t)a;
+            last = b < 0 || (uint64_t)b >= size ? size - 1 : (uint64_t)b;
         }
+        out[n++] = (mux__range_t){first, last, listed};
     }
-    while (i < v.len && (v.base[i] == ' ' || v.base[i] == '\t'))
-        i++;
-    if (i != v.len)
-        return 0; /* several ranges, or trailing garbage: served whole */
-    if (a < 0) {  /* suffix */
-        if (b == 0 || size == 0)
-            return -1;
-        *first = (uint64_t)b >= size ? 0 : size - (uint64_t)b;
-        *last = size - 1;
-        return 1;
-    }
-    if ((uint64_t)a >= size)
-        return -1;
-    *first = (uint64_t)a;
-    *last = b < 0 || (uint64_t)b >= size ? size - 1 : (uint64_t)b;
-    return 1;
+    if (listed == 0)
+        return 0; /* "bytes=" and nothing */
+    return n ? (int)mux__ranges_coalesce(out, n) : -1;
 }
 
 static const char mux__wday[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -219,11 +217,13 @@ size_t mux__http_date(int64_t t, char out[32])
     unsigned d = doy - (153 * mp + 2) / 5 + 1;
     unsigned m = mp < 10 ? mp + 3 : mp - 9;
     y += m <= 2;
+    if (y < 0 || y > 9999)
+        return 0;                           /* not a year of four digits: no HTTP date */
     int wd = (int)((days % 7 + 7 + 4) % 7); /* 1970-01-01 was a Thursday */
     int n = snprintf(out, 32, "%s, %02u %s %04lld %02d:%02d:%02d GMT", mux__wday[wd], d,
                      mux__month[m - 1], (long long)y, (int)(secs / 3600), (int)(secs / 60 % 60),
                      (int)(secs % 60));
-    return n > 0 ? (size_t)n : 0;
+    return n == 29 ? 29 : 0;
 }
 
 /* A fixed-width decimal at s[i .. i+n). */
@@ -315,9 +315,10 @@ int mux__http_date_parse(mux_http_str_t s, int64_t *t)
 
 size_t mux__http_etag(uint64_t size, int64_t mtime_ns, char out[48])
 {
+    /* At most 2 + 16 + 1 + 16 bytes: it always fits. */
     int n =
         snprintf(out, 48, "\"%llx-%llx\"", (unsigned long long)size, (unsigned long long)mtime_ns);
-    return n > 0 ? (size_t)n : 0;
+    return n > 0 && n < 48 ? (size_t)n : 0;
 }
 
 int mux__http_etag_match(mux_http_str_t inm, const char *etag, size_t etag_len)
@@ -358,4 +359,68 @@ int mux__http_etag_match(mux_http_str_t inm, const char *etag, size_t etag_len)
         if (i < inm.len && inm.base[i] != ',')
             return 0;
     }
+}
+
+/* RFC 3986's unreserved bytes: the only ones a URL never needs to escape. */
+static int mux__unreserved(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
+}
+
+size_t mux__http_pct(const char *s, size_t n, char *out, size_t cap, int slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (mux__unreserved(c) || (slash && c == '/')) {
+            if (o < cap)
+                out[o] = (char)c;
+            o++;
+            continue;
+        }
+        char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+        for (int k = 0; k < 3; k++, o++)
+            if (o < cap)
+                out[o] = e[k];
+    }
+    return o;
+}
+
+size_t mux__http_html(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char ref[8];
+        const char *w = ref;
+        size_t wl;
+        if (c == '&')
+            w = "&amp;", wl = 5;
+        else if (c == '<')
+            w = "&lt;", wl = 4;
+        else if (c == '>')
+            w = "&gt;", wl = 4;
+        else if (c == '"')
+            w = "&quot;", wl = 6;
+        else if (c == '\'')
+            w = "&#39;", wl = 5;
+        else if (c < 0x20 || c == 0x7f) { /* a control byte, made visible as a reference */
+            wl = 0;
+            ref[wl++] = '&';
+            ref[wl++] = '#';
+            if (c >= 100)
+                ref[wl++] = (char)('0' + c / 100);
+            if (c >= 10)
+                ref[wl++] = (char)('0' + c / 10 % 10);
+            ref[wl++] = (char)('0' + c % 10);
+            ref[wl++] = ';';
+        } else
+            ref[0] = (char)c, wl = 1;
+        for (size_t k = 0; k < wl; k++, o++)
+            if (o < cap)
+                out[o] = w[k];
+    }
+    return o;
 }

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* A directory's listing as an HTML page (http_internal.h, mux__http_listing), for the static
+ * files' MUX_HTTP_STATIC_AUTOINDEX.
+ *
+ * A name is whatever bytes the file system holds, so each is written twice, escaped two
+ * ways: percent-encoded in its link (a ':' in a name must not read as a scheme, a '?' as a
+ * query) and HTML-escaped in the text. The page is built in two passes over the sorted
+ * names, one that measures and one that writes, into one allocation.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "http/http_internal.h"
+
+struct mux__dirent {
+    char *name;
+    int dir;
+};
+
+static int mux__dirent_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct mux__dirent *)a)->name, ((const struct mux__dirent *)b)->name);
+}
+
+/* Whether `name` in the directory leads to a directory (through a link too). */
+static int mux__is_dir(DIR *d, const struct dirent *de)
+{
+#ifdef DT_DIR
+    if (de->d_type == DT_DIR)
+        return 1;
+    if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK)
+        return 0;
+#endif
+    struct stat sb;
+    return fstatat(dirfd(d), de->d_name, &sb, 0) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* The entries of `d`, sorted. 0 with *out and *n set, or -errno. */
+static int mux__dir_read(DIR *d, unsigned flags, struct mux__dirent **out, size_t *n)
+{
+    struct mux__dirent *v = NULL;
+    size_t len = 0, cap = 0;
+    struct dirent *de;
+    int err = 0;
+    errno = 0;
+    while ((de = readdir(d)) != NULL) {
+        const char *nm = de->d_name;
+        if (nm[0] == '.' &&
+            (!(flags & MUX_HTTP_STATIC_DOTFILES) || nm[1] == 0 || (nm[1] == '.' && nm[2] == 0)))
+            continue;
+        if (len == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            struct mux__dirent *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                err = -ENOMEM;
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        if (!(v[len].name = strdup(nm))) {
+            err = -ENOMEM;
+            break;
+        }
+        v[len++].dir = mux__is_dir(d, de);
+        errno = 0;
+    }
+    if (!err && errno)
+        err = -errno;
+    if (err) {
+        while (len)
+            free(v[--len].name);
+        free(v);
+        return err;
+    }
+    if (len)
+        qsort(v, len, sizeof *v, mux__dirent_cmp);
+    *out = v;
+    *n = len;
+    return 0;
+}
+
+/* Appends s[0 .. n) at p[*o ..) when p is not NULL; counts it either way. */
+static void mux__emit(char *p, size_t *o, const char *s, size_t n)
+{
+    if (p)
+        memcpy(p + *o, s, n);
+    *o += n;
+}
+
+#define MUX__EMIT(p, o, lit) mux__emit(p, o, lit, sizeof lit - 1)
+
+static void mux__emit_html(char *p, size_t *o, const char *s, size_t n)
+{
+    size_t need = mux__http_html(s, n, NULL, 0);
+    if (p)
+        mux__http_html(s, n, p + *o, need);
+    *o += need;
+}
+
+static void mux__emit_pct(char *p, size_t *o, const char *s, size_t n, int slash)
+{
+    size_t need = mux__http_pct(s, n, NULL, 0, slash);
+    if (p)
+        mux__http_pct(s, n, p + *o, need, slash);
+    *o += need;
+}
+
+/* The page, written at p (NULL: measured only). Returns its length. */
+static size_t mux__page(char *p, const char *path, const struct mux__dirent *v, size_t n)
+{
+    size_t o = 0, pl = strlen(path);
+    MUX__EMIT(p, &o, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of /");
+    mux__emit_html(p, &o, path, pl);
+    if (pl)
+        MUX__EMIT(p, &o, "/");
+    MUX__EMIT(p, &o, "</title></head>\n<body>\n<h1>Index of /");
+    mux__emit_html(p, &o, path, pl);
+    if (pl)
+        MUX__EMIT(p, &o, "/");
+    MUX__EMIT(p, &o, "</h1>\n<ul>\n");
+    if (pl)
+        MUX__EMIT(p, &o, "<li><a href=\"../\">../</a></li>\n");
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strlen(v[i].name);
+        MUX__EMIT(p, &o, "<li><a href=\"");
+        mux__emit_pct(p, &o, v[i].name, nl, 0);
+        if (v[i].dir)
+            MUX__EMIT(p, &o, "/");
+        MUX__EMIT(p, &o, "\">");
+        mux__emit_html(p, &o, v[i].name, nl);
+        if (v[i].dir)
+            MUX__EMIT(p, &o, "/");
+        MUX__EMIT(p, &o, "</a></li>\n");
+    }
+    MUX__EMIT(p, &o, "</ul>\n</body></html>\n");
+    return o;
+}
+
+int mux__http_listing(int fd, const char *path, unsigned flags, char **page, size_t *len)
+{
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    struct mux__dirent *v = NULL;
+    size_t n = 0;
+    int err = mux__dir_read(d, flags, &v, &n);
+    closedir(d);
+    if (err)
+        return err;
+    size_t need = mux__page(NULL, path, v, n);
+    char *p = malloc(need);
+    if (p) {
+        mux__page(p, path, v, n);
+        *page = p;
+        *len = need;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+    return p ? 0 : -ENOMEM;
+}
