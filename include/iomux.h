@@ -526,7 +526,7 @@ struct mux__task {
 
 /* Private: one operation (receive, send, accept, connect, shutdown) handed to the loop's
  * backend, which runs it natively (io_uring, IOCP) or emulates it with non-blocking system
- * calls (readiness backends). src/backend.h has the contract. */
+ * calls (readiness backends). src/backend/backend.h has the contract. */
 struct mux__op {
     int (*done_)(struct mux__op *op, int res, char *buf, unsigned flags);
     mux_os_sock_t sock_;
@@ -604,7 +604,8 @@ struct mux_bufpool {
  * until the loop that reads from it is closed (the pool's free buffers are that kernel's
  * then, and a pool serves that one loop: mux_read_start_pool elsewhere returns -EINVAL, a
  * reader elsewhere gets -ENOBUFS). Align `mem` to 64 bytes (a page is best) and make `size`
- * a multiple of 64: the kernel's copies into misaligned buffers were measured 2-3x slower.
+ * a multiple of 64: the kernel copies into misaligned buffers far more slowly
+ * (docs/studies.md).
  * Returns 0 or -EINVAL. */
 int mux_bufpool_init(mux_bufpool_t *pool, void *mem, size_t size, uint32_t count,
                      uint32_t *free_slots);

@@ -17,7 +17,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "internal.h"
 
 static int mux__async_valid(const mux_async_t *w)
@@ -37,7 +37,7 @@ MUX_EXPORT int mux_async_init(mux_async_t *w, mux_async_cb cb)
 
 MUX_EXPORT int mux_async_start(mux_loop_t *pub, mux_async_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__async_valid(w))
         return -EINVAL;
     int err = mux__hook_start(loop, &loop->asyncs, &w->link_);
@@ -50,7 +50,7 @@ MUX_EXPORT int mux_async_start(mux_loop_t *pub, mux_async_t *w)
 
 MUX_EXPORT int mux_async_stop(mux_loop_t *pub, mux_async_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__async_valid(w))
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE) {

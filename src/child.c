@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Child watchers: the loop reaps the children it watches when SIGCHLD arrives.
+/* Child watchers on POSIX systems: the loop reaps the children it watches when SIGCHLD
+ * arrives (Windows has none: child_win.c).
  *
  * SIGCHLD only says "some child changed state", and several exits can merge into one
  * delivery, so every delivery (and every start, for a child that exited before anyone
@@ -8,6 +9,7 @@
  * and keep the loop from blocking until waitpid finds nothing more.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "internal.h"
@@ -72,9 +74,20 @@ void mux__children_reap(struct mux__loop *loop)
     loop->recheck = 1; /* there may be more */
 }
 
+MUX_EXPORT int mux_child_init(mux_child_t *w, mux_child_cb cb, int pid)
+{
+    if (!w || !cb || pid < 0)
+        return -EINVAL;
+    memset(w, 0, sizeof *w);
+    w->h_.type = MUX__T_CHILD;
+    w->cb_ = cb;
+    w->pid_ = pid;
+    return 0;
+}
+
 MUX_EXPORT int mux_child_start(mux_loop_t *pub, mux_child_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__child_valid(w))
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
@@ -95,7 +108,7 @@ MUX_EXPORT int mux_child_start(mux_loop_t *pub, mux_child_t *w)
 
 MUX_EXPORT int mux_child_stop(mux_loop_t *pub, mux_child_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__child_valid(w))
         return -EINVAL;
     mux__unqueue(loop, &w->h_);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "iomux.h"
-#include "platform.h" /* mux__aligned_alloc: the heap's array */
+#include "platform/platform.h" /* mux__aligned_alloc: the heap's array */
 
 
 struct mux__hnode {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 
 static void mux__list_init(struct mux__hooklist *l, ptrdiff_t hdr_off)
 {
@@ -70,7 +70,7 @@ MUX_EXPORT int mux_idle_init(mux_idle_t *w, mux_idle_cb cb)
 
 MUX_EXPORT int mux_idle_start(mux_loop_t *pub, mux_idle_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !w || w->h_.type != MUX__T_IDLE)
         return -EINVAL;
     return mux__hook_start(loop, &loop->idles, &w->link_);
@@ -78,7 +78,7 @@ MUX_EXPORT int mux_idle_start(mux_loop_t *pub, mux_idle_t *w)
 
 MUX_EXPORT int mux_idle_stop(mux_loop_t *pub, mux_idle_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !w || w->h_.type != MUX__T_IDLE)
         return -EINVAL;
     mux__hook_stop(loop, &loop->idles, &w->link_);
@@ -97,7 +97,7 @@ MUX_EXPORT int mux_prepare_init(mux_prepare_t *w, mux_prepare_cb cb)
 
 MUX_EXPORT int mux_prepare_start(mux_loop_t *pub, mux_prepare_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !w || w->h_.type != MUX__T_PREPARE)
         return -EINVAL;
     return mux__hook_start(loop, &loop->prepares, &w->link_);
@@ -105,7 +105,7 @@ MUX_EXPORT int mux_prepare_start(mux_loop_t *pub, mux_prepare_t *w)
 
 MUX_EXPORT int mux_prepare_stop(mux_loop_t *pub, mux_prepare_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !w || w->h_.type != MUX__T_PREPARE)
         return -EINVAL;
     mux__hook_stop(loop, &loop->prepares, &w->link_);
@@ -124,7 +124,7 @@ MUX_EXPORT int mux_check_init(mux_check_t *w, mux_check_cb cb)
 
 MUX_EXPORT int mux_check_start(mux_loop_t *pub, mux_check_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !w || w->h_.type != MUX__T_CHECK)
         return -EINVAL;
     return mux__hook_start(loop, &loop->checks, &w->link_);
@@ -132,7 +132,7 @@ MUX_EXPORT int mux_check_start(mux_loop_t *pub, mux_check_t *w)
 
 MUX_EXPORT int mux_check_stop(mux_loop_t *pub, mux_check_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !w || w->h_.type != MUX__T_CHECK)
         return -EINVAL;
     mux__hook_stop(loop, &loop->checks, &w->link_);
@@ -151,7 +151,7 @@ MUX_EXPORT int mux_fork_init(mux_fork_t *w, mux_fork_cb cb)
 
 MUX_EXPORT int mux_fork_start(mux_loop_t *pub, mux_fork_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !w || w->h_.type != MUX__T_FORK)
         return -EINVAL;
     int err = mux__fork_supported(); /* -ENOTSUP where processes do not fork (Windows) */
@@ -162,7 +162,7 @@ MUX_EXPORT int mux_fork_start(mux_loop_t *pub, mux_fork_t *w)
 
 MUX_EXPORT int mux_fork_stop(mux_loop_t *pub, mux_fork_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !w || w->h_.type != MUX__T_FORK)
         return -EINVAL;
     mux__hook_stop(loop, &loop->forks, &w->link_);

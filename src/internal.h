@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Private to the library: the loop's state and the helpers the watcher files share. */
+/* Private to the library: the loop's state and the helpers the watcher files share.
+ *
+ * This is the core's header, and it names nothing of the layers above the core: a layer above
+ * registers the kinds of handle it opens with the loop (struct mux__handles, below), and runs
+ * its deliveries as tasks (struct mux__task) from the loop's pending queue. */
 #ifndef IOMUX_INTERNAL_H
 #define IOMUX_INTERNAL_H
 
@@ -35,7 +39,7 @@ enum {
     MUX__T_CHECK = MUX_HANDLE_CHECK,
     MUX__T_FORK = MUX_HANDLE_FORK,
     MUX__T_ASYNC = MUX_HANDLE_ASYNC,
-    MUX__T_TASK = 32, /* struct mux__task: a stream's or listener's deliveries, not a handle */
+    MUX__T_TASK = 32, /* struct mux__task: an upper layer's deliveries, not a handle */
 };
 
 /* mux__whdr.flags */
@@ -43,21 +47,24 @@ enum {
     MUX__W_ACTIVE = 0x01,   /* started and not stopped */
     MUX__W_INTERNAL = 0x02, /* the loop's own; not counted in mux_loop_active */
     MUX__W_NEWFD = 0x04,    /* io: fd set since the last start; the kernel must be told */
-    MUX__W_NOREF = 0x08,    /* a part of a stream or listener, which counts once itself */
+    MUX__W_NOREF = 0x08,    /* a part of an upper layer's handle, which counts once itself */
 };
 
 #define MUX__IO_EVENTS (MUX_READ | MUX_WRITE)
 
-/* One entry per fd number. */
+/* One entry per fd number. The k* fields are the backend's, about the kernel's side: zero
+ * in a new entry, and kmask zeroed again when the backend makes a new kernel object. */
 struct mux__fd {
     mux_io_t *head;  /* watchers of this fd */
-    uint32_t bgen;   /* backend's: epoll generation, poll index */
+    uint32_t kgen;   /* generation of the fd's kernel registration (epoll, io_uring), bumped
+                      * whenever it is replaced, so that events of an old one are recognised */
     uint8_t want;    /* events wanted by the watchers, as last applied */
-    uint8_t kmask;   /* backend's: what the kernel has */
+    uint8_t kmask;   /* what the kernel has (the registered events, the backend's flags) */
     uint8_t changed; /* MUX__FD_* */
     uint8_t pad_;
     int32_t next_change; /* link in the loop's change list */
-    uint32_t bslot;      /* backend's: io_uring: where its last poll request was queued */
+    uint32_t kslot;      /* where the backend keeps the fd: poll's array index + 1, IOCP's
+                          * poll slot + 1, io_uring's last poll request in the SQ ring */
 };
 
 enum {
@@ -88,8 +95,8 @@ struct mux__loop {
     uint64_t now;         /* cached monotonic ns; read it through mux__now() */
     uint8_t now_stale;    /* the clock was not read this iteration yet */
     uint8_t dispatched;   /* a watcher was called from inside this iteration's wait */
-    uint32_t active;      /* active watchers and open streams and listeners */
-    uint32_t noref;       /* active watchers that are parts of streams and listeners */
+    uint32_t active;      /* active watchers, and the open handles of the layers above */
+    uint32_t noref;       /* active watchers that are parts of those handles (MUX__W_NOREF) */
     uint8_t running;      /* inside mux_run */
     uint8_t stop;         /* mux_loop_stop was called */
     uint8_t forked;       /* fork work to do at the top of the next iteration */
@@ -135,15 +142,15 @@ struct mux__loop {
     unsigned sig_seen[MUX__NSIG];      /* last delivery count seen, per signal */
     mux_signal_t *sig_head[MUX__NSIG]; /* watchers per signal */
     uint32_t sig_refs[MUX__NSIG]; /* watchers per signal, child watchers counting for SIGCHLD */
-    mux_listener_t *paused;     /* listeners waiting for a free descriptor */
-    struct mux__link streams, listeners; /* open ones (closing included), for the walk */
-    struct mux__link chans;              /* open channels, for the walk */
     mux_child_t *children;
     uint32_t nchildren;
-    unsigned chld_seen;
+
+    struct mux__handles *handles; /* the layers above: one entry per kind of handle (walk.c) */
 };
 
-static inline struct mux__loop *mux__L(const mux_loop_t *pub)
+/* The loop behind the caller's handle, or NULL (a NULL handle, or one not initialised or
+ * closed): every public call on a loop starts here. */
+static inline struct mux__loop *mux__loop_of(const mux_loop_t *pub)
 {
     return pub ? pub->impl_ : NULL;
 }
@@ -166,10 +173,8 @@ static inline struct mux__fd *mux__fd_find(const struct mux__loop *loop, int fd)
     return &loop->fdl[i][(uint32_t)fd & (MUX__FD_LEAF - 1)];
 }
 
-/* clock.c; the clocks themselves (mux__mono_ns, mux__wall_ns) are the platform seam's
- * (platform.h) */
-extern int64_t mux__test_wall_offset; /* tests only: a simulated wall-clock jump */
-extern unsigned mux__fork_gen;        /* bumped in every child by pthread_atfork */
+/* loop.c; the clocks (mux__mono_ns, mux__wall_ns) are the platform seam's (platform.h) */
+extern unsigned mux__fork_gen; /* bumped in every child by pthread_atfork */
 
 /* A fork happened since the loop last knew (in the child: the kernel objects it holds
  * are the parent's, and must not be touched until the loop renews them). */
@@ -252,7 +257,7 @@ static inline void mux__fd_touch(struct mux__loop *loop, int fd, int force)
 
 /* Queues `h` with `revents`, or adds them to its queued entry. Capacity is kept at least
  * the number of active watchers, and every watcher is queued at most once, so the growth
- * path only runs for completions queued from inside callbacks (streams). */
+ * path only runs for tasks queued from inside callbacks (an upper layer's completions). */
 static inline void mux__queue(struct mux__loop *loop, struct mux__whdr *h, unsigned revents)
 {
     if (h->pending) {
@@ -301,8 +306,8 @@ void mux__fd_refresh_all(struct mux__loop *loop);
 
 /* timer.c, periodic.c */
 /* Makes `t` due at `at` (absolute, the loop's clock), one-shot, started if inactive; an
- * expiry gathered but not yet dispatched is void. The library's own timers use it (a
- * stream's deadlines). 0 or -ENOMEM. */
+ * expiry gathered but not yet dispatched is void. The library's own timers use it (the
+ * deadlines of the layers above). 0 or -ENOMEM. */
 int mux__timer_set(struct mux__loop *loop, mux_timer_t *t, uint64_t at);
 void mux__timers_expire(struct mux__loop *loop);
 int64_t mux__timers_timeout(struct mux__loop *loop); /* -1: none */
@@ -319,19 +324,8 @@ void mux__sig_loop_close(struct mux__loop *loop);
 void mux__sig_atfork_child(void);
 void mux__children_reap(struct mux__loop *loop);
 
-/* listener.c, stream.c */
-void mux__listeners_resume(struct mux__loop *loop);
-int mux__listener_walkable(const mux_listener_t *l); /* open and not closing */
-int mux__stream_walkable(const mux_stream_t *s);
-int mux__listener_is_unix(const mux_listener_t *l);
-/* chan.c */
-int mux__chan_walkable(const mux_chan_t *c); /* open and not closed */
-/* Opens a stream on a socket known to be set up as the library's own are (stream.c). */
-int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
-                            int is_unix);
-
-/* A circular doubly linked list through struct mux__link (hooks.c's lists, and the loop's
- * streams and listeners). */
+/* A circular doubly linked list through struct mux__link (hooks.c's lists, and the open
+ * handles of the layers above). */
 static inline void mux__link_init(struct mux__link *anchor)
 {
     anchor->next = anchor->prev = anchor;
@@ -355,6 +349,39 @@ static inline struct mux__whdr *mux__hook_hdr(const struct mux__hooklist *l, str
 {
     return (struct mux__whdr *)((char *)k + l->hdr_off);
 }
+
+/* walk.c: the handles of the layers above the core.
+ *
+ * A layer above registers each kind of handle it opens: a `const struct mux__handles_type`
+ * of its own, and, per loop, a struct mux__handles made the first time a handle of that kind
+ * opens on the loop (the layer's per-loop state, which may go on past it: `size`). The loop
+ * holds it without knowing what it is, finds it by its type, reports its open handles in
+ * mux_loop_walk, and frees it when the loop closes (none is open then: each open handle
+ * counts in `active`). The layer links its handles on `open` and takes them off itself. */
+struct mux__handles_type {
+    int kind;           /* MUX_HANDLE_*: what mux_loop_walk calls these handles */
+    size_t link_off;    /* where a handle keeps its struct mux__link */
+    size_t size;        /* of the per-loop state, which begins with struct mux__handles */
+    int (*walkable)(const void *handle); /* open and not closing: the walk reports it */
+};
+struct mux__handles {
+    const struct mux__handles_type *type;
+    struct mux__handles *next; /* the loop's next kind */
+    struct mux__link open;     /* the open handles (closing ones included) */
+};
+/* The loop's state for handles of `type`, allocated zeroed (`open` empty) the first time:
+ * NULL when that fails (-ENOMEM). */
+struct mux__handles *mux__handles_get(struct mux__loop *loop, const struct mux__handles_type *type);
+/* The same, or NULL when no handle of `type` ever opened on the loop. */
+static inline struct mux__handles *mux__handles_find(const struct mux__loop *loop,
+                                                     const struct mux__handles_type *type)
+{
+    struct mux__handles *h = loop->handles;
+    while (h && h->type != type)
+        h = h->next;
+    return h;
+}
+void mux__handles_free(struct mux__loop *loop); /* the loop closes */
 
 /* hooks.c, async.c */
 void mux__hooks_init(struct mux__loop *loop);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "internal.h"
 
 static int mux__io_events_valid(unsigned events)
@@ -140,7 +140,8 @@ void mux__fd_kill(struct mux__loop *loop, int fd, int err)
         w->next_ = NULL;
         mux__deactivate(loop, &w->h_);
         unsigned rev = MUX_ERROR | (w->events_ & MUX__IO_EVENTS);
-        /* The library's own watchers (a stream's, a listener's) are told the errno too. */
+        /* The library's own watchers (parts of an upper layer's handles) are told the errno
+         * too. */
         if ((w->h_.flags & MUX__W_NOREF) && err < 0 && err > -(1 << 15))
             rev |= (unsigned)-err << MUX__KILL_ERRNO_SHIFT;
         if (!(w->h_.flags & MUX__W_INTERNAL))
@@ -248,7 +249,7 @@ MUX_EXPORT int mux_io_set(mux_io_t *w, int fd, unsigned events)
 
 MUX_EXPORT int mux_io_modify(mux_loop_t *pub, mux_io_t *w, unsigned events)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__io_valid(w) || !mux__io_events_valid(events))
         return -EINVAL;
     w->events_ = events;
@@ -266,7 +267,7 @@ MUX_EXPORT int mux_io_modify(mux_loop_t *pub, mux_io_t *w, unsigned events)
 
 MUX_EXPORT int mux_io_start(mux_loop_t *pub, mux_io_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__io_valid(w) || (w->h_.flags & MUX__W_INTERNAL))
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
@@ -276,7 +277,7 @@ MUX_EXPORT int mux_io_start(mux_loop_t *pub, mux_io_t *w)
 
 MUX_EXPORT int mux_io_stop(mux_loop_t *pub, mux_io_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__io_valid(w) || (w->h_.flags & MUX__W_INTERNAL))
         return -EINVAL;
     mux__io_stop_body(loop, w);

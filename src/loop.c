@@ -13,9 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
+
+/* Bumped in every child by the fork handler below, so that every loop notices a fork by
+ * itself (mux__forked_since) without a list of loops. */
+unsigned mux__fork_gen;
 
 static void mux__atfork_child(void)
 {
@@ -102,7 +106,7 @@ static void mux__dispatch(struct mux__loop *loop, struct mux__whdr *h, unsigned 
 
 static void mux__invoke_pending(struct mux__loop *loop)
 {
-    /* npend is re-read each time: stream completions are queued from callbacks. */
+    /* npend is re-read each time: callbacks queue tasks (an upper layer's completions). */
     for (uint32_t i = 0; i < loop->npend; i++) {
         struct mux__pending p = loop->pend[i];
         if (!p.w)
@@ -311,6 +315,7 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
 
 static void mux__loop_free(struct mux__loop *loop)
 {
+    mux__handles_free(loop);
     mux__fd_table_free(loop);
     free(loop->pend);
     mux__aligned_free(loop->timers.v);
@@ -331,9 +336,6 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
         return -ENOMEM;
     loop->pub = pub;
     loop->changes = -1;
-    mux__link_init(&loop->streams);
-    mux__link_init(&loop->listeners);
-    mux__link_init(&loop->chans);
     loop->wake_rfd = loop->wake_wfd = -1;
     loop->sig_slot = -1;
     loop->clock_fd = -1;
@@ -365,7 +367,7 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
 
 MUX_EXPORT int mux_loop_close(mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || loop->running)
         return -EINVAL;
     if (loop->active > 0)
@@ -413,7 +415,7 @@ static int mux__loop_refork(struct mux__loop *loop)
 
 MUX_EXPORT int mux_loop_fork(mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop)
         return -EINVAL;
     loop->forked = 1;
@@ -422,7 +424,7 @@ MUX_EXPORT int mux_loop_fork(mux_loop_t *pub)
 
 MUX_EXPORT int mux_loop_stop(mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop)
         return -EINVAL;
     loop->stop = 1;
@@ -431,25 +433,25 @@ MUX_EXPORT int mux_loop_stop(mux_loop_t *pub)
 
 MUX_EXPORT int mux_loop_active(const mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     return loop ? (int)loop->active : -EINVAL;
 }
 
 MUX_EXPORT const char *mux_loop_backend(const mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     return loop ? loop->backend->name : NULL;
 }
 
 MUX_EXPORT uint64_t mux_now(const mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     return loop ? mux__now(loop) : 0;
 }
 
 MUX_EXPORT int mux_now_update(mux_loop_t *pub)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop)
         return -EINVAL;
     loop->now = mux__mono_ns();
@@ -459,7 +461,7 @@ MUX_EXPORT int mux_now_update(mux_loop_t *pub)
 
 MUX_EXPORT int64_t mux_wall_now(const mux_loop_t *pub)
 {
-    return mux__L(pub) ? mux__wall_ns() : 0;
+    return mux__loop_of(pub) ? mux__wall_ns() : 0;
 }
 
 /* ---- running ------------------------------------------------------------------------ */
@@ -513,7 +515,7 @@ static void mux__gather(struct mux__loop *loop)
 
 MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || mode < MUX_RUN_DEFAULT || mode > MUX_RUN_NOWAIT)
         return -EINVAL;
     if (loop->running)

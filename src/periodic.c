@@ -45,7 +45,7 @@ MUX_EXPORT int mux_periodic_init(mux_periodic_t *p, mux_periodic_cb cb)
 MUX_EXPORT int mux_periodic_start(mux_loop_t *pub, mux_periodic_t *p, int64_t offset_ns,
                                   uint64_t interval_ns)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__periodic_valid(p) || offset_ns < 0 || interval_ns > INT64_MAX)
         return -EINVAL;
     if (p->h_.flags & MUX__W_ACTIVE)
@@ -71,7 +71,7 @@ MUX_EXPORT int mux_periodic_start(mux_loop_t *pub, mux_periodic_t *p, int64_t of
 
 MUX_EXPORT int mux_periodic_stop(mux_loop_t *pub, mux_periodic_t *p)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__periodic_valid(p))
         return -EINVAL;
     mux__unqueue(loop, &p->h_);
@@ -84,7 +84,7 @@ MUX_EXPORT int mux_periodic_stop(mux_loop_t *pub, mux_periodic_t *p)
 
 MUX_EXPORT int64_t mux_periodic_at(const mux_loop_t *pub, const mux_periodic_t *p)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__periodic_valid(p) || !(p->h_.flags & MUX__W_ACTIVE))
         return -EINVAL;
     return (int64_t)mux__heap_at(&loop->periodics, &p->hl_);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Signal watchers, and the process-wide registry behind them.
+/* Signal watchers on POSIX systems, and the process-wide registry behind them (Windows has
+ * none: signal_win.c).
  *
  * A signal is process-wide but watchers live in loops, possibly several loops in several
  * threads, and all of them must hear of it. One handler serves every watched signal: it
@@ -17,7 +18,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "internal.h"
 
 #define MUX__SIG_SLOTS 64
@@ -183,6 +184,19 @@ void mux__sig_atfork_child(void)
 
 /* ---- public ------------------------------------------------------------------------ */
 
+MUX_EXPORT int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum)
+{
+    /* The system's signals, but not the two that cannot be caught. */
+    if (!w || !cb || signum <= 0 || signum >= MUX__NSIG || signum >= NSIG || signum == SIGKILL ||
+        signum == SIGSTOP)
+        return -EINVAL;
+    memset(w, 0, sizeof *w);
+    w->h_.type = MUX__T_SIGNAL;
+    w->cb_ = cb;
+    w->signum_ = signum;
+    return 0;
+}
+
 static int mux__signal_valid(const mux_signal_t *w)
 {
     return w && w->h_.type == MUX__T_SIGNAL;
@@ -190,7 +204,7 @@ static int mux__signal_valid(const mux_signal_t *w)
 
 MUX_EXPORT int mux_signal_start(mux_loop_t *pub, mux_signal_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__signal_valid(w))
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
@@ -211,7 +225,7 @@ MUX_EXPORT int mux_signal_start(mux_loop_t *pub, mux_signal_t *w)
 
 MUX_EXPORT int mux_signal_stop(mux_loop_t *pub, mux_signal_t *w)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__signal_valid(w))
         return -EINVAL;
     mux__unqueue(loop, &w->h_);

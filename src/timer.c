@@ -54,7 +54,7 @@ static int mux__timer_insert(struct mux__loop *loop, mux_timer_t *t, uint64_t at
 MUX_EXPORT int mux_timer_start(mux_loop_t *pub, mux_timer_t *t, uint64_t after_ns,
                                uint64_t repeat_ns)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__timer_valid(t))
         return -EINVAL;
     if (t->h_.flags & MUX__W_ACTIVE)
@@ -66,7 +66,7 @@ MUX_EXPORT int mux_timer_start(mux_loop_t *pub, mux_timer_t *t, uint64_t after_n
 
 MUX_EXPORT int mux_timer_stop(mux_loop_t *pub, mux_timer_t *t)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__timer_valid(t))
         return -EINVAL;
     mux__unqueue(loop, &t->h_);
@@ -123,7 +123,7 @@ int mux__timer_set(struct mux__loop *loop, mux_timer_t *t, uint64_t at)
 
 MUX_EXPORT int mux_timer_again(mux_loop_t *pub, mux_timer_t *t)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__timer_valid(t))
         return -EINVAL;
     if (!t->repeat_)
@@ -154,7 +154,7 @@ MUX_EXPORT int mux_timer_set_repeat(mux_timer_t *t, uint64_t repeat_ns)
 
 MUX_EXPORT int64_t mux_timer_remaining(const mux_loop_t *pub, const mux_timer_t *t)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__timer_valid(t) || !(t->h_.flags & MUX__W_ACTIVE))
         return -EINVAL;
     uint64_t at = t->due_;

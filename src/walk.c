@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* mux_loop_walk: every active watcher, stream, listener and channel of a loop, for a
- * program that wants to close them all at shutdown.
+/* mux_loop_walk: every active watcher of a loop and every open handle of the layers above
+ * (streams, listeners, channels), for a program that wants to close them all at shutdown;
+ * and the registry of those layers' kinds of handle (struct mux__handles, internal.h).
  *
  * The handles are gathered first, from the structures the loop already keeps (the fd table's
  * watcher lists, the two heaps, the signal and child lists, the hook lists, and the lists of
- * open streams, listeners and channels), and the callback runs afterwards for each one that
- * is still active: it may stop or close what it is given, and that changes those structures
- * under a walk that read them directly. The parts of streams, listeners and channels
- * (MUX__W_NOREF watchers) and the loop's own (MUX__W_INTERNAL) are not handles of the
+ * open handles the layers above registered), and the callback runs afterwards for each one
+ * that is still active: it may stop or close what it is given, and that changes those
+ * structures under a walk that read them directly. The watchers that are parts of an upper
+ * layer's handles (MUX__W_NOREF) and the loop's own (MUX__W_INTERNAL) are not handles of the
  * caller's and are left out.
  */
 #include <stdlib.h>
@@ -29,12 +30,14 @@ struct mux__walk {
     struct mux__walked {
         int kind;
         void *handle;
+        int (*walkable)(const void *handle); /* an upper layer's handle; NULL: a watcher */
     } * v;
     size_t n, cap;
     int err;
 };
 
-static void mux__walk_add(struct mux__walk *w, int kind, void *handle)
+static void mux__walk_add(struct mux__walk *w, int kind, void *handle,
+                          int (*walkable)(const void *handle))
 {
     if (w->n == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 64;
@@ -46,14 +49,14 @@ static void mux__walk_add(struct mux__walk *w, int kind, void *handle)
         w->v = v;
         w->cap = cap;
     }
-    w->v[w->n++] = (struct mux__walked){kind, handle};
+    w->v[w->n++] = (struct mux__walked){kind, handle, walkable};
 }
 
-/* A watcher of the caller's (not a part of a stream or listener, not the loop's own). */
+/* A watcher of the caller's (not a part of an upper layer's handle, not the loop's own). */
 static void mux__walk_watcher(struct mux__walk *w, struct mux__whdr *h)
 {
     if ((h->flags & MUX__W_ACTIVE) && !(h->flags & (MUX__W_NOREF | MUX__W_INTERNAL)))
-        mux__walk_add(w, h->type, (char *)h - MUX__WHDR_OFF);
+        mux__walk_add(w, h->type, (char *)h - MUX__WHDR_OFF, NULL);
 }
 
 static void mux__walk_gather(struct mux__loop *loop, struct mux__walk *w)
@@ -78,41 +81,29 @@ static void mux__walk_gather(struct mux__loop *loop, struct mux__walk *w)
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
         for (struct mux__link *k = hooks[i]->anchor.next; k != &hooks[i]->anchor; k = k->next)
             mux__walk_watcher(w, mux__hook_hdr(hooks[i], k));
-    for (struct mux__link *k = loop->streams.next; k != &loop->streams; k = k->next) {
-        mux_stream_t *s = mux__container_of(k, mux_stream_t, link_);
-        if (mux__stream_walkable(s))
-            mux__walk_add(w, MUX_HANDLE_STREAM, s);
+    for (struct mux__handles *hs = loop->handles; hs; hs = hs->next) {
+        const struct mux__handles_type *t = hs->type;
+        for (struct mux__link *k = hs->open.next; k != &hs->open; k = k->next) {
+            void *handle = (char *)k - t->link_off;
+            if (t->walkable(handle))
+                mux__walk_add(w, t->kind, handle, t->walkable);
+        }
     }
-    for (struct mux__link *k = loop->listeners.next; k != &loop->listeners; k = k->next) {
-        mux_listener_t *l = mux__container_of(k, mux_listener_t, link_);
-        if (mux__listener_walkable(l))
-            mux__walk_add(w, MUX_HANDLE_LISTENER, l);
-    }
-    for (struct mux__link *k = loop->chans.next; k != &loop->chans; k = k->next)
-        mux__walk_add(w, MUX_HANDLE_CHAN, mux__container_of(k, mux_chan_t, link_));
 }
 
 /* Whether a gathered handle is still one to report: a callback before may have stopped or
  * closed it. */
 static int mux__walk_still(const struct mux__walked *h)
 {
-    switch (h->kind) {
-    case MUX_HANDLE_STREAM:
-        return mux__stream_walkable(h->handle);
-    case MUX_HANDLE_LISTENER:
-        return mux__listener_walkable(h->handle);
-    case MUX_HANDLE_CHAN:
-        return mux__chan_walkable(h->handle);
-    default: {
-        const struct mux__whdr *hdr = (const struct mux__whdr *)((char *)h->handle + MUX__WHDR_OFF);
-        return (hdr->flags & MUX__W_ACTIVE) != 0;
-    }
-    }
+    if (h->walkable)
+        return h->walkable(h->handle);
+    const struct mux__whdr *hdr = (const struct mux__whdr *)((char *)h->handle + MUX__WHDR_OFF);
+    return (hdr->flags & MUX__W_ACTIVE) != 0;
 }
 
 MUX_EXPORT int mux_loop_walk(mux_loop_t *pub, mux_walk_cb cb, void *arg)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !cb)
         return -EINVAL;
     struct mux__walk w = {0};
@@ -126,4 +117,30 @@ MUX_EXPORT int mux_loop_walk(mux_loop_t *pub, mux_walk_cb cb, void *arg)
             }
     free(w.v);
     return w.err ? w.err : calls;
+}
+
+/* ---- the kinds of handle of the layers above ----------------------------------------- */
+
+struct mux__handles *mux__handles_get(struct mux__loop *loop, const struct mux__handles_type *type)
+{
+    struct mux__handles *h = mux__handles_find(loop, type);
+    if (h)
+        return h;
+    h = calloc(1, type->size);
+    if (!h)
+        return NULL;
+    h->type = type;
+    mux__link_init(&h->open);
+    h->next = loop->handles;
+    loop->handles = h;
+    return h;
+}
+
+void mux__handles_free(struct mux__loop *loop)
+{
+    for (struct mux__handles *h = loop->handles, *next; h; h = next) {
+        next = h->next;
+        free(h);
+    }
+    loop->handles = NULL;
 }

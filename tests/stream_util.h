@@ -19,7 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "backend.h" /* the loop's capabilities */
+#include "backend/backend.h" /* the loop's capabilities */
 #include "harness.h"
 
 /* 1 when the kernel runs the streams' sends on `loop` (io_uring on 5.19 and later, unless
@@ -27,7 +27,7 @@
  * wait; its pool receives and accepts then run in the kernel too. */
 static inline int native_streams(const mux_loop_t *loop)
 {
-    return (mux__L(loop)->caps & MUX__CAP(MUX__OP_SEND)) != 0;
+    return (mux__loop_of(loop)->caps & MUX__CAP(MUX__OP_SEND)) != 0;
 }
 
 /* The stream's socket, or mux_stream_socket's error. */

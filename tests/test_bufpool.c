@@ -897,7 +897,7 @@ TEST(stream_pool_reader_stopping_per_message_keeps_its_receive_armed) {
         sent += 40;
         run_until_count(&loop, (volatile int *)&r->calls, i, 2000, "the read callback");
         CHECK_EQ(r->got, sent);
-        if (native_streams(&loop) && (mux__L(&loop)->caps & MUX__CAP_RECV_MULTI))
+        if (native_streams(&loop) && (mux__loop_of(&loop)->caps & MUX__CAP_RECV_MULTI))
             CHECK((r->s.rop_.flags_ & (MUX__OPF_FLIGHT | MUX__OPF_MULTI)) ==
                   (MUX__OPF_FLIGHT | MUX__OPF_MULTI));
         CHECK_EQ(mux_read_start_pool(&r->s, &r->pool, sr_read_cb), 0);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "harness.h"
 #include "heap.h"
 

@@ -415,7 +415,7 @@ enum {
 static _Noreturn void broken_child(mux_loop_t *loop, struct broken *b, int wfd)
 {
     alarm(10);
-    int code = 0, old_wake = mux__L(loop)->wake_wfd;
+    int code = 0, old_wake = mux__loop_of(loop)->wake_wfd;
     for (int fd = 0; fd < 3; fd++) /* 0-2 taken, so that no new fd fits under a limit of 3 */
         if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
             child_exit(100);

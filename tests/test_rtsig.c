@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "harness.h"
 
 static const mux_loop_options_t rtsig_opts = {.backend = "rtsig", .flags = MUX_LOOP_IGNORE_ENV};

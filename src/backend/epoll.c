@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 #define MUX__EPOLL_EPERM 0x80 /* kmask value of an fd that epoll refuses */
 
@@ -123,9 +123,9 @@ static int mux__epoll_ctl(struct mux__loop *loop, int op, int fd, unsigned want)
     struct mux__epoll *st = loop->bdata;
     struct mux__fd *e = mux__fd_at(loop, fd);
     if (op == EPOLL_CTL_ADD)
-        e->bgen++;
+        e->kgen++;
     struct epoll_event ev = {.events = mux__epoll_mask(want)};
-    ev.data.u64 = (uint64_t)(uint32_t)fd | ((uint64_t)e->bgen << 32);
+    ev.data.u64 = (uint64_t)(uint32_t)fd | ((uint64_t)e->kgen << 32);
     return epoll_ctl(st->epfd, op, fd, &ev) == 0 ? 0 : -errno;
 }
 
@@ -225,7 +225,7 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
         uint64_t data = evs[i].data.u64;
         uint32_t got_ev = evs[i].events;
         struct mux__fd *e = mux__fd_find(loop, (int)(uint32_t)data);
-        if (!e || (uint32_t)(data >> 32) != e->bgen) {
+        if (!e || (uint32_t)(data >> 32) != e->kgen) {
             st->rebuild = 1; /* an old file still registered under a reused number */
             continue;
         }

@@ -75,9 +75,8 @@
 #include <winternl.h>
 #include <ws2tcpip.h>
 
-#include "backend.h"
-#include "bufpool.h"
-#include "platform.h"
+#include "backend/backend.h"
+#include "platform/platform.h"
 #include "platform/win.h"
 
 #define MUX__ENTRIES 128
@@ -151,7 +150,7 @@ struct mux__ipool {
 struct mux__iocp {
     HANDLE port;
     HANDLE afd;
-    struct mux__apoll **slots; /* by mux__fd.bslot - 1 */
+    struct mux__apoll **slots; /* by mux__fd.kslot - 1 */
     uint32_t nslots, slot_cap;
     uint32_t *free_ids, nfree; /* ids of slots given back, for reuse */
     struct mux__apoll **dirty;
@@ -165,7 +164,8 @@ struct mux__iocp {
     OVERLAPPED_ENTRY entries[MUX__ENTRIES];
 };
 
-static struct mux__iop *mux__P(struct mux__op *op)
+/* An operation's IOCP part, in its private space; and the operation of an OVERLAPPED. */
+static struct mux__iop *mux__iop_of(struct mux__op *op)
 {
     return (struct mux__iop *)(void *)op->priv_.word;
 }
@@ -324,11 +324,11 @@ static int mux__apoll_mark(struct mux__iocp *st, struct mux__apoll *p)
  * it, else by whichever of them finishes last. */
 static void mux__apoll_detach(struct mux__iocp *st, struct mux__fd *e)
 {
-    uint32_t id = e->bslot - 1;
+    uint32_t id = e->kslot - 1;
     struct mux__apoll *p = st->slots[id];
     st->slots[id] = NULL;
     st->free_ids[st->nfree++] = id;
-    e->bslot = 0;
+    e->kslot = 0;
     p->fd = -1;
     if (p->pending && !p->cancelled) {
         p->cancelled = 1;
@@ -368,7 +368,7 @@ static int mux__apoll_new(struct mux__iocp *st, struct mux__fd *e, int fd)
     p->base = base;
     uint32_t id = st->nfree ? st->free_ids[--st->nfree] : st->nslots++;
     st->slots[id] = p;
-    e->bslot = id + 1;
+    e->kslot = id + 1;
     return 0;
 }
 
@@ -377,16 +377,16 @@ static int mux__iocp_change(struct mux__loop *loop, int fd, unsigned want, int f
     struct mux__iocp *st = loop->bdata;
     struct mux__fd *e = mux__fd_at(loop, fd);
     want &= MUX__IO_EVENTS;
-    if (e->bslot && (!want || force))
+    if (e->kslot && (!want || force))
         mux__apoll_detach(st, e); /* a new file behind the number needs a new base handle */
     if (!want)
         return 0;
-    if (!e->bslot) {
+    if (!e->kslot) {
         int err = mux__apoll_new(st, e, fd);
         if (err != 0)
             return err;
     }
-    return mux__apoll_mark(st, st->slots[e->bslot - 1]);
+    return mux__apoll_mark(st, st->slots[e->kslot - 1]);
 }
 
 static ULONG mux__afd_events(unsigned want)
@@ -507,7 +507,7 @@ static int mux__iocp_adopt(struct mux__loop *loop, mux_os_sock_t sock)
 static void mux__iocp_post(struct mux__loop *loop, struct mux__op *op, int res)
 {
     struct mux__iocp *st = loop->bdata;
-    struct mux__iop *io = mux__P(op);
+    struct mux__iop *io = mux__iop_of(op);
     io->ov.Internal = (ULONG_PTR)(intptr_t)res;
     if (!PostQueuedCompletionStatus(st->port, 0, MUX__KEY_LOCAL, &io->ov))
         abort(); /* a port that takes no packet can complete nothing: nothing sane is left */
@@ -517,7 +517,7 @@ static int mux__iocp_zero_recv(struct mux__op *op)
 {
     WSABUF none = {0, NULL};
     DWORD flags = 0;
-    if (WSARecv(op->sock_, &none, 1, NULL, &flags, &mux__P(op)->ov, NULL) != 0 &&
+    if (WSARecv(op->sock_, &none, 1, NULL, &flags, &mux__iop_of(op)->ov, NULL) != 0 &&
         WSAGetLastError() != WSA_IO_PENDING)
         return mux__wsa_errno();
     return 0;
@@ -536,7 +536,7 @@ static int mux__iocp_send(struct mux__op *op)
         v[k].len = b[i].len < room ? b[i].len : (ULONG)room;
         room -= v[k++].len;
     }
-    if (WSASend(op->sock_, v, k, NULL, 0, &mux__P(op)->ov, NULL) != 0 &&
+    if (WSASend(op->sock_, v, k, NULL, 0, &mux__iop_of(op)->ov, NULL) != 0 &&
         WSAGetLastError() != WSA_IO_PENDING)
         return mux__wsa_errno();
     return 0;
@@ -553,7 +553,7 @@ static int mux__iocp_ext(SOCKET s, GUID guid, void *fn, size_t size)
 
 static int mux__iocp_accept(struct mux__iocp *st, struct mux__op *op)
 {
-    struct mux__iop *io = mux__P(op);
+    struct mux__iop *io = mux__iop_of(op);
     if (!st->acceptex) {
         GUID g = WSAID_ACCEPTEX;
         int err = mux__iocp_ext(op->sock_, g, &st->acceptex, sizeof st->acceptex);
@@ -606,7 +606,7 @@ static int mux__iocp_connect(struct mux__iocp *st, struct mux__op *op)
         0)
         return mux__wsa_errno();
     /* The address is copied during the call: the caller's may go at once. */
-    if (!st->connectex(op->sock_, sa, (int)op->a_.addr.len, NULL, 0, NULL, &mux__P(op)->ov) &&
+    if (!st->connectex(op->sock_, sa, (int)op->a_.addr.len, NULL, 0, NULL, &mux__iop_of(op)->ov) &&
         WSAGetLastError() != ERROR_IO_PENDING)
         return mux__wsa_errno();
     return 0;
@@ -615,7 +615,7 @@ static int mux__iocp_connect(struct mux__iocp *st, struct mux__op *op)
 static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
 {
     struct mux__iocp *st = loop->bdata;
-    struct mux__iop *io = mux__P(op);
+    struct mux__iop *io = mux__iop_of(op);
     uint32_t iter = io->u.iter; /* a receive's: the budget's stamp */
     memset(io, 0, sizeof *io);
     int err = 0;
@@ -671,7 +671,7 @@ static void mux__iocp_cancel(struct mux__loop *loop, struct mux__op *op)
 {
     (void)loop;
     /* Not found: it completed, or failed at once; its completion is on its way. */
-    CancelIoEx((HANDLE)op->sock_, &mux__P(op)->ov);
+    CancelIoEx((HANDLE)op->sock_, &mux__iop_of(op)->ov);
 }
 
 static int mux__iocp_pool_attach(struct mux__loop *loop, mux_bufpool_t *pool)
@@ -715,15 +715,15 @@ static int mux__iocp_pool_read(struct mux__op *op, int *res, char **buf)
         *res = -ENOBUFS;
         return 0;
     }
-    char *b = mux__bufpool_taken(op->a_.pool, i);
     size_t len = mux__bufpool_size(op->a_.pool);
-    ssize_t n = mux__sock_recv(op->sock_, b, len < MUX__RES_MAX ? len : MUX__RES_MAX);
+    ssize_t n = mux__sock_recv(op->sock_, mux__bufpool_addr(op->a_.pool, i),
+                               len < MUX__RES_MAX ? len : MUX__RES_MAX);
     if (n > 0) {
         *res = (int)n;
-        *buf = b;
+        *buf = mux__bufpool_taken(op->a_.pool, i);
         return 0;
     }
-    mux_bufpool_put(op->a_.pool, b);
+    mux__bufpool_unlend(op->a_.pool, i); /* first in line again: nothing was read into it */
     if (n == -EAGAIN) { /* woken with nothing to read: wait again */
         int err = mux__iocp_zero_recv(op);
         if (err == 0)
@@ -738,7 +738,7 @@ static int mux__iocp_pool_read(struct mux__op *op, int *res, char **buf)
 static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int res)
 {
     struct mux__iocp *st = loop->bdata;
-    struct mux__iop *io = mux__P(op);
+    struct mux__iop *io = mux__iop_of(op);
     char *buf = NULL;
     unsigned flags = 0;
     switch (op->kind_) {

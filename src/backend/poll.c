@@ -5,7 +5,7 @@
  * - The kernel keeps no state: the whole set is passed on every call and scanned twice
  *   (by the kernel, then by us), which is why its cost grows with the number of watched
  *   fds rather than the number of active ones (Kegel's Poller_bench, docs/studies.md, study 1).
- *   The array is kept dense: an fd's slot index lives in the fd table (bgen = index + 1)
+ *   The array is kept dense: an fd's slot index lives in the fd table (kslot = index + 1)
  *   and removal moves the last slot into the hole.
  * - A closed fd is reported with POLLNVAL instead of failing the call; its watchers are
  *   stopped and told MUX_ERROR.
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 struct mux__poll {
     struct pollfd *pfd;
@@ -32,7 +32,7 @@ static int mux__poll_open(struct mux__loop *loop)
     struct mux__poll *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
-    loop->bdata = st; /* the fd table starts zeroed: every bgen says "no slot" */
+    loop->bdata = st; /* the fd table starts zeroed: every kslot says "no slot" */
     return 0;
 }
 
@@ -56,17 +56,17 @@ static int mux__poll_change(struct mux__loop *loop, int fd, unsigned want, int f
     struct mux__fd *e = mux__fd_at(loop, fd);
     (void)force; /* the set is passed whole on every call: nothing cached to distrust */
     if (!want) {
-        if (e->bgen) {
-            uint32_t i = e->bgen - 1;
+        if (e->kslot) {
+            uint32_t i = e->kslot - 1;
             st->pfd[i] = st->pfd[--st->n];
-            mux__fd_at(loop, st->pfd[i].fd)->bgen = i + 1;
-            e->bgen = 0;
+            mux__fd_at(loop, st->pfd[i].fd)->kslot = i + 1;
+            e->kslot = 0;
         }
         return 0;
     }
     short events = (short)((want & MUX_READ ? POLLIN : 0) | (want & MUX_WRITE ? POLLOUT : 0));
-    if (e->bgen) {
-        st->pfd[e->bgen - 1].events = events;
+    if (e->kslot) {
+        st->pfd[e->kslot - 1].events = events;
         return 0;
     }
     if (st->n == st->cap) {
@@ -78,7 +78,7 @@ static int mux__poll_change(struct mux__loop *loop, int fd, unsigned want, int f
         st->cap = cap;
     }
     st->pfd[st->n] = (struct pollfd){.fd = fd, .events = events};
-    e->bgen = ++st->n;
+    e->kslot = ++st->n;
     return 0;
 }
 

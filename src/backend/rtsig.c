@@ -82,7 +82,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 /* mux__fd.kmask */
 #define MUX__RT_ARMED  0x1  /* the file signals this loop (kept while unwatched, until a signal) */

@@ -17,7 +17,7 @@
 #include <sys/select.h>
 #include <time.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 /* mux_io_start checks fd_limit only when it grows the fd table (io.c): a leaf must not hold
  * fds on both sides of the limit. */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "platform/win.h"
 
 struct mux__wselect {

@@ -22,7 +22,7 @@
 
 #include "http/http_internal.h"
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 
 #define MUX__HTTP_READ   16384 /* bytes per read: the size of the pool's buffers */
 #define MUX__HTTP_POOL   256   /* buffers in the server's pool */

@@ -69,8 +69,7 @@
 #include <linux/filter.h>
 #endif
 
-#include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 
 _Static_assert(sizeof(mux_buf_t) == sizeof(struct iovec) &&
                    offsetof(mux_buf_t, base) == offsetof(struct iovec, iov_base) &&
@@ -126,6 +125,8 @@ uint64_t mux__mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+int64_t mux__test_wall_offset;
 
 int64_t mux__wall_ns(void)
 {

@@ -32,8 +32,7 @@
 #include <malloc.h>
 #include <string.h>
 
-#include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
 #include "platform/win.h"
 
 #include <mstcpip.h> /* after winsock2.h and windows.h, which it leans on */
@@ -194,6 +193,8 @@ uint64_t mux__mono_ns(void)
     uint64_t q = (uint64_t)c.QuadPart, fr = (uint64_t)freq;
     return q / fr * 1000000000u + q % fr * 1000000000u / fr;
 }
+
+int64_t mux__test_wall_offset;
 
 int64_t mux__wall_ns(void)
 {

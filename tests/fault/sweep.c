@@ -1436,11 +1436,12 @@ static int told_right(int k, int p, int err, int got)
     if (strcmp(n, "epoll_ctl") == 0 &&
         ((err == EEXIST && got == -ENOENT) || (err == ENOENT && got == -EEXIST)))
         return 1;
-    /* io_uring lost completions (EBADR): operations in flight end with -EIO (uring_ops.c). */
+    /* io_uring lost completions (EBADR): operations in flight end with -EIO
+     * (src/backend/uring/ops.c). */
     if (err == EBADR && got == -EIO)
         return 1;
     /* A buffer ring the kernel would not register: receives from its pool get -ENOBUFS
-     * while it is tried again at every wait (uring_ops.c). */
+     * while it is tried again at every wait (src/backend/uring/ops.c). */
     if (strcmp(n, "io_uring_register_buf_ring") == 0 && got == -ENOBUFS)
         return 1;
     return 0;

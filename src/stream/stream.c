@@ -45,10 +45,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bufpool.h"
-#include "internal.h"
-#include "op.h"
-#include "platform.h"
+#include "platform/platform.h"
+#include "stream/bufpool.h"
+#include "stream/listener.h"
+#include "stream/op.h"
+#include "stream/stream.h"
 
 enum {
     S_OPEN = 0x0001,
@@ -82,10 +83,18 @@ static int mux__stream_valid(const mux_stream_t *s)
     return s && s->loop_ && (s->flags_ & S_OPEN) && !(s->flags_ & S_CLOSING);
 }
 
-int mux__stream_walkable(const mux_stream_t *s)
+static int mux__stream_walkable(const void *s)
 {
     return mux__stream_valid(s);
 }
+
+/* A loop's open streams, for the walk. */
+static const struct mux__handles_type mux__stream_type = {
+    .kind = MUX_HANDLE_STREAM,
+    .link_off = offsetof(mux_stream_t, link_),
+    .size = sizeof(struct mux__handles),
+    .walkable = mux__stream_walkable,
+};
 
 /* Something became due: the task delivers it (now, if it is running). */
 static void mux__stream_kick(mux_stream_t *s)
@@ -250,8 +259,8 @@ static void mux__stream_send_next(mux_stream_t *s)
         op->a_.bufs.n = req->nbufs_ - req->idx_;
     }
     /* A file's bytes after the write's own buffers (a response's head) wait for the socket
-     * to report room rather than follow at once: on loopback, 1 MB files went at half the
-     * speed the other way, the client spending twice the CPU per byte. */
+     * to report room rather than follow at once: sent at once, they made large files go
+     * slower, the client spending more CPU per byte (docs/studies.md has the run). */
     int after_bufs = op->kind_ == MUX__OP_SENDFILE && req->nbufs_ > 0;
     mux__op_hint(op, (s->flags_ & S_WFULL) || after_bufs ? MUX__OPF_POLL_FIRST : 0);
     mux__op_submit(s->loop_, op);
@@ -338,7 +347,7 @@ static void mux__stream_stop_reading(mux_stream_t *s)
     s->flags_ &= ~(unsigned)(S_READING | S_RFILLED);
     /* A pool receive that completes anyway is kept for the next start. One not in flight
      * has nothing to cancel: an emulated one keeps its watcher for the next start (a report
-     * meanwhile stops it, backend/ready_ops.c), which an echo server, stopping and starting
+     * meanwhile stops it, stream/ready_ops.c), which an echo server, stopping and starting
      * at every message, would otherwise stop and start each time. Close stops it for good.
      * A multishot receive stays armed; a second completion ends it (rop_done). */
     if (mux__op_in_flight(&s->rop_) && !(s->rop_.flags_ & MUX__OPF_MULTI))
@@ -629,6 +638,9 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
                              unsigned flags)
 {
     int err = mux__reserve(loop); /* room to queue its task whenever it needs to */
+    struct mux__handles *streams = err == 0 ? mux__handles_get(loop, &mux__stream_type) : NULL;
+    if (err == 0 && !streams)
+        err = -ENOMEM;
     if (err == 0 && loop->backend->adopt)
         err = loop->backend->adopt(loop, sock);
     if (err != 0)
@@ -647,14 +659,14 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
     s->wop_.done_ = mux__stream_wop_done;
     s->wop_.sock_ = sock;
     s->last_read_ = s->last_write_ = mux__now(loop);
-    mux__link_insert(&loop->streams, &s->link_);
+    mux__link_insert(&streams->open, &s->link_);
     loop->active++; /* the stream itself, until its close callback */
     return 0;
 }
 
 MUX_EXPORT int mux_stream_open(mux_loop_t *pub, mux_stream_t *s, mux_os_sock_t sock)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !s || sock == MUX_OS_SOCK_INVALID)
         return -EINVAL;
 #ifndef _WIN32
@@ -677,10 +689,17 @@ int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock
     return mux__stream_setup(loop, s, sock, S_CONNECTED | (is_unix ? S_UNIX : 0));
 }
 
+MUX_EXPORT int mux_stream_accept(mux_listener_t *l, mux_stream_t *s, mux_os_sock_t sock)
+{
+    if (!mux__listener_valid(l) || !s || sock == MUX_OS_SOCK_INVALID)
+        return -EINVAL;
+    return mux__stream_open_set_up(l->loop_, s, sock, mux__listener_is_unix(l));
+}
+
 MUX_EXPORT int mux_stream_connect(mux_loop_t *pub, mux_stream_t *s, const struct sockaddr *addr,
                                   socklen_t addrlen, mux_connect_cb cb)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !s || !addr || !cb || addrlen < (socklen_t)sizeof addr->sa_family)
         return -EINVAL;
     int family = addr->sa_family;

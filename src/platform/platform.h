@@ -26,6 +26,7 @@ int mux__fork_supported(void);
  * simulated jump, mux__test_wall_offset). */
 uint64_t mux__mono_ns(void);
 int64_t mux__wall_ns(void);
+extern int64_t mux__test_wall_offset; /* tests only: a simulated wall-clock jump; 0 */
 
 /* ---- sockets ---- */
 

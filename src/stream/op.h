@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The operation layer: starts an operation natively on the loop's backend or emulated
- * (backend/ready_ops.c), by the capability bits, and cancels it the same way. The stream
- * layer uses only these; the contract they rest on is at the top of backend.h. */
-#ifndef IOMUX_OP_H
-#define IOMUX_OP_H
+ * (ready_ops.c), by the capability bits, and cancels it the same way. The stream layer uses
+ * only these; the contract they rest on is at the top of backend/backend.h. */
+#ifndef IOMUX_STREAM_OP_H
+#define IOMUX_STREAM_OP_H
 
-#include "backend.h"
-#include "backend/ready_ops.h"
-#include "bufpool.h"
+#include "backend/backend.h"
+#include "stream/ready_ops.h"
+#include "stream/bufpool.h"
 
 /* Whether the loop's backend runs `op` natively: its kind is in loop->caps and, for a pool
  * receive, the pool's buffers are in this loop's kernel ring. */

@@ -37,9 +37,9 @@
  *   system call). The kernel picks a buffer only when data is there, so an armed receive
  *   pins no memory. The ring is a queue, so a ring holding every free buffer would cycle
  *   through all of them, each receive landing in the buffer used longest ago: cold in the
- *   cache, and on the first round a page fault that clears a page (a third of the echo
- *   server's CPU at one session, measured). So the ring holds only as many buffers as there
- *   are receives that may take one, plus MUX__RING_SLACK; the other free buffers wait on the
+ *   cache, and on the first round a page fault that clears a page (a large share of an echo
+ *   server's CPU: docs/studies.md). So the ring holds only as many buffers as there are
+ *   receives that may take one, plus MUX__RING_SLACK; the other free buffers wait on the
  *   pool's free list, most recently used first, and top the ring up as receives are armed
  *   and buffers come back. A receive takes at most one buffer, so the ring never runs dry
  *   while the pool has free buffers.
@@ -60,8 +60,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "bufpool.h"
-#include "uring.h"
+#include "backend/uring/uring.h"
 
 #define MUX__SEND_MAX        0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
 #define MUX__URING_SENDV_MAX 1024u       /* UIO_MAXIOV */
@@ -87,12 +86,13 @@ struct mux__upool {
     uint32_t armed;  /* receives in flight that may take one */
 };
 
-static struct mux__uop *mux__U(struct mux__op *op)
+/* An operation's io_uring part, in its private space, and back. */
+static struct mux__uop *mux__uop_of(struct mux__op *op)
 {
     return (struct mux__uop *)(void *)op->priv_.word;
 }
 
-static struct mux__op *mux__O(struct mux__uop *u)
+static struct mux__op *mux__op_of_uop(struct mux__uop *u)
 {
     return (struct mux__op *)(void *)((char *)u - offsetof(struct mux__op, priv_));
 }
@@ -205,7 +205,7 @@ int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
 
 static void mux__op_enqueue(struct mux__uring *st, struct mux__op *op, unsigned what)
 {
-    struct mux__uop *u = mux__U(op);
+    struct mux__uop *u = mux__uop_of(op);
     u->queue |= (uint8_t)what;
     if (u->state & MUX__OPS_QUEUED)
         return;
@@ -218,7 +218,7 @@ static void mux__op_enqueue(struct mux__uring *st, struct mux__op *op, unsigned 
 
 static void mux__op_dequeue(struct mux__op *op)
 {
-    struct mux__uop *u = mux__U(op);
+    struct mux__uop *u = mux__uop_of(op);
     u->qprev->qnext = u->qnext;
     u->qnext->qprev = u->qprev;
     u->qnext = u->qprev = NULL;
@@ -228,7 +228,7 @@ static void mux__op_dequeue(struct mux__op *op)
 
 static void mux__op_link(struct mux__uring *st, struct mux__op *op)
 {
-    struct mux__uop *u = mux__U(op);
+    struct mux__uop *u = mux__uop_of(op);
     u->next = st->ops.next;
     u->prev = &st->ops;
     st->ops.next->prev = u;
@@ -247,7 +247,7 @@ static void mux__op_link(struct mux__uring *st, struct mux__op *op)
  * left to end). */
 static void mux__op_unlink(struct mux__op *op)
 {
-    struct mux__uop *u = mux__U(op);
+    struct mux__uop *u = mux__uop_of(op);
     u->prev->next = u->next;
     u->next->prev = u->prev;
     u->next = u->prev = NULL;
@@ -261,13 +261,13 @@ static void mux__op_unlink(struct mux__op *op)
 void mux__uring_submit(struct mux__loop *loop, struct mux__op *op)
 {
     /* Not in flight, so on no list: its private space may hold anything (the emulation's). */
-    memset(mux__U(op), 0, sizeof(struct mux__uop));
+    memset(mux__uop_of(op), 0, sizeof(struct mux__uop));
     mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
 }
 
 void mux__uring_cancel(struct mux__loop *loop, struct mux__op *op)
 {
-    struct mux__uop *u = mux__U(op);
+    struct mux__uop *u = mux__uop_of(op);
     if (u->queue & MUX__Q_SUBMIT) /* never submitted: it ends with the next wait */
         u->queue = (uint8_t)((u->queue & ~MUX__Q_SUBMIT) | MUX__Q_DROP);
     else if (u->state & MUX__OPS_FLIGHT)
@@ -333,7 +333,7 @@ struct mux__op *mux__uring_ops_head(struct mux__uring *st, unsigned *ended)
 {
     struct mux__uop *u;
     while ((u = st->queue.qnext) != &st->queue) {
-        struct mux__op *op = mux__O(u);
+        struct mux__op *op = mux__op_of_uop(u);
         if (u->queue & MUX__Q_DROP) { /* cancelled before it was submitted */
             mux__op_dequeue(op);
             mux__op_complete(op, -ECANCELED, NULL, 0);
@@ -349,7 +349,7 @@ struct mux__op *mux__uring_ops_head(struct mux__uring *st, unsigned *ended)
 
 void mux__uring_ops_prep(struct mux__uring *st, struct io_uring_sqe *sqe, struct mux__op *op)
 {
-    unsigned what = mux__U(op)->queue;
+    unsigned what = mux__uop_of(op)->queue;
     mux__op_dequeue(op);
     memset(sqe, 0, sizeof *sqe);
     if (what & MUX__Q_CANCEL) {
@@ -408,7 +408,7 @@ int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
 {
     struct mux__uring *st = loop->bdata;
     struct mux__op *op = mux__cqe_op(cqe->user_data);
-    struct mux__uop *u = mux__U(op);
+    struct mux__uop *u = mux__uop_of(op);
     int refused = 1;
     if (cqe->flags & IORING_CQE_F_BUFFER) {
         /* The kernel took it from the ring, whether its owner takes the CQE now or later;
@@ -438,11 +438,11 @@ unsigned mux__uring_ops_redeliver(struct mux__loop *loop)
     if (mux__likely(n == 0))
         return 0;
     for (i = 0; i < n; i++)
-        mux__U(mux__cqe_op(st->defer[i].ud))->state &=
+        mux__uop_of(mux__cqe_op(st->defer[i].ud))->state &=
             (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED | MUX__OPS_PARKED);
     for (i = 0; i < n; i++) {
         struct mux__cqe d = st->defer[i];
-        struct mux__uop *u = mux__U(mux__cqe_op(d.ud));
+        struct mux__uop *u = mux__uop_of(mux__cqe_op(d.ud));
         int refused = 1;
         if ((u->state & MUX__OPS_REFUSED) ||
             (refused = mux__uring_op_cqe(loop, d.ud, d.res, d.flags)) != 0) {
@@ -453,7 +453,7 @@ unsigned mux__uring_ops_redeliver(struct mux__loop *loop)
     st->ndefer = k;
     st->defer_retry = 0;
     for (i = 0; i < k; i++) {
-        struct mux__uop *u = mux__U(mux__cqe_op(st->defer[i].ud));
+        struct mux__uop *u = mux__uop_of(mux__cqe_op(st->defer[i].ud));
         u->state = (uint8_t)((u->state & ~MUX__OPS_REFUSED) | MUX__OPS_KEPT);
         if (!(u->state & MUX__OPS_PARKED))
             st->defer_retry = 1;
@@ -513,7 +513,7 @@ void mux__uring_ops_drop_ring(struct mux__loop *loop, int lost)
     for (uint32_t i = 0; i < st->ndefer; i++) {
         struct mux__cqe d = st->defer[i];
         struct mux__op *op = mux__cqe_op(d.ud);
-        mux__U(op)->state &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED | MUX__OPS_PARKED);
+        mux__uop_of(op)->state &= (uint8_t) ~(MUX__OPS_KEPT | MUX__OPS_REFUSED | MUX__OPS_PARKED);
         int taken = lost && mux__uring_op_cqe(loop, d.ud, d.res, d.flags) == 0;
         if (!taken && op->kind_ == MUX__OP_ACCEPT && d.res >= 0)
             close(d.res); /* the parent's, or refused again: nobody here will take it */
@@ -547,7 +547,7 @@ void mux__uring_ops_new_ring(struct mux__loop *loop, int lost)
     struct mux__uop *u, *next;
     for (u = st->ops.next; u != &st->ops; u = next) {
         next = u->next;
-        struct mux__op *op = mux__O(u);
+        struct mux__op *op = mux__op_of_uop(u);
         struct io_uring_cqe end = {.user_data = mux__op_ud(op), .res = lost ? -EIO : -ECANCELED};
         if (mux__uring_defer(st, &end) == 0) {
             u->state |= MUX__OPS_KEPT;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* uring: Linux io_uring, used as a readiness interface through poll requests (one-shot
  * for level-triggered watchers, multishot for edge-triggered ones), and as a completion
- * interface for the stream layer's operations (uring_ops.c, which has their essay).
+ * interface for the stream layer's operations (ops.c, which has their essay).
  *
  * What is odd about it, and what this file does about it:
  * - Two kinds of poll request. An IORING_OP_POLL_ADD polls the file when it is armed: if
@@ -27,11 +27,10 @@
  *   makes this cheap: the file's wait queue holds no request between the report and the
  *   re-arm, so whatever makes it ready meanwhile (the program's own writes, typically)
  *   wakes nobody, and the re-arm completes inline. A multishot request for the same
- *   watcher costs more per event, measured (bench/README.md, poller study, 100 active of
- *   1,000 socketpairs: about 10% slower): each wake-up of an armed request queues task
- *   work and posts its CQE from it, and a level-triggered watcher still needs a re-poll
- *   after dispatch (an IORING_POLL_UPDATE_EVENTS of the live request, which finds,
- *   disarms and re-arms it).
+ *   watcher costs more per event (docs/studies.md has the Poller study's figures): each
+ *   wake-up of an armed request queues task work and posts its CQE from it, and a
+ *   level-triggered watcher still needs a re-poll after dispatch (an
+ *   IORING_POLL_UPDATE_EVENTS of the live request, which finds, disarms and re-arms it).
  * - MUX_EDGE watchers (only when every watcher of the fd asks for it) get a multishot
  *   request as it is: it is edge-triggered, a file that stays readable and is not woken
  *   again posts nothing more, and it costs no SQE per event. IORING_POLL_ADD_LEVEL (6.0)
@@ -77,10 +76,10 @@
  *   IORING_SETUP_DEFER_TASKRUN instead (with SINGLE_ISSUER; any other value but "coop"
  *   makes open fail with -EINVAL): the work then runs only inside an enter that waits, in
  *   bounded passes (since 6.13 at most 20 items per pass, two passes per enter), so an
- *   iteration in which 100 fds became ready takes at least two enters and two iterations
- *   (measured: 2.00 dispatches per Poller round at 100 active, 1.00 with coop), while
- *   the completions of one iteration come in smaller batches, which the echo study at
- *   1,000 sessions of 16 KB has measured from level to 7-15% faster (bench/README.md). A
+ *   iteration in which 100 fds became ready takes at least two enters and two iterations,
+ *   where cooperative work takes one, while the completions of one iteration come in
+ *   smaller batches, which can make a busy echo server cheaper (docs/studies.md has both
+ *   measurements). A
  *   deferred ring is bound to one thread: it is created disabled (IORING_SETUP_R_DISABLED)
  *   and enabled by the first wait, so the thread that first runs the loop is the one, and
  *   a later run from another thread fails with -EEXIST. A signal that interrupts a
@@ -121,7 +120,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "uring.h"
+#include "backend/uring/uring.h"
 
 #ifndef IORING_SETUP_SUBMIT_ALL
 #define IORING_SETUP_SUBMIT_ALL (1U << 7)
@@ -294,7 +293,7 @@ static unsigned mux__uring_reap(struct mux__loop *loop);
  * `lost` == 0, in a child after fork: the old ring is the parent's, so nothing of it is
  * cancelled, unregistered or waited for (the child only unmaps and closes its copies).
  * `lost` != 0, the kernel lost CQEs: what the old ring still holds is taken first.
- * The operations in flight end either way (uring_ops.c). */
+ * The operations in flight end either way (ops.c). */
 static int mux__uring_renew(struct mux__loop *loop, int lost)
 {
     struct mux__uring *st = loop->bdata;
@@ -392,7 +391,7 @@ mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags
     if (kind == MUX__UD_REMOVE)
         return;
     struct mux__fd *e = mux__fd_at(loop, fd); /* armed, so in the table, which never shrinks */
-    if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->bgen & MUX__GEN_MASK) ||
+    if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->kgen & MUX__GEN_MASK) ||
         !(e->kmask & MUX__IO_EVENTS))
         return; /* a removed or replaced request */
     if (kind == MUX__UD_UPDATE) {
@@ -536,13 +535,13 @@ static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux
                                                                       struct mux__fd *e, int fd,
                                                                       unsigned want)
 {
-    e->bgen++;
+    e->kgen++;
     *sqe = (struct io_uring_sqe){.opcode = IORING_OP_POLL_ADD,
                                  .fd = fd,
                                  .poll32_events = mux__uring_mask(want),
                                  .len = want & MUX_EDGE ? IORING_POLL_ADD_MULTI : 0,
-                                 .user_data = mux__ud(MUX__UD_POLL, fd, e->bgen)};
-    e->bslot = st->ring.sq.sqe_tail - 1;
+                                 .user_data = mux__ud(MUX__UD_POLL, fd, e->kgen)};
+    e->kslot = st->ring.sq.sqe_tail - 1;
     e->kmask = (uint8_t)((e->kmask & MUX__K_REARM) | want);
 }
 
@@ -559,12 +558,12 @@ static int mux__uring_prep_add(struct mux__uring *st, struct mux__fd *e, int fd,
 static int mux__uring_prep_remove(struct mux__uring *st, struct mux__fd *e, int fd)
 {
     struct io_uring_sqe *sqe =
-        mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_REMOVE, fd, e->bgen));
+        mux__uring_prep(st, IORING_OP_POLL_REMOVE, -1, mux__ud(MUX__UD_REMOVE, fd, e->kgen));
     if (!sqe)
         return -EAGAIN;
-    sqe->addr = mux__ud(MUX__UD_POLL, fd, e->bgen);
+    sqe->addr = mux__ud(MUX__UD_POLL, fd, e->kgen);
     sqe->flags = (uint8_t)st->skip;
-    e->bgen++;
+    e->kgen++;
     e->kmask &= MUX__K_REARM;
     return 0;
 }
@@ -574,10 +573,10 @@ static int mux__uring_prep_remove(struct mux__uring *st, struct mux__fd *e, int 
 static struct io_uring_sqe *mux__uring_queued_add(struct mux__uring *st, struct mux__fd *e, int fd)
 {
     const struct io_uring_sq *sq = &st->ring.sq;
-    if (!(e->kmask & MUX__K_EVENTS) || e->bslot - sq->sqe_head >= sq->sqe_tail - sq->sqe_head)
+    if (!(e->kmask & MUX__K_EVENTS) || e->kslot - sq->sqe_head >= sq->sqe_tail - sq->sqe_head)
         return NULL;
-    struct io_uring_sqe *sqe = &sq->sqes[e->bslot & sq->ring_mask];
-    return sqe->opcode == IORING_OP_POLL_ADD && sqe->user_data == mux__ud(MUX__UD_POLL, fd, e->bgen)
+    struct io_uring_sqe *sqe = &sq->sqes[e->kslot & sq->ring_mask];
+    return sqe->opcode == IORING_OP_POLL_ADD && sqe->user_data == mux__ud(MUX__UD_POLL, fd, e->kgen)
                ? sqe
                : NULL;
 }
@@ -595,7 +594,7 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
             *q = (struct io_uring_sqe){.opcode = IORING_OP_NOP,
                                        .flags = (uint8_t)st->skip,
                                        .user_data = (uint64_t)MUX__UD_REMOVE << 62};
-            e->bgen++;
+            e->kgen++;
             e->kmask &= MUX__K_REARM;
             return 0;
         }
@@ -620,13 +619,13 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
     if (!have)
         return mux__uring_prep_add(st, e, fd, want);
     if ((have ^ want) & MUX__IO_EVENTS)
-        err = mux__uring_prep_update(st, fd, e->bgen, want);
+        err = mux__uring_prep_update(st, fd, e->kgen, want);
     if (err == 0)
         e->kmask = (uint8_t)((e->kmask & ~MUX__K_EVENTS) | want);
     return err;
 }
 
-/* Submits the queued operations (uring_ops.c keeps the queue); at the start of every wait.
+/* Submits the queued operations (ops.c keeps the queue); at the start of every wait.
  * Returns how many ended without reaching the kernel (their owners were told), or -EAGAIN
  * when the kernel takes nothing (the rest stay queued). */
 static int mux__uring_flush_ops(struct mux__loop *loop)

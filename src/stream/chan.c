@@ -39,8 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
+#include "stream/listener.h"
+#include "stream/stream.h"
 
 #define MUX__CHAN_CLOSED 0x80000000u /* users_: no new call gets in */
 #define MUX__CHAN_DONE   0x40000000u /* users_: the close has finished */
@@ -63,6 +64,21 @@ struct mux__chan_ring {
     _Alignas(64) uint64_t head; /* the next slot the loop takes (its thread only) */
     _Alignas(64) mux_async_t *room[MUX_CHAN_ROOM_WAITERS]; /* atomic: waiting for room */
     _Alignas(64) struct mux__chan_slot slot[];
+};
+
+/* Open and not closed. */
+static int mux__chan_walkable(const void *h)
+{
+    const mux_chan_t *c = h;
+    return c && c->ring_ && !(__atomic_load_n(&c->users_, __ATOMIC_SEQ_CST) & MUX__CHAN_CLOSED);
+}
+
+/* A loop's open channels, for the walk. */
+static const struct mux__handles_type mux__chan_type = {
+    .kind = MUX_HANDLE_CHAN,
+    .link_off = offsetof(mux_chan_t, link_),
+    .size = sizeof(struct mux__handles),
+    .walkable = mux__chan_walkable,
 };
 
 /* ---- senders: any thread ------------------------------------------------------------- */
@@ -141,7 +157,7 @@ MUX_EXPORT int mux_chan_send(mux_chan_t *c, const mux_msg_t *msg)
 MUX_EXPORT int mux_chan_send_socket(mux_chan_t *c, const mux_listener_t *from, mux_os_sock_t sock,
                                     void *ptr)
 {
-    if (!c || sock == MUX_OS_SOCK_INVALID || !mux__listener_walkable(from))
+    if (!c || sock == MUX_OS_SOCK_INVALID || !mux__listener_valid(from))
         return -EINVAL;
     mux_msg_t msg = {.ptr = ptr, .value = 0, .sock = sock};
     uint32_t flags = MUX__MSG_ACCEPTED | (mux__listener_is_unix(from) ? MUX__MSG_UNIX : 0);
@@ -272,7 +288,7 @@ static void mux__chan_ready(mux_loop_t *pub, mux_async_t *a)
 
 MUX_EXPORT int mux_chan_open(mux_loop_t *pub, mux_chan_t *c, uint32_t capacity, mux_chan_cb cb)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !c || !cb || capacity == 0 || capacity > MUX_CHAN_MAX)
         return -EINVAL;
     uint32_t cap = 1;
@@ -281,6 +297,9 @@ MUX_EXPORT int mux_chan_open(mux_loop_t *pub, mux_chan_t *c, uint32_t capacity, 
     int err = mux__reserve(loop);
     if (err != 0)
         return err;
+    struct mux__handles *chans = mux__handles_get(loop, &mux__chan_type);
+    if (!chans)
+        return -ENOMEM;
     size_t size = sizeof(struct mux__chan_ring) + (size_t)cap * sizeof(struct mux__chan_slot);
     struct mux__chan_ring *r = mux__aligned_alloc(64, size);
     if (!r)
@@ -303,17 +322,13 @@ MUX_EXPORT int mux_chan_open(mux_loop_t *pub, mux_chan_t *c, uint32_t capacity, 
         c->ring_ = NULL;
         return err;
     }
-    mux__link_insert(&loop->chans, &c->link_);
+    mux__link_insert(&chans->open, &c->link_);
     loop->active++;
     /* Published for senders in other threads by whatever hands them `c` (a thread's start,
      * a lock): nothing here is read by a sender before that. */
     return 0;
 }
 
-int mux__chan_walkable(const mux_chan_t *c)
-{
-    return c && c->ring_ && !(__atomic_load_n(&c->users_, __ATOMIC_SEQ_CST) & MUX__CHAN_CLOSED);
-}
 
 MUX_EXPORT int mux_chan_stream_open(mux_chan_t *c, mux_stream_t *s, mux_msg_t *msg)
 {

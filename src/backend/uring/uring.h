@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The io_uring backend's own state, shared by its two files: uring.c (the ring, the poll
- * requests of the readiness half, the wait) and uring_ops.c (the native operations and the
- * pools' provided-buffer rings). Nothing outside src/backend/uring*.c includes this. */
+ * requests of the readiness half, the wait) and ops.c (the native operations and the
+ * pools' provided-buffer rings). Nothing outside src/backend/uring/ includes this. */
 #ifndef IOMUX_BACKEND_URING_H
 #define IOMUX_BACKEND_URING_H
 
 #include <liburing.h>
 #include <sys/socket.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 #ifndef IORING_CQE_F_SOCK_NONEMPTY
 #define IORING_CQE_F_SOCK_NONEMPTY (1U << 2)
@@ -35,7 +35,7 @@ struct mux__cqe {
     uint32_t flags;
 };
 
-struct mux__upool; /* uring_ops.c: a pool's provided-buffer ring */
+struct mux__upool; /* ops.c: a pool's provided-buffer ring */
 
 struct mux__uring {
     struct io_uring ring;
@@ -61,7 +61,7 @@ struct mux__uring {
     struct mux__upool *pools; /* pools with a provided-buffer ring */
 };
 
-/* uring_ops.c, called by uring.c only (uring_ops.c calls nothing of uring.c's) */
+/* ops.c, called by uring.c only (ops.c calls nothing of uring.c's) */
 int mux__uring_ops_open(struct mux__uring *st);   /* 0 or -ENOMEM */
 void mux__uring_ops_close(struct mux__uring *st); /* pools go back to serving any loop */
 /* Registers the buffer rings of newly attached pools; before operations are submitted. */

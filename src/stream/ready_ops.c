@@ -37,11 +37,11 @@
  * - An fd the backend finds invalid (closed behind the loop's back) stops the watcher with
  *   MUX_ERROR: the operation completes with -EBADF.
  */
-#include "backend.h"
-#include "backend/ready_ops.h"
-#include "bufpool.h"
+#include "backend/backend.h"
 #include "internal.h"
-#include "platform.h"
+#include "platform/platform.h"
+#include "stream/bufpool.h"
+#include "stream/ready_ops.h"
 
 /* The outcome of one attempt at an operation's system call: done with (res, buf, flags), or
  * again: the socket said EAGAIN. */
@@ -271,7 +271,7 @@ static struct mux__attempt mux__ready_try(struct mux__op *op)
 
 static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     struct mux__op *op = mux__op_of(w);
     if (!(op->flags_ & MUX__OPF_FLIGHT)) {
         mux__io_stop_internal(loop, w); /* kept started for a next operation that did not come */

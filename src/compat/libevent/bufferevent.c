@@ -4,9 +4,9 @@
  * Reading: the streams of a base's bufferevents read into one buffer of 16 KB that they share
  * (iomux writes a read buffer only in a receive whose callback follows at once), and each read
  * is copied into the input at once: onto its last chunk where it fits, else into a fresh
- * chunk, recycled per thread. A buffer per bufferevent, waiting for its next read, was 160 MB
- * for 10,000 connections, and every read landed in memory no cache still held: the echo
- * study's bufferevent server ran at 0.86x the epoll floor at 10,000 sessions this way. A
+ * chunk, recycled per thread. A buffer per bufferevent, waiting for its next read, would hold
+ * 16 KB per idle connection, and every read would land in memory no cache still held: with
+ * many sessions that was slower than the copy (docs/studies.md has the echo study's run). A
  * bufferevent set to read more at a time (bufferevent_set_max_single_read) reads into chunks
  * of its own instead: a read that filled more than a little of one hands the chunk itself to
  * the input, and reading goes on into a fresh one.

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The backend contract: every kernel mechanism fits these few entries.
  *
- * A backend is one file exporting one `const struct mux__backend`. It has up to two halves,
- * and its capability bits (`caps`) say which parts of them it runs itself.
+ * A backend exports one `const struct mux__backend`, from one file (src/backend/<name>.c), or
+ * from a folder of its own when it needs several (src/backend/uring/). It has up to two
+ * halves, and its capability bits (`caps`) say which parts of them it runs itself. This file
+ * has, in order: the capability bits, the operation kinds and flags, the entries, the calls a
+ * backend makes on the loop (readiness reports), on an operation (its completion), and on a
+ * buffer pool.
  *
  * The readiness half (every backend but a pure completion one such as IOCP). The loop core
  * owns the fd table (struct mux__fd) and the batch of changed fds. Just before it waits, it
@@ -24,10 +28,11 @@
  * The operation half: what the stream layer runs on. An operation (struct mux__op, in
  * iomux.h) is a receive into a caller buffer or into a pool's buffer, a send of one or
  * several buffers or from a file, an accept, a connect or a shutdown, on one socket. The owner (a
- * stream or a listener) fills its kind and arguments and calls mux__op_submit() (op.h); the
- * operation is in flight (MUX__OPF_FLIGHT) until its last completion. A backend runs natively the
- * kinds whose MUX__CAP_ bit it has (loop->caps); every other kind is emulated with non-blocking
- * system calls over the readiness half (backend/ready_ops.c), so a readiness backend
+ * stream or a listener) fills its kind and arguments and calls mux__op_submit() (stream/op.h);
+ * the operation is in flight (MUX__OPF_FLIGHT) until its last completion. A backend runs
+ * natively the kinds whose MUX__CAP_ bit it has (loop->caps); every other kind is emulated
+ * with non-blocking system calls over the readiness half (stream/ready_ops.c), so a readiness
+ * backend
  * implements none of this half and io_uring only the kinds that pay. The rules, for both:
  * - Completion. The backend calls mux__op_complete(op, res, buf, flags): `res` is the byte
  *   count, the accepted socket, 0, or a negative errno; `buf` is the pool buffer a receive
@@ -70,10 +75,12 @@
  *   port) does so in `adopt`, which the stream and listener layers call once per socket
  *   before its first operation.
  *
- * The buffer pool (bufpool.c) is a data structure below the backends. A backend whose kernel
- * picks receive buffers from a ring (MUX__CAP(MUX__OP_RECV_POOL)) binds a pool in
- * pool_attach, with a hook the pool calls when the caller gives a buffer back, to top the
- * ring up.
+ * Buffer pools. A pool (mux_bufpool_t) is a data structure the stream layer's receives and the
+ * backends' share: buffers carved from the caller's memory, on a free list (stream/bufpool.c
+ * has the public calls). A backend whose kernel picks receive buffers from a ring
+ * (MUX__CAP(MUX__OP_RECV_POOL)) binds a pool in pool_attach, with a hook the pool calls when
+ * the caller gives a buffer back, to top the ring up, and lends free buffers to its kernel
+ * with the calls at the end of this file.
  */
 #ifndef IOMUX_BACKEND_H
 #define IOMUX_BACKEND_H
@@ -246,7 +253,7 @@ static inline unsigned mux__fd_event(struct mux__loop *loop, int fd, unsigned re
 #define MUX__KILL_ERRNO_SHIFT 16
 void mux__fd_kill(struct mux__loop *loop, int fd, int err);
 
-/* ---- operations (op.h starts them; backends complete them) ----------------------- */
+/* ---- operations (stream/op.h starts them; backends complete them) ---------------- */
 
 /* Hands one completion to the owner. Returns nonzero when the owner refused it (it stays in
  * flight and the backend offers it again later). */
@@ -259,6 +266,89 @@ static inline int mux__op_complete(struct mux__op *op, int res, char *buf, unsig
     if (mux__unlikely(refused))
         op->flags_ = was;
     return refused;
+}
+
+/* ---- buffer pools: what a backend whose kernel picks receive buffers does with one ---- */
+
+/* mux_bufpool_t.free_[i]: the index of the next free buffer, or one of these marks. */
+#define MUX__POOL_INUSE UINT32_MAX       /* the caller's */
+#define MUX__POOL_LENT  (UINT32_MAX - 1) /* in a kernel's ring */
+#define MUX__POOL_NONE  UINT32_MAX       /* mux__bufpool_lend: no free buffer */
+
+static inline char *mux__bufpool_addr(const mux_bufpool_t *p, uint32_t i)
+{
+    return p->mem_ + (size_t)i * p->size_;
+}
+static inline uint32_t mux__bufpool_count(const mux_bufpool_t *p)
+{
+    return p->count_;
+}
+static inline size_t mux__bufpool_size(const mux_bufpool_t *p)
+{
+    return p->size_;
+}
+/* The pool's free buffers are `loop`'s kernel's from now on; `kring` is the backend's state
+ * for it, and `kput` is called whenever a buffer goes back on the free list. */
+static inline void mux__bufpool_bind(mux_bufpool_t *p, struct mux__loop *loop, void *kring,
+                                     void (*kput)(mux_bufpool_t *p))
+{
+    p->loop_ = loop;
+    p->kring_ = kring;
+    p->kput_ = kput;
+}
+/* The backend's state for the pool, as bound. */
+static inline void *mux__bufpool_kring(const mux_bufpool_t *p)
+{
+    return p->kring_;
+}
+/* Lends the most recently used free buffer to the kernel: its index, or MUX__POOL_NONE. */
+static inline uint32_t mux__bufpool_lend(mux_bufpool_t *p)
+{
+    if (p->head_ == p->count_)
+        return MUX__POOL_NONE;
+    uint32_t i = p->head_;
+    p->head_ = p->free_[i];
+    p->free_[i] = MUX__POOL_LENT;
+    return i;
+}
+/* Puts lent buffer `i`, which the kernel did not fill, back at the head of the free list (a
+ * backend that lends one at a time, to read into it at once: IOCP). */
+static inline void mux__bufpool_unlend(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = p->head_;
+    p->head_ = i;
+}
+/* The kernel filled lent buffer `i`: it is the caller's now. Its address. */
+static inline char *mux__bufpool_taken(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = MUX__POOL_INUSE;
+    p->nfree_--;
+    return mux__bufpool_addr(p, i);
+}
+/* Undoes mux__bufpool_taken: its completion was refused, to come again. */
+static inline void mux__bufpool_untake(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = MUX__POOL_LENT;
+    p->nfree_++;
+}
+/* Every buffer that is not the caller's goes back on the free list (the ring was reset). */
+static inline void mux__bufpool_reclaim(mux_bufpool_t *p)
+{
+    uint32_t head = p->count_;
+    for (uint32_t i = p->count_; i-- > 0;)
+        if (p->free_[i] != MUX__POOL_INUSE) {
+            p->free_[i] = head;
+            head = i;
+        }
+    p->head_ = head;
+}
+/* The loop closes or its kernel ring is gone: the pool serves any loop again. */
+static inline void mux__bufpool_unbind(mux_bufpool_t *p)
+{
+    mux__bufpool_reclaim(p);
+    p->loop_ = NULL;
+    p->kring_ = NULL;
+    p->kput_ = NULL;
 }
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The operations emulated with non-blocking system calls over the readiness half, for every
  * kind a backend does not run natively (ready_ops.c). Started and cancelled through op.h. */
-#ifndef IOMUX_BACKEND_READY_OPS_H
-#define IOMUX_BACKEND_READY_OPS_H
+#ifndef IOMUX_STREAM_READY_OPS_H
+#define IOMUX_STREAM_READY_OPS_H
 
 struct mux__loop;
 struct mux__op;

@@ -20,9 +20,9 @@
  */
 #include <string.h>
 
-#include "internal.h"
-#include "op.h"
-#include "platform.h"
+#include "platform/platform.h"
+#include "stream/listener.h"
+#include "stream/op.h"
 
 #define MUX__ACCEPT_RETRY 100000000ull /* ns */
 
@@ -34,19 +34,37 @@ enum {
     L_UNIX = 0x10,   /* bound to a Unix path */
 };
 
-static int mux__listener_valid(const mux_listener_t *l)
+int mux__listener_valid(const mux_listener_t *l)
 {
     return l && l->loop_ && (l->flags_ & L_OPEN) && !(l->flags_ & L_CLOSING);
-}
-
-int mux__listener_walkable(const mux_listener_t *l)
-{
-    return mux__listener_valid(l);
 }
 
 int mux__listener_is_unix(const mux_listener_t *l)
 {
     return (l->flags_ & L_UNIX) != 0;
+}
+
+/* A loop's listeners: the open ones, for the walk, and those waiting for a descriptor. */
+struct mux__listeners {
+    struct mux__handles h;
+    mux_listener_t *paused;
+};
+
+static int mux__listener_walkable(const void *l)
+{
+    return mux__listener_valid(l);
+}
+
+static const struct mux__handles_type mux__listener_type = {
+    .kind = MUX_HANDLE_LISTENER,
+    .link_off = offsetof(mux_listener_t, link_),
+    .size = sizeof(struct mux__listeners),
+    .walkable = mux__listener_walkable,
+};
+
+static struct mux__listeners *mux__listeners_of(struct mux__loop *loop)
+{
+    return (struct mux__listeners *)mux__handles_find(loop, &mux__listener_type);
 }
 
 static void mux__listener_kick(mux_listener_t *l)
@@ -58,7 +76,7 @@ static void mux__listener_kick(mux_listener_t *l)
 static void mux__listener_unpause(mux_listener_t *l)
 {
     struct mux__loop *loop = l->loop_;
-    mux_listener_t **pp = &loop->paused;
+    mux_listener_t **pp = &mux__listeners_of(loop)->paused;
     while (*pp && *pp != l)
         pp = &(*pp)->next_paused_;
     if (*pp)
@@ -87,17 +105,21 @@ static void mux__listener_arm(mux_listener_t *l)
 static int mux__listener_pause(mux_listener_t *l)
 {
     struct mux__loop *loop = l->loop_;
+    struct mux__listeners *ls = mux__listeners_of(loop);
     mux__op_cancel(loop, &l->aop_);
     l->flags_ |= L_PAUSED;
-    l->next_paused_ = loop->paused;
-    loop->paused = l;
+    l->next_paused_ = ls->paused;
+    ls->paused = l;
     return mux_timer_start(loop->pub, &l->retry_, MUX__ACCEPT_RETRY, 0);
 }
 
 void mux__listeners_resume(struct mux__loop *loop)
 {
+    struct mux__listeners *ls = mux__listeners_of(loop);
+    if (!ls)
+        return; /* no listener ever opened on this loop */
     mux_listener_t *l;
-    while ((l = loop->paused) != NULL) {
+    while ((l = ls->paused) != NULL) {
         mux__listener_unpause(l);
         mux__listener_arm(l);
     }
@@ -198,7 +220,7 @@ static void mux__listener_run(struct mux__task *t)
 MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct sockaddr *addr,
                           socklen_t addrlen, const mux_listen_options_t *opts, mux_accept_cb cb)
 {
-    struct mux__loop *loop = mux__L(pub);
+    struct mux__loop *loop = mux__loop_of(pub);
     unsigned flags = opts ? opts->flags : 0;
     unsigned steer_flags = MUX_LISTEN_INCOMING_CPU | MUX_LISTEN_CPU_BPF;
     if (!loop || !l || !addr || !cb || addrlen < (socklen_t)sizeof addr->sa_family ||
@@ -216,6 +238,9 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     int err = mux__reserve(loop); /* room to queue its task whenever it needs to */
     if (err != 0)
         return err;
+    struct mux__handles *ls = mux__handles_get(loop, &mux__listener_type);
+    if (!ls)
+        return -ENOMEM;
     int fd = mux__sock_listen(addr, addrlen, (flags & (MUX_LISTEN_REUSEPORT | steer_flags)) != 0,
                               (flags & MUX_LISTEN_V6ONLY) != 0, opts ? opts->backlog : 0, steer,
                               opts ? opts->cpu : 0);
@@ -243,7 +268,7 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     mux__task_init(&l->task_, mux__listener_run);
     l->aop_.done_ = mux__listener_aop_done;
     l->aop_.sock_ = fd;
-    mux__link_insert(&loop->listeners, &l->link_);
+    mux__link_insert(&ls->open, &l->link_);
     loop->active++; /* the listener itself, until its close callback */
     mux__listener_arm(l);
     return 0;
@@ -254,13 +279,6 @@ MUX_EXPORT int mux_listener_address(const mux_listener_t *l, struct sockaddr *ad
     if (!mux__listener_valid(l) || !addr || !len)
         return -EINVAL;
     return mux__sock_name(l->sock_, addr, len);
-}
-
-MUX_EXPORT int mux_stream_accept(mux_listener_t *l, mux_stream_t *s, mux_os_sock_t sock)
-{
-    if (!mux__listener_valid(l) || !s || sock == MUX_OS_SOCK_INVALID)
-        return -EINVAL;
-    return mux__stream_open_set_up(l->loop_, s, sock, (l->flags_ & L_UNIX) != 0);
 }
 
 MUX_EXPORT mux_loop_t *mux_listener_loop(const mux_listener_t *l)
