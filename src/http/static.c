@@ -227,7 +227,7 @@ size_t mux__http_date(int64_t t, char out[32])
 }
 
 /* A fixed-width decimal at s[i .. i+n). */
-static int mux__num(mux_http_str_t s, size_t i, size_t n, int *v)
+static int mux__date_digits(mux_http_str_t s, size_t i, size_t n, int *v)
 {
     if (i + n > s.len)
         return -1;
@@ -255,14 +255,15 @@ static int mux__month_of(mux_http_str_t s, size_t i)
 /* "HH:MM:SS" at s[i ..). */
 static int mux__clock(mux_http_str_t s, size_t i, int *h, int *mi, int *se)
 {
-    if (mux__num(s, i, 2, h) || i + 2 >= s.len || s.base[i + 2] != ':' ||
-        mux__num(s, i + 3, 2, mi) || i + 5 >= s.len || s.base[i + 5] != ':' ||
-        mux__num(s, i + 6, 2, se))
+    if (mux__date_digits(s, i, 2, h) || i + 2 >= s.len || s.base[i + 2] != ':' ||
+        mux__date_digits(s, i + 3, 2, mi) || i + 5 >= s.len || s.base[i + 5] != ':' ||
+        mux__date_digits(s, i + 6, 2, se))
         return -1;
     return *h < 24 && *mi < 60 && *se < 61 ? 0 : -1;
 }
 
-static int mux__lit(mux_http_str_t s, size_t i, const char *lit)
+/* 1 when s[i ..) starts with `lit`. */
+static int mux__date_literal(mux_http_str_t s, size_t i, const char *lit)
 {
     size_t n = strlen(lit);
     return i + n <= s.len && memcmp(s.base + i, lit, n) == 0;
@@ -276,17 +277,18 @@ int mux__http_date_parse(mux_http_str_t s, int64_t *t)
         comma++;
     if (comma == 3 && comma < s.len && s.base[3] == ',') {
         /* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
-        if (s.len != 29 || s.base[4] != ' ' || mux__num(s, 5, 2, &d) || s.base[7] != ' ' ||
-            (m = mux__month_of(s, 8)) < 0 || s.base[11] != ' ' || mux__num(s, 12, 4, &y) ||
-            s.base[16] != ' ' || mux__clock(s, 17, &h, &mi, &se) || !mux__lit(s, 25, " GMT"))
+        if (s.len != 29 || s.base[4] != ' ' || mux__date_digits(s, 5, 2, &d) || s.base[7] != ' ' ||
+            (m = mux__month_of(s, 8)) < 0 || s.base[11] != ' ' || mux__date_digits(s, 12, 4, &y) ||
+            s.base[16] != ' ' || mux__clock(s, 17, &h, &mi, &se) ||
+            !mux__date_literal(s, 25, " GMT"))
             return -EINVAL;
     } else if (comma > 3 && comma < s.len && s.base[comma] == ',') {
         /* RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT" */
         size_t i = comma + 1;
-        if (s.len != i + 23 || s.base[i] != ' ' || mux__num(s, i + 1, 2, &d) ||
+        if (s.len != i + 23 || s.base[i] != ' ' || mux__date_digits(s, i + 1, 2, &d) ||
             s.base[i + 3] != '-' || (m = mux__month_of(s, i + 4)) < 0 || s.base[i + 7] != '-' ||
-            mux__num(s, i + 8, 2, &y) || s.base[i + 10] != ' ' ||
-            mux__clock(s, i + 11, &h, &mi, &se) || !mux__lit(s, i + 19, " GMT"))
+            mux__date_digits(s, i + 8, 2, &y) || s.base[i + 10] != ' ' ||
+            mux__clock(s, i + 11, &h, &mi, &se) || !mux__date_literal(s, i + 19, " GMT"))
             return -EINVAL;
         y += y < 70 ? 2000 : 1900; /* RFC 9110: a year over 50 ahead is the past century */
     } else if (comma == 3 && s.len == 24) {
@@ -295,13 +297,13 @@ int mux__http_date_parse(mux_http_str_t s, int64_t *t)
             return -EINVAL;
         char d1 = s.base[8];
         if (d1 == ' ') {
-            if (mux__num(s, 9, 1, &d))
+            if (mux__date_digits(s, 9, 1, &d))
                 return -EINVAL;
-        } else if (mux__num(s, 8, 2, &d)) {
+        } else if (mux__date_digits(s, 8, 2, &d)) {
             return -EINVAL;
         }
         if (s.base[10] != ' ' || mux__clock(s, 11, &h, &mi, &se) || s.base[19] != ' ' ||
-            mux__num(s, 20, 4, &y))
+            mux__date_digits(s, 20, 4, &y))
             return -EINVAL;
     } else {
         return -EINVAL;

@@ -318,7 +318,7 @@ MUX_EXPORT int mux_chan_open(mux_loop_t *pub, mux_chan_t *c, uint32_t capacity, 
     c->async_.h_.flags |= MUX__W_NOREF; /* a part of the channel, which counts once */
     err = mux_async_start(pub, &c->async_);
     if (err != 0) {
-        free(r);
+        mux__aligned_free(r);
         c->ring_ = NULL;
         return err;
     }
