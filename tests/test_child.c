@@ -2,6 +2,7 @@
 /* Child watchers: exit status, death by signal, any-pid watchers, children that exited
  * before the watcher started, and children nobody watches (left alone). */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -157,5 +158,48 @@ TEST(child_unwatched_child_is_left_alone) {
     CHECK_EQ(waitpid(other, &st, 0), other);
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 3);
+    loop_close(&loop);
+}
+
+/* kqueue learns of one child's exit from the kernel (EVFILT_PROC, NOTE_EXIT): its watcher
+ * installs no SIGCHLD handler, and works with SIGCHLD blocked. A watcher of any pid still
+ * takes SIGCHLD's. */
+TEST(child_watcher_of_one_pid_needs_no_sigchld_on_kqueue) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    if (!loop_is(&loop, "kqueue")) {
+        loop_close(&loop);
+        SKIP("only kqueue's kernel reports one child's exit: the others wait for SIGCHLD");
+    }
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    CHECK_EQ(pthread_sigmask(SIG_BLOCK, &chld, &old), 0);
+    struct reaped r;
+    memset(&r, 0, sizeof r);
+    mux_child_t w;
+    int pid = spawn(7);
+    CHECK_EQ(mux_child_init(&w, child_cb, pid), 0);
+    w.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    struct sigaction sa;
+    CHECK_EQ(sigaction(SIGCHLD, NULL, &sa), 0);
+    CHECK(sa.sa_handler == SIG_DFL); /* not the library's */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.pid[0], pid);
+    CHECK(WIFEXITED(r.status[0]));
+    CHECK_EQ(WEXITSTATUS(r.status[0]), 7);
+    /* A watcher of any pid takes the library's SIGCHLD handler, and gives it back. */
+    mux_child_t any;
+    CHECK_EQ(mux_child_init(&any, child_cb, 0), 0);
+    any.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &any), 0);
+    CHECK_EQ(sigaction(SIGCHLD, NULL, &sa), 0);
+    CHECK(sa.sa_handler != SIG_DFL);
+    CHECK_EQ(mux_child_stop(&loop, &any), 0);
+    CHECK_EQ(sigaction(SIGCHLD, NULL, &sa), 0);
+    CHECK(sa.sa_handler == SIG_DFL);
+    CHECK_EQ(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
     loop_close(&loop);
 }

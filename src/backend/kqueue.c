@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/* kqueue: the O(active) readiness interface of the BSDs and macOS.
+ *
+ * What is odd about it, and what this file does about it:
+ * - One call does everything: kevent() takes a list of changes and returns events. Interest
+ *   changes are appended to a change list as the core hands them over, and go to the kernel
+ *   with the next wait, so an iteration makes one system call however much it changed
+ *   (libev's and libevent's design). A change the kernel refuses comes back in the event
+ *   list as an EV_ERROR entry; an EV_ADD refused stops the fd's watchers with its errno, as
+ *   epoll's refused epoll_ctl does. The event list always has room for every change, since a
+ *   kernel with no room for an error stops applying the rest.
+ * - Interest is per filter: reading and writing are two registrations (EVFILT_READ,
+ *   EVFILT_WRITE) of one fd. MUX_EDGE is EV_CLEAR. EV_EOF on the write side is a hang-up
+ *   and wakes both directions, as EPOLLHUP does; on the read side it is the end of the
+ *   stream, which a read finds.
+ * - A close removes the fd's registrations from every kqueue. So, as on epoll, an fd nobody
+ *   watches any more keeps its registration until an event for it comes: a delete at the
+ *   stop would fail once the program closed the fd, and a failed change makes a kernel's
+ *   kevent return at once, without waiting. A direction dropped while the fd stays watched
+ *   is deleted with the next kevent, except from an EV_CLEAR registration, which reports a
+ *   change once (a call to nobody) and which libkqueue would make report again.
+ * - EVFILT_USER (FreeBSD 8.1, macOS 10.6) wakes the loop, so it needs no wake-up
+ *   descriptor; without it, or with IOMUX_KQUEUE_WAKE=fd, the core's descriptor serves.
+ * - A child watcher for one pid is an EVFILT_PROC registration (NOTE_EXIT): no SIGCHLD. The
+ *   kernel may tell before the child can be reaped, so the reap waits (child.c).
+ * - Timeouts are a timespec: nanoseconds, no rounding.
+ * - A kqueue is not inherited by fork: the child makes its own and never closes the parent's
+ *   number, which may be another file by then.
+ * - libkqueue (Linux, where this is tested) is kqueue in a library over epoll, and differs
+ *   (docs/backends.md lists each difference): its kevent takes mutexes, so it is not
+ *   async-signal-safe and the core's wake-up descriptor wakes the loop by default; a close
+ *   does not remove a registration, so one the library closes is deleted first, and one that
+ *   may belong to an old file is deleted before it is added again (an EV_ADD of one that
+ *   exists fails); it loses the errors of a call that then waits in vain, and waits after
+ *   them, so changes go in a call of their own there; a file closed while a dup lives on
+ *   stays in its epoll set, which makes waits return early with nothing: the queue is made
+ *   again; it takes a socket's error to fill EV_EOF's fflags, so that is told to the socket's
+ *   watchers.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/event.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "platform/platform.h"
+
+#ifdef LIBKQUEUE
+#define MUX__KQ_EMULATED 1 /* libkqueue's <sys/event.h> says so */
+/* libkqueue frees a closed kqueue from a thread of its own, later; this, exported but not
+ * declared in its header, frees those closed so far. Weak: an older libkqueue lacks it. */
+void libkqueue_drain_pending_close(void) __attribute__((weak));
+#else
+#define MUX__KQ_EMULATED 0
+#endif
+
+struct mux__kqueue {
+    int kq;
+    int user;    /* EVFILT_USER wakes the loop (else the core's wake-up descriptor) */
+    int rebuild; /* make a new queue (kevent failed; libkqueue kept a file it cannot drop) */
+    int renewed; /* libkqueue: the last wait made a new queue */
+    int nev;
+    struct kevent *ev; /* what kevent returns; never fewer entries than nchg */
+    struct kevent *chg;
+    int nchg, chg_cap;
+};
+
+static int mux__kq_create(struct mux__kqueue *st)
+{
+    st->kq = kqueue();
+    if (st->kq < 0)
+        return -errno;
+    (void)fcntl(st->kq, F_SETFD, FD_CLOEXEC); /* a BSD kqueue is not passed on exec anyway */
+    if (!st->user)
+        return 0;
+    struct kevent kev;
+    EV_SET(&kev, 0, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+    if (kevent(st->kq, &kev, 1, NULL, 0, NULL) == 0)
+        return 0;
+    int err = -errno;
+    close(st->kq);
+    return err;
+}
+
+/* Room for `need` changes. The event list grows to match just before the wait: it is not
+ * touched while its events are handled. */
+static int mux__kq_reserve(struct mux__kqueue *st, int need)
+{
+    if (need <= st->chg_cap)
+        return 0;
+    int cap = st->chg_cap * 2 > need ? st->chg_cap * 2 : need + 16;
+    struct kevent *p = realloc(st->chg, (size_t)cap * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    st->chg = p;
+    st->chg_cap = cap;
+    return 0;
+}
+
+/* An event list with an entry for every change (and for at least 64 events). */
+static int mux__kq_room(struct mux__kqueue *st)
+{
+    int need = st->nchg > 64 ? st->nchg : 64;
+    if (need <= st->nev)
+        return 0;
+    struct kevent *p = realloc(st->ev, (size_t)need * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    st->ev = p;
+    st->nev = need;
+    return 0;
+}
+
+static int mux__kq_open(struct mux__loop *loop)
+{
+    struct mux__kqueue *st = calloc(1, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+#ifdef EVFILT_USER
+    const char *how = getenv("IOMUX_KQUEUE_WAKE");
+    st->user = how && *how ? strcmp(how, "user") == 0 : !MUX__KQ_EMULATED;
+#endif
+    int err = mux__kq_room(st);
+    if (err == 0 && (err = mux__kq_create(st)) == 0) {
+        if (st->user)
+            loop->caps &= ~MUX__CAP_WAKE_FD;
+        loop->bdata = st;
+        return 0;
+    }
+    free(st->ev);
+    free(st->chg);
+    free(st);
+    return err;
+}
+
+static void mux__kq_close(struct mux__loop *loop)
+{
+    struct mux__kqueue *st = loop->bdata;
+    close(st->kq);
+#ifdef LIBKQUEUE
+    if (libkqueue_drain_pending_close)
+        libkqueue_drain_pending_close(); /* the queue's descriptors go with the loop */
+#endif
+    free(st->ev);
+    free(st->chg);
+    free(st);
+    loop->bdata = NULL;
+}
+
+static int mux__kq_add(struct mux__kqueue *st, int fd, short filter, unsigned short flags,
+                       uint32_t kgen)
+{
+    if (st->nchg == st->chg_cap && mux__kq_reserve(st, st->nchg + 1) != 0)
+        return -ENOMEM;
+    EV_SET(&st->chg[st->nchg++], fd, filter, flags, 0, 0, (void *)(uintptr_t)kgen);
+    return 0;
+}
+
+/* kmask holds the directions registered, and MUX_EDGE when they are EV_CLEAR. */
+static int mux__kq_change(struct mux__loop *loop, int fd, unsigned want, int force)
+{
+    struct mux__kqueue *st = loop->bdata;
+    struct mux__fd *e = mux__fd_at(loop, fd);
+    unsigned have = e->kmask, dirs = want & MUX__IO_EVENTS;
+    if (!want)
+        return 0; /* lazy: see the top of the file */
+    /* Deleted: a direction no longer wanted, when level-triggered (an EV_CLEAR one reports
+     * a change once, and is left: see the top of the file); every one for a new edge mode,
+     * or on libkqueue for a registration that may be an old file's. A kernel's EV_ADD
+     * replaces what is there, which `force` asks of every direction. */
+    unsigned drop = want & MUX_EDGE ? 0 : have & ~dirs & MUX__IO_EVENTS;
+    if (((want ^ have) & MUX_EDGE) || (force && MUX__KQ_EMULATED))
+        drop = have & MUX__IO_EVENTS;
+    unsigned kept = have & ~drop & MUX__IO_EVENTS;
+    unsigned add = force && !MUX__KQ_EMULATED ? dirs : dirs & ~kept;
+    if (!drop && !add)
+        return 0;
+    int err = mux__kq_reserve(st, st->nchg + 4);
+    if (err != 0)
+        return err;
+    if (drop & MUX_READ)
+        mux__kq_add(st, fd, EVFILT_READ, EV_DELETE, e->kgen);
+    if (drop & MUX_WRITE)
+        mux__kq_add(st, fd, EVFILT_WRITE, EV_DELETE, e->kgen);
+    if (force || !kept)
+        e->kgen++; /* events of an older registration are not this one's */
+    unsigned short flags = EV_ADD | (want & MUX_EDGE ? EV_CLEAR : 0);
+    if (add & MUX_READ)
+        mux__kq_add(st, fd, EVFILT_READ, flags, e->kgen);
+    if (add & MUX_WRITE)
+        mux__kq_add(st, fd, EVFILT_WRITE, flags, e->kgen);
+    e->kmask = (uint8_t)(kept | add | (want & MUX_EDGE));
+    return 0;
+}
+
+/* The library is about to close `fd`, every watcher of it stopped. A kernel drops the
+ * registrations with the close; libkqueue must be told first, at once. */
+static void mux__kq_closing(struct mux__loop *loop, int fd)
+{
+    struct mux__kqueue *st = loop->bdata;
+    struct mux__fd *e = mux__fd_find(loop, fd);
+    if (!e || e->head || !(e->kmask & MUX__IO_EVENTS))
+        return;
+    if (MUX__KQ_EMULATED) {
+        /* EV_RECEIPT: an entry per change fills the event list, so no event is taken. */
+        struct kevent kev[2], out[2];
+        int n = 0;
+        if (e->kmask & MUX_READ)
+            EV_SET(&kev[n++], fd, EVFILT_READ, EV_DELETE | EV_RECEIPT, 0, 0, NULL);
+        if (e->kmask & MUX_WRITE)
+            EV_SET(&kev[n++], fd, EVFILT_WRITE, EV_DELETE | EV_RECEIPT, 0, 0, NULL);
+        (void)kevent(st->kq, kev, n, out, n, NULL); /* an error: it was gone */
+    }
+    e->kmask = 0;
+}
+
+/* A new, empty queue; the core then applies every watched fd again. */
+static int mux__kq_renew(struct mux__loop *loop)
+{
+    struct mux__kqueue *st = loop->bdata;
+    st->nchg = 0;
+    st->rebuild = 0;
+    int err = mux__kq_create(st);
+    if (err != 0)
+        return err;
+    mux__fd_forget_kernel(loop);
+    mux__fd_refresh_all(loop);
+    return 0;
+}
+
+/* After a fork: the parent's children are not the child's, so their registrations are not
+ * made again (their watchers wait in vain, as SIGCHLD's would). */
+static int mux__kq_fork(struct mux__loop *loop)
+{
+    return mux__kq_renew(loop); /* the parent's queue was not inherited */
+}
+
+/* The same queue made again in this process: the children's registrations too. One that
+ * fails leaves its watcher to SIGCHLD. */
+static int mux__kq_rebuild(struct mux__loop *loop)
+{
+    struct mux__kqueue *st = loop->bdata;
+    close(st->kq);
+    int err = mux__kq_renew(loop);
+    for (mux_child_t *c = loop->children; err == 0 && c; c = c->next_) {
+        if (!(c->h_.flags & MUX__W_KERNEL))
+            continue;
+        struct kevent kev;
+        EV_SET(&kev, c->pid_, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
+        if (kevent(st->kq, &kev, 1, NULL, 0, NULL) != 0) {
+            c->h_.flags &= (uint8_t)~MUX__W_KERNEL;
+            err = mux__sig_attach(loop, SIGCHLD);
+        }
+    }
+    loop->recheck = 1; /* an exit while there was no queue */
+    return err;
+}
+
+static int mux__kq_child(struct mux__loop *loop, int pid)
+{
+    struct mux__kqueue *st = loop->bdata;
+    struct kevent kev;
+    EV_SET(&kev, pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
+    return kevent(st->kq, &kev, 1, NULL, 0, NULL) == 0 ? 0 : -errno;
+}
+
+/* An EV_ERROR entry: a refused change. A delete fails when the fd is gone, which is no
+ * news. */
+static void mux__kq_refused(struct mux__loop *loop, const struct kevent *k)
+{
+    int fd = (int)k->ident, err = (int)k->data;
+    if (err == 0 || (k->flags & EV_DELETE))
+        return;
+    struct mux__fd *e = mux__fd_find(loop, fd);
+    if (!e || (uint32_t)(uintptr_t)k->udata != e->kgen)
+        return; /* replaced since */
+    e->kmask &= (uint8_t)~(k->filter == EVFILT_READ ? MUX_READ : MUX_WRITE);
+    mux__fd_refuse(loop, fd, -err);
+}
+
+/* Someone got events nobody wants any more: the registration goes with the next kevent. */
+static void mux__kq_narrow(struct mux__loop *loop, struct mux__fd *e, int fd, unsigned dirs)
+{
+    struct mux__kqueue *st = loop->bdata;
+    if ((dirs & MUX_READ) && mux__kq_add(st, fd, EVFILT_READ, EV_DELETE, e->kgen) == 0)
+        e->kmask &= (uint8_t)~MUX_READ;
+    if ((dirs & MUX_WRITE) && mux__kq_add(st, fd, EVFILT_WRITE, EV_DELETE, e->kgen) == 0)
+        e->kmask &= (uint8_t)~MUX_WRITE;
+}
+
+#define MUX__KQ_FIRED_SHIFT 4 /* an fd event's data: what it reports, and its filters above */
+
+/* Pass one over a batch: an fd's READ and WRITE events become one report, in the first of
+ * them (its data), and the other is skipped (filter 0), as are events of an older
+ * registration. kslot is the index + 1 of the fd's first event; one left by an older batch
+ * points to an entry that is not this fd's event before this one. */
+static void mux__kq_merge(struct mux__loop *loop, struct kevent *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct kevent *k = &ev[i];
+        if ((k->filter != EVFILT_READ && k->filter != EVFILT_WRITE) || (k->flags & EV_ERROR))
+            continue;
+        struct mux__fd *e = mux__fd_find(loop, (int)k->ident);
+        if (!e || (uint32_t)(uintptr_t)k->udata != e->kgen) {
+            k->filter = 0; /* deleted or replaced with this kevent */
+            continue;
+        }
+        unsigned dir = k->filter == EVFILT_READ ? MUX_READ : MUX_WRITE;
+        /* EOF on the write side is a hang-up: both directions, as EPOLLHUP. */
+        unsigned got = dir | (dir == MUX_WRITE && (k->flags & EV_EOF) ? MUX_READ : 0);
+        k->data = (intptr_t)(got | dir << MUX__KQ_FIRED_SHIFT);
+        uint32_t j = e->kslot - 1;
+        if (j < (uint32_t)i && ev[j].ident == k->ident && ev[j].filter != k->filter &&
+            (ev[j].filter == EVFILT_READ || ev[j].filter == EVFILT_WRITE) &&
+            !(ev[j].flags & EV_ERROR)) {
+            ev[j].data |= k->data;
+            ev[j].flags |= k->flags & EV_EOF;
+            if (!ev[j].fflags)
+                ev[j].fflags = k->fflags;
+            k->filter = 0;
+        } else {
+            e->kslot = (uint32_t)i + 1;
+        }
+    }
+}
+
+/* libkqueue filled an EV_EOF's fflags with SO_ERROR, which took the error from the socket
+ * (a kernel copies it and leaves it there): so the socket's watchers are told it here, as a
+ * refusal is. Its EIO for a pipe or a file took nothing. */
+static int mux__kq_took_error(int fd, const struct kevent *k)
+{
+    int type;
+    socklen_t len = sizeof type;
+    return MUX__KQ_EMULATED && (k->flags & EV_EOF) && k->fflags &&
+           getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
+}
+
+static void mux__kq_fd_event(struct mux__loop *loop, const struct kevent *k)
+{
+    int fd = (int)k->ident;
+    struct mux__fd *e = mux__fd_at(loop, fd);
+    unsigned got = (unsigned)k->data & MUX__IO_EVENTS;
+    unsigned fired = (unsigned)k->data >> MUX__KQ_FIRED_SHIFT;
+    unsigned unwanted = e->kmask & MUX_EDGE ? 0 : fired & ~e->want & MUX__IO_EVENTS;
+    if (mux__unlikely(k->flags & EV_EOF) && (fired & e->want) && mux__kq_took_error(fd, k)) {
+        mux__fd_kill(loop, fd, -(int)k->fflags);
+        return;
+    }
+    mux__fd_report(loop, e, got);
+    if (mux__unlikely(unwanted) && !mux__forked_since(loop))
+        mux__kq_narrow(loop, e, fd, unwanted);
+}
+
+/* libkqueue: the changes alone, each with EV_RECEIPT and exactly as many entries as changes,
+ * since its kevent loses the errors of a call whose wait then finds nothing, and goes on to
+ * wait after a refusal where a kernel returns at once; and at most 512 per call, its limit.
+ * The batch is the refusals, if any, as a kernel's would be; else 0. */
+static int mux__kq_apply_emulated(struct mux__kqueue *st, int nchg)
+{
+    int refused = 0;
+    for (int off = 0; off < nchg; off += 512) {
+        int m = nchg - off < 512 ? nchg - off : 512;
+        for (int i = 0; i < m; i++)
+            st->chg[off + i].flags |= EV_RECEIPT;
+        struct kevent *out = st->ev + refused;
+        int n = kevent(st->kq, st->chg + off, m, out, m, NULL);
+        if (n < 0)
+            return n;
+        for (int i = 0; i < n; i++)
+            if (out[i].data != 0)
+                st->ev[refused++] = out[i];
+    }
+    return refused;
+}
+
+/* Applies the changes and waits: one kevent call (two on libkqueue when there are changes). */
+static int mux__kq_kevent(struct mux__kqueue *st, int64_t timeout_ns)
+{
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
+    const struct timespec *tp = timeout_ns < 0 ? NULL : &ts;
+    int nchg = st->nchg;
+    st->nchg = 0; /* applied (an interrupted wait applied them before it slept) */
+    if (MUX__KQ_EMULATED && nchg) {
+        int n = mux__kq_apply_emulated(st, nchg);
+        if (n != 0)
+            return n;
+        nchg = 0;
+    }
+    return kevent(st->kq, st->chg, nchg, st->ev, st->nev, tp);
+}
+
+static int mux__kq_wait(struct mux__loop *loop, int64_t timeout_ns)
+{
+    struct mux__kqueue *st = loop->bdata;
+    if (mux__unlikely(st->nchg > st->nev) && mux__kq_room(st) != 0)
+        return -ENOMEM; /* the changes wait for the next try */
+    int n = mux__kq_kevent(st, timeout_ns);
+    int err = n < 0 ? -errno : 0;
+    if (n < 0 && err != -EINTR)
+        st->rebuild = 1; /* which changes were applied is unknown */
+    /* libkqueue cannot delete a registration whose fd was closed while its file lives on (a
+     * dup, a child's copy): epoll goes on reporting the file, libkqueue drops the report, and
+     * the wait returns early with nothing. Only a new queue forgets it. Not twice in a row: a
+     * new queue has no such file, and the early return is then another of libkqueue's (it
+     * drops a regular file's report at the file's end once, and then its registration). The
+     * core read the clock just before a wait with a timeout. */
+    if (MUX__KQ_EMULATED) {
+        int early = n == 0 && timeout_ns != 0 &&
+                    (timeout_ns < 0 || mux__mono_ns() - loop->now + 1000000 < (uint64_t)timeout_ns);
+        if (early && !st->renewed)
+            st->rebuild = 1;
+        st->renewed = 0;
+    }
+    struct kevent *ev = st->ev;
+    mux__kq_merge(loop, ev, n);
+    for (int i = 0; i < n; i++) {
+        if (ev[i].filter == EVFILT_READ || ev[i].filter == EVFILT_WRITE) {
+            if (mux__unlikely(ev[i].flags & EV_ERROR))
+                mux__kq_refused(loop, &ev[i]);
+            else
+                mux__kq_fd_event(loop, &ev[i]);
+            if (mux__forked_since(loop))
+                return 0; /* a callback forked: in the child, the queue is the parent's */
+#ifdef EVFILT_USER
+        } else if (ev[i].filter == EVFILT_USER) {
+            loop->woken = 1;
+#endif
+        } else if (ev[i].filter == EVFILT_PROC && !(ev[i].flags & EV_ERROR)) {
+            mux__child_exited(loop, (int)ev[i].ident);
+        }
+    }
+    if (n == st->nev && st->nev < 65536) {
+        struct kevent *p = realloc(st->ev, (size_t)st->nev * 2 * sizeof *p);
+        if (p) {
+            st->ev = p;
+            st->nev *= 2;
+        }
+    }
+    if (mux__unlikely(st->rebuild)) {
+        int rerr = mux__kq_rebuild(loop);
+        if (rerr != 0)
+            return rerr;
+        st->renewed = 1;
+    }
+    return err;
+}
+
+static int mux__kq_wake(struct mux__loop *loop)
+{
+    struct mux__kqueue *st = loop->bdata;
+    if (!st->user)
+        return mux__wake_fd(loop);
+#ifdef EVFILT_USER
+    struct kevent kev;
+    EV_SET(&kev, 0, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+    if (kevent(st->kq, &kev, 1, NULL, 0, NULL) != 0)
+        return -errno;
+#endif
+    return 0;
+}
+
+const struct mux__backend mux__backend_kqueue = {
+    .name = "kqueue",
+    .caps = MUX__CAP_WAKE_FD, /* narrowed by open where EVFILT_USER serves */
+    .fd_limit = INT_MAX,
+    .open = mux__kq_open,
+    .close = mux__kq_close,
+    .fork = mux__kq_fork,
+    .change = mux__kq_change,
+    .closing = mux__kq_closing,
+    .child = mux__kq_child,
+    .wait = mux__kq_wait,
+    .wake = mux__kq_wake,
+};
