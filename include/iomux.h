@@ -137,8 +137,10 @@ int mux_run(mux_loop_t *loop, int mode);
  * block. Returns 0 or -EINVAL. */
 int mux_loop_stop(mux_loop_t *loop);
 
-/* Returns the number of active watchers plus open streams, listeners and channels (each
- * counting once, whatever it is doing), or -EINVAL. */
+/* Returns the number of referenced active watchers plus open streams, listeners and channels
+ * (each counting once, whatever it is doing), or -EINVAL: what keeps mux_run(MUX_RUN_DEFAULT)
+ * running, which returns when it is 0. A handle unreferenced with mux_unref is not counted
+ * (libuv's uv_loop_alive, libev's ev_refcount). */
 int mux_loop_active(const mux_loop_t *loop);
 
 /* Returns the name of the loop's backend ("epoll", ...), or NULL for a closed loop. */
@@ -171,6 +173,22 @@ typedef void (*mux_walk_cb)(mux_loop_t *loop, int kind, void *handle, void *arg)
  * the memory of a handle it has not been given yet. Returns the number of calls made, or
  * -EINVAL (NULL arguments, a closed loop), -ENOMEM. */
 int mux_loop_walk(mux_loop_t *loop, mux_walk_cb cb, void *arg);
+
+/* References (libuv's uv_ref/uv_unref, libev's ev_ref/ev_unref). Every handle is referenced
+ * until mux_unref: while active or open it keeps mux_run(MUX_RUN_DEFAULT) running. An
+ * unreferenced one works as before, fires and is called, but does not keep the loop running:
+ * a loop with only unreferenced ones returns from mux_run at once (a periodic flush, a SIGHUP
+ * handler, a library's housekeeping timer). `kind` is what `handle` is (MUX_HANDLE_*, as
+ * mux_loop_walk reports it), and `loop` the loop it runs on. A watcher keeps the setting
+ * across stops and starts (its init clears it); a stream, listener or channel can be
+ * unreferenced while it is open, until it is closed. An unreferenced handle still counts for
+ * mux_loop_close (-EBUSY until it is stopped or closed). Cost: a counter, nothing per event.
+ * Return 0, or -EINVAL: NULL, a kind that is not `handle`'s (or a watcher not initialised),
+ * a stream, listener or channel not open. */
+int mux_ref(mux_loop_t *loop, int kind, void *handle);
+int mux_unref(mux_loop_t *loop, int kind, void *handle);
+/* 1 when `handle` is referenced, 0 when not, or -EINVAL as mux_ref. */
+int mux_has_ref(mux_loop_t *loop, int kind, void *handle);
 
 /* Re-creates the loop's kernel state (backend instance, wake-up descriptor) in a child
  * after fork(); fork watchers run on the child's next iteration. The loop also notices a
@@ -888,6 +906,7 @@ struct mux_chan {
     int wake_;       /* atomic: the loop has been woken and has not begun taking yet */
     int nroom_;      /* atomic: asyncs waiting for room */
     int firing_;     /* atomic: the loop is sending the asyncs waiting for room */
+    unsigned flags_; /* the loop's bits (counted, unreferenced) */
     int *gone_;      /* set to 1 when the callback closed the channel */
     mux_async_t async_;
     struct mux__link link_; /* the loop's open channels, for mux_loop_walk */

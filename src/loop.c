@@ -434,7 +434,7 @@ MUX_EXPORT int mux_loop_stop(mux_loop_t *pub)
 MUX_EXPORT int mux_loop_active(const mux_loop_t *pub)
 {
     struct mux__loop *loop = mux__loop_of(pub);
-    return loop ? (int)loop->active : -EINVAL;
+    return loop ? (int)mux__refs(loop) : -EINVAL;
 }
 
 MUX_EXPORT const char *mux_loop_backend(const mux_loop_t *pub)
@@ -479,7 +479,7 @@ static int64_t mux__min_timeout(int64_t a, int64_t b)
 static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
 {
     if (mode == MUX_RUN_NOWAIT || loop->stop || loop->npend || loop->recheck || loop->woken ||
-        loop->idles.count || loop->active == 0 || loop->forked)
+        loop->idles.count || mux__refs(loop) == 0 || loop->forked)
         return 0;
     if (loop->timers.n == 0 && loop->periodics.n == 0)
         return -1;
@@ -538,7 +538,7 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
             mux__invoke_pending(loop);
         }
         /* A stop from before this call still gets its one (non-blocking) iteration. */
-        if (mode == MUX_RUN_DEFAULT && (loop->active == 0 || (loop->stop && !first)))
+        if (mode == MUX_RUN_DEFAULT && (mux__refs(loop) == 0 || (loop->stop && !first)))
             break;
         if (loop->prepares.count) {
             mux__hooks_queue(loop, &loop->prepares);
@@ -567,7 +567,7 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
             mux__invoke_pending(loop);
         if (loop->error)
             break;
-        if (loop->stop || mode != MUX_RUN_DEFAULT || loop->active == 0)
+        if (loop->stop || mode != MUX_RUN_DEFAULT || mux__refs(loop) == 0)
             break;
     }
     if (loop->error) {
@@ -577,5 +577,5 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
     }
     loop->stop = 0;
     loop->running = 0;
-    return err ? err : (int)loop->active;
+    return err ? err : (int)mux__refs(loop);
 }

@@ -144,3 +144,71 @@ void mux__handles_free(struct mux__loop *loop)
     }
     loop->handles = NULL;
 }
+
+/* ---- references: what keeps mux_run going ------------------------------------------------ */
+
+/* The flags word of a handle of `kind` on `loop` (a watcher's header, or an upper layer's
+ * handle's word), and in *counted whether it counts in the loop's active now; NULL for a kind
+ * the loop does not know or a watcher never initialised as that kind. */
+static void *mux__ref_flags(struct mux__loop *loop, int kind, void *handle, int *counted)
+{
+    if (kind >= MUX_HANDLE_IO && kind <= MUX_HANDLE_ASYNC) {
+        struct mux__whdr *h = (struct mux__whdr *)((char *)handle + MUX__WHDR_OFF);
+        if (h->type != kind || (h->flags & (MUX__W_NOREF | MUX__W_INTERNAL)))
+            return NULL;
+        *counted = (h->flags & MUX__W_ACTIVE) != 0;
+        return h;
+    }
+    for (struct mux__handles *hs = loop->handles; hs; hs = hs->next)
+        if (hs->type->kind == kind) {
+            unsigned *flags = (unsigned *)((char *)handle + hs->type->flags_off);
+            *counted = (*flags & MUX__H_COUNTED) != 0;
+            return *counted ? flags : NULL; /* an upper layer's handle: only while open */
+        }
+    return NULL;
+}
+
+/* Sets whether `handle` is referenced; 0 or -EINVAL. */
+static int mux__ref_set(mux_loop_t *pub, int kind, void *handle, int ref)
+{
+    struct mux__loop *loop = mux__loop_of(pub);
+    int counted = 0;
+    void *f = loop && handle ? mux__ref_flags(loop, kind, handle, &counted) : NULL;
+    if (!f)
+        return -EINVAL;
+    int was_ref;
+    if (kind <= MUX_HANDLE_ASYNC) {
+        struct mux__whdr *h = f;
+        was_ref = !(h->flags & MUX__W_UNREF);
+        h->flags = (uint8_t)(ref ? h->flags & ~MUX__W_UNREF : h->flags | MUX__W_UNREF);
+    } else {
+        unsigned *flags = f;
+        was_ref = !(*flags & MUX__H_UNREF);
+        *flags = ref ? *flags & ~MUX__H_UNREF : *flags | MUX__H_UNREF;
+    }
+    if (counted && was_ref != ref)
+        loop->unrefd += ref ? (uint32_t)-1 : 1u;
+    return 0;
+}
+
+MUX_EXPORT int mux_ref(mux_loop_t *loop, int kind, void *handle)
+{
+    return mux__ref_set(loop, kind, handle, 1);
+}
+
+MUX_EXPORT int mux_unref(mux_loop_t *loop, int kind, void *handle)
+{
+    return mux__ref_set(loop, kind, handle, 0);
+}
+
+MUX_EXPORT int mux_has_ref(mux_loop_t *pub, int kind, void *handle)
+{
+    struct mux__loop *loop = mux__loop_of(pub);
+    int counted = 0;
+    void *f = loop && handle ? mux__ref_flags(loop, kind, handle, &counted) : NULL;
+    if (!f)
+        return -EINVAL;
+    if (kind <= MUX_HANDLE_ASYNC)
+        return !(((struct mux__whdr *)f)->flags & MUX__W_UNREF);
+    return !(*(unsigned *)f & MUX__H_UNREF);
+}
