@@ -379,7 +379,8 @@ static inline struct mux__whdr *mux__hook_hdr(const struct mux__hooklist *l, str
 struct mux__handles_type {
     int kind;           /* MUX_HANDLE_*: what mux_loop_walk calls these handles */
     size_t link_off;    /* where a handle keeps its struct mux__link */
-    size_t flags_off;   /* where it keeps the `unsigned` flags word with the MUX__H_* bits */
+    size_t flags_off;   /* where it keeps the `unsigned` flags word with the MUX__H_* bits
+                           (mux__handle_open/close keep them; never 0, where `data` is) */
     size_t size;        /* of the per-loop state, which begins with struct mux__handles */
     int (*walkable)(const void *handle); /* open and not closing: the walk reports it */
 };

@@ -160,7 +160,7 @@ static void *mux__ref_flags(struct mux__loop *loop, int kind, void *handle, int 
         return h;
     }
     for (struct mux__handles *hs = loop->handles; hs; hs = hs->next)
-        if (hs->type->kind == kind) {
+        if (hs->type->kind == kind && hs->type->flags_off) { /* 0: `data`, no flags word */
             unsigned *flags = (unsigned *)((char *)handle + hs->type->flags_off);
             *counted = (*flags & MUX__H_COUNTED) != 0;
             return *counted ? flags : NULL; /* an upper layer's handle: only while open */
