@@ -146,7 +146,7 @@ class Study:
         """The study's part of results.json, under its name (None: it has none)."""
         return None
 
-    def results(self):
+    def json_parts(self):
         """{key: value} that results.json holds for this study: json() under its name."""
         part = self.json()
         return {} if part is None else {self.NAME: part}

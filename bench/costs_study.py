@@ -29,13 +29,18 @@ COST_LENGTHS = {"poller-1": 1000, "poller-100": 100, "chain": 2000, "chain-timeo
                 "restart": 20, "echo": 0.5}
 COST_STRACE_LENGTHS = {"poller-1": 100, "poller-100": 10, "chain": 300, "chain-timeouts": 300,
                        "restart": 3, "echo": 0.5}
+# rows: the drivers and echo servers measured (None: every one the mode's backends and
+# peers allow); the quick run keeps the floors, iomux on epoll and io_uring, its libevent
+# emulation and the peers, which is what the back-to-back pairs' ties need.
+QUICK_ROWS = ["raw-epoll", "raw-uring", "iomux-epoll", "iomux-uring", "iomux-event-epoll",
+              "iomux-io", "libev", "libevent", "libuv", "asio"]
 MODES = {
     "smoke": dict(n=100, units=["poller-1", "echo"], lengths={"poller-1": 100, "echo": 0.2},
-                  strace=None, block=128, backends=["epoll", "uring"], peers=False),
+                  strace=None, block=128, backends=["epoll", "uring"], peers=False, rows=None),
     "quick": dict(n=100, units=None, lengths=COST_LENGTHS, strace=COST_STRACE_LENGTHS,
-                  block=128, backends=["epoll", "uring"], peers=True),
+                  block=128, backends=["epoll", "uring"], peers=True, rows=QUICK_ROWS),
     "full": dict(n=100, units=None, lengths=COST_LENGTHS, strace=COST_STRACE_LENGTHS,
-                 block=128, backends=None, peers=True),
+                 block=128, backends=None, peers=True, rows=None),
 }
 
 COST_UNITS = {  # unit -> its title, what one unit is, and how a driver runs it
@@ -364,7 +369,8 @@ class Study(Base):
         if "echo" in units and not runner.echo_client:
             self.skipped.append(("costs echo", "echo-client not built"))
             units.remove("echo")
-        self.names = list(ctx.driver_names)
+        rows = None if want else cfg["rows"]
+        self.names = [n for n in ctx.driver_names if not rows or plain(n) in rows]
         self.enames = []
         servers = runner.echo_servers
         for n in echo_order(servers) if "echo" in units else []:
@@ -374,6 +380,8 @@ class Study(Base):
             if want:
                 if n in want:
                     self.enames.append(n)
+            elif rows and own not in rows:
+                continue
             elif own in (FLOOR, ECHO_WATCHERS) or (own.startswith("iomux-") and (
                     cfg["backends"] is None or own.split("-", 1)[1] in cfg["backends"])) or (
                     cfg["peers"] and not own.startswith(("iomux-", "raw-"))):
@@ -413,8 +421,7 @@ class Study(Base):
         for unit in self.units:
             self.rows[unit] = {}
             for name in (self.enames if unit == "echo" else self.names):
-                est = (2 * (self.cfg["lengths"][unit] * (1 + COST_FACTOR) + 3) if unit == "echo"
-                       else 4.0)
+                est = 4.0 if unit == "echo" else 1.5
                 cells.append(Cell(f"costs {unit} {name}", est,
                                   lambda u=unit, name=name: self.run_row(u, name)))
         return cells
@@ -478,5 +485,5 @@ class Study(Base):
                 + (f"{failed} failed" if failed else "every count growing with the length")
                 + f"; took {fmt_dur(costs['seconds'])}"]
 
-    def results(self):
+    def json_parts(self):
         return {"costs": self.result}

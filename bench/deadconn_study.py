@@ -44,7 +44,7 @@ TARGETED = ("iomux-epoll", "iomux-uring")
 MODES = {
     "smoke": dict(dead=[0, 200], sizes=["128"], calls=20, warmup_calls=0, reps=1,
                   burst_dead=[0, 200], burst=dict(conns=200, rate=1000), pairs=1),
-    "quick": dict(dead=[0, "max"], sizes=["128"], calls=500, warmup_calls=50, reps=1,
+    "quick": dict(dead=[0, "max"], sizes=["128"], calls=300, warmup_calls=50, reps=1,
                   burst_dead=[0], burst=dict(conns=2000, rate=2000), pairs=1),
     "full": dict(dead=[0, 1000, 2000, 5000, 10000, "max"], sizes=["128", "512", "1k"],
                  calls=2500, warmup_calls=250, reps=5, burst_dead=[0, 10000, "max"],
@@ -235,7 +235,7 @@ class Study(Base):
                     if dead not in self.server_points(name):
                         continue
                     cells.append(Cell(f"deadconn D={dead:,} {name} (rep {rep + 1})",
-                                      1 + live + dead / 4000 + (
+                                      0.5 + live / 2 + dead / 8000 + (
                                           cfg["burst"]["conns"] / cfg["burst"]["rate"]
                                           if dead in self.burst_points else 0),
                                       lambda name=name, dead=dead, rep=rep: self.run_cell(
@@ -658,7 +658,8 @@ class Study(Base):
                f"Each server's reply rate with the most dead connections it held over its "
                f"rate with none (median of the paired ratios): flat at {TARGET_FLAT}x or "
                "more; and its CPU time per reply there over its CPU per reply with none, the "
-               "steadier measure when the machine is busy.", ""] + (lines or ["- nothing measured"]) + [""]
+               "steadier measure when the machine is busy.", ""] + (
+                   lines or ["- nothing measured"]) + [""]
         pv = self.pair_verdicts()
         # A miss of the repetitions that the pairs measured again is settled by the pairs.
         again = tuple(f"deadconn {name} {self.sizes[0]} at {self.pair_top:,} dead:"

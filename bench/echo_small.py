@@ -76,7 +76,7 @@ class Study:
             for s in self.sessions:
                 for name in order:
                     cells.append(Cell(f"echo {cfg['block']} B S={s:,} {name} (rep {rep + 1})",
-                                      cfg["seconds"] + cfg["warmup"] + 0.3 + s / 5000,
+                                      (cfg["seconds"] + cfg["warmup"]) * 0.8 + s / 8000,
                                       lambda s=s, name=name, rep=rep: self.run_one(
                                           name, s, cfg, rep)))
         pcfg = dict(block=self.cfg["block"], seconds=self.cfg["pair_seconds"],
@@ -88,7 +88,7 @@ class Study:
                 for i in range(self.k):
                     cells.append(Cell(f"echo {pcfg['block']} B S={s:,} {HELD} / {other} "
                                       f"(pair {i + 1})",
-                                      2 * (pcfg["seconds"] + pcfg["warmup"] + 0.3 + s / 5000),
+                                      2 * ((pcfg["seconds"] + pcfg["warmup"]) * 0.8 + s / 8000),
                                       lambda s=s, got=got, i=i: self.pair(got, s, pcfg, i)))
         return cells
 

@@ -47,7 +47,7 @@ TARGET_FEWER_CALLS = 3  # ... and at least this many system calls per request fe
 AB_TIMEOUT = 10  # ab -s: seconds it waits for a response before it gives up
 MODES = {
     "smoke": dict(files=["4k"], more=[], seconds=1, warmup=0, reps=1, strace=[]),
-    "quick": dict(files=["4k"], more=[("wrk", "1m")], seconds=1, warmup=1, reps=1,
+    "quick": dict(files=["4k"], more=[("wrk", "1m")], seconds=1, warmup=0, reps=1,
                   strace=[("wrk", "4k"), ("ab", "4k")]),
     "full": dict(files=None, more=[], seconds=5, warmup=1, reps=5,
                  strace=[("wrk", "4k"), ("ab", "4k")]),
@@ -621,14 +621,14 @@ class Study(Base):
                 for name in order:
                     cells.append(Cell(f"http {cell_name(cell)} {name} (rep {rep + 1})",
                                       whole(self.seconds) + (whole(self.warmup) if
-                                                             self.warmup > 0 else 0) + 0.5,
+                                                             self.warmup > 0 else 0),
                                       lambda cell=cell, name=name, rep=rep: self.timed(
                                           name, cell, rep)))
         if self.mode == "smoke" or self.args.no_syscalls or not self.strace_cells:
             return cells
         for cell in self.strace_cells:
             for name in self.names:
-                cells.append(Cell(f"http strace {cell_name(cell)} {name}", 2.5,
+                cells.append(Cell(f"http strace {cell_name(cell)} {name}", 1.5,
                                   lambda cell=cell, name=name: self.traced_run(name, cell)))
         return cells
 

@@ -634,7 +634,7 @@ class Study(Base):
 
     def bench_stats(self, kind, t, a, n):
         """{program: dict(median, min, runs, ratio to libevent, ratio to libev)}."""
-        h, s = self.h, self.samples(kind, t, a, n)
+        s = self.samples(kind, t, a, n)
         st = {}
         for name, byrep in s.items():
             v = [x for xs in byrep.values() for x in xs]
@@ -646,7 +646,7 @@ class Study(Base):
 
     def chain_stats(self, t, a, n):
         """{backend: {metric: ratio stats of iomux-event-<b> over iomux-<b>, paired}}."""
-        h, s = self.h, self.samples("chain", t, a, n)
+        s = self.samples("chain", t, a, n)
         out = {}
         for b, native, emu in self.pairs:
             if native not in s or emu not in s:

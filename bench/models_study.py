@@ -44,7 +44,7 @@ SERVERS = list(MODELS)
 MODES = {
     "smoke": dict(steps=[100, 300], rate=10, message=64, seconds=0.5, warmup=0.2, reps=1,
                   buffer=4096),
-    "quick": dict(steps=[100, 1000, "max"], rate=2, message=64, seconds=1, warmup=0.3,
+    "quick": dict(steps=[100, 1000, "max"], rate=2, message=64, seconds=0.5, warmup=0.2,
                   reps=1, buffer=4096),
     "full": dict(steps=[100, 1000, 2000, 5000, 10000, 15000, "max"], rate=2, message=64,
                  seconds=5, warmup=1, reps=3, buffer=4096),
@@ -133,7 +133,7 @@ class Study(Base):
 
     def schedule(self):
         c, cells = self.cfg, []
-        run = len(self.steps) * (c["seconds"] + c["warmup"] + 0.5) + self.steps[-1] / 4000
+        run = len(self.steps) * (c["seconds"] + c["warmup"] + 0.2) + self.steps[-1] / 8000
         for rep in range(self.reps):
             k = rep % len(self.names) if self.names else 0
             for name in self.names[k:] + self.names[:k]:

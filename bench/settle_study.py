@@ -48,7 +48,9 @@ class Study(Base):
     NAME = "settle"
     TITLE = ("the back-to-back pairs (the targets of studies 1 and 2 measured "
              "again)")
-    MODES = dict(smoke=dict(pairs=2), quick=dict(pairs=3), full=dict(pairs=25))
+    # n: the slot counts compared (None: studies 1 and 2's)
+    MODES = dict(smoke=dict(pairs=2, n=None), quick=dict(pairs=2, n=[1000, "max"]),
+                 full=dict(pairs=25, n=None))
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -60,8 +62,8 @@ class Study(Base):
             spec[study] = c
         self.spec = spec
         ns = drivers_study.sizes([v if v == "max" else int(v) for v in args.n.split(",")]
-                                 if args.n else drivers_study.POLLER[self.mode]["n"],
-                                 "socketpair", ctx.lim)
+                                 if args.n else self.cfg["n"] or
+                                 drivers_study.POLLER[self.mode]["n"], "socketpair", ctx.lim)
         names = ctx.driver_names
         self.k = args.reps or self.cfg["pairs"]
         self.todo, self.results = [], []
@@ -140,7 +142,7 @@ class Study(Base):
                 cells.append(Cell(f"settle {study} n={n:,} active={active}"
                                   + ("" if to is None else f" timeouts={to}")
                                   + f" {drv} / {ref} (pair {i + 1})",
-                                  0.5 * (1 + n / 5000) * (1 if study == "poller" else 1.5),
+                                  0.25 * (1 + n / 5000) * (1 if study == "poller" else 1.5),
                                   lambda i=i, got=got: self.pair(got, i)))
         return cells
 
