@@ -98,6 +98,12 @@ class Study:
     def study_names(cls):
         return cls.NAMES or (cls.NAME,)
 
+    @classmethod
+    def options(cls, parser):
+        """Adds the study's own command-line options to bench/run's (argparse) parser;
+        the options several studies share (--reps, --seconds, --drivers, ...) are the
+        runner's."""
+
     def titles(self):
         """{name: TITLE}, for the report's first paragraph."""
         return {self.NAME: self.TITLE} if self.TITLE else {}
