@@ -39,6 +39,9 @@ enum {
     MUX__T_CHECK = MUX_HANDLE_CHECK,
     MUX__T_FORK = MUX_HANDLE_FORK,
     MUX__T_ASYNC = MUX_HANDLE_ASYNC,
+    MUX__T_CLEANUP = MUX_HANDLE_CLEANUP,
+    MUX__T_FS_EVENT = MUX_HANDLE_FS_EVENT,
+    MUX__T_FS_POLL = MUX_HANDLE_FS_POLL,
     MUX__T_TASK = 32, /* struct mux__task: an upper layer's deliveries, not a handle */
 };
 
@@ -135,6 +138,10 @@ struct mux__loop {
     int64_t wall_minus_mono; /* last seen difference of the two clocks */
 
     struct mux__hooklist idles, prepares, checks, forks, asyncs;
+    struct mux__hooklist cleanups; /* not counted: they run when the loop closes */
+    struct mux__hooklist fs_polls; /* for mux_loop_walk: their timers are not handles */
+    struct mux__fsn *fsn;          /* fs_event's kernel notifications, from the first start */
+    uint8_t closing;               /* mux_loop_close is running the cleanups */
 
     /* wake-up (MUX__CAP_WAKE_FD): an eventfd or a pipe that async sends and signals write */
     int wake_rfd, wake_wfd; /* wake_wfd is read by signal handlers: atomic */
@@ -428,6 +435,14 @@ void mux__hooks_init(struct mux__loop *loop);
 int mux__hook_start(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k);
 void mux__hook_stop(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k);
 void mux__hooks_queue(struct mux__loop *loop, struct mux__hooklist *l);
+/* Runs and stops the cleanup watchers, the last started first (mux_loop_close). */
+void mux__cleanups_run(struct mux__loop *loop);
+
+/* fs_event.c (one file per platform): the loop's notification state, after a fork and at
+ * close; the walk's fs_event watchers. */
+int mux__fsn_fork(struct mux__loop *loop);
+void mux__fsn_close(struct mux__loop *loop);
+void mux__fsn_walk(struct mux__loop *loop, void (*add)(void *ctx, struct mux__whdr *h), void *ctx);
 void mux__asyncs_poll(struct mux__loop *loop);
 
 #endif

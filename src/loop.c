@@ -368,10 +368,18 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
 MUX_EXPORT int mux_loop_close(mux_loop_t *pub)
 {
     struct mux__loop *loop = mux__loop_of(pub);
-    if (!loop || loop->running)
+    if (!loop || loop->running || loop->closing)
         return -EINVAL;
+    if (mux__refs(loop) > 0)
+        return -EBUSY; /* work of the caller's is still active: nothing is touched */
+    if (loop->cleanups.count) { /* layered libraries let go of what they hang on the loop */
+        loop->closing = 1;
+        mux__cleanups_run(loop);
+        loop->closing = 0;
+    }
     if (loop->active > 0)
-        return -EBUSY;
+        return -EBUSY; /* unreferenced watchers or handles left active */
+    mux__fsn_close(loop);
     mux__clock_unwatch(loop);
     mux__sig_loop_close(loop); /* no signal handler wakes the loop from here on */
     mux__internal_watch(loop, &loop->wake_io, -1);
@@ -404,6 +412,9 @@ static int mux__loop_refork(struct mux__loop *loop)
         mux__clock_watch(loop);
     }
     mux__sig_loop_fork(loop);
+    err = mux__fsn_fork(loop); /* a notification descriptor of its own */
+    if (err != 0)
+        return err;
     mux__fd_refresh_all(loop);
     mux__hooks_queue(loop, &loop->forks);
     /* A send or signal the parent had not consumed left its flags set, and the new
