@@ -30,10 +30,11 @@ COST_LENGTHS = {"poller-1": 1000, "poller-100": 100, "chain": 2000, "chain-timeo
 COST_STRACE_LENGTHS = {"poller-1": 100, "poller-100": 10, "chain": 300, "chain-timeouts": 300,
                        "restart": 3, "echo": 0.5}
 # rows: the drivers and echo servers measured (None: every one the mode's backends and
-# peers allow); the quick run keeps the floors, iomux on epoll and io_uring, its libevent
-# emulation and the peers, which is what the back-to-back pairs' ties need.
-QUICK_ROWS = ["raw-epoll", "raw-uring", "iomux-epoll", "iomux-uring", "iomux-event-epoll",
-              "iomux-io", "libev", "libevent", "libuv", "asio"]
+# peers allow); the quick run keeps the floors, iomux on epoll, io_uring and kqueue (libkqueue
+# here), its libevent emulation and the peers, which is what the back-to-back pairs' ties need.
+QUICK_ROWS = ["raw-epoll", "raw-uring", "raw-kqueue", "iomux-epoll", "iomux-uring",
+              "iomux-kqueue", "iomux-event-epoll", "iomux-io", "libev", "libevent", "libuv",
+              "asio"]
 MODES = {
     "smoke": dict(n=100, units=["poller-1", "echo"], lengths={"poller-1": 100, "echo": 0.2},
                   strace=None, block=128, backends=["epoll", "uring"], peers=False, rows=None),

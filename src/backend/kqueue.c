@@ -293,42 +293,6 @@ static void mux__kq_narrow(struct mux__loop *loop, struct mux__fd *e, int fd, un
         e->kmask &= (uint8_t)~MUX_WRITE;
 }
 
-#define MUX__KQ_FIRED_SHIFT 4 /* an fd event's data: what it reports, and its filters above */
-
-/* Pass one over a batch: an fd's READ and WRITE events become one report, in the first of
- * them (its data), and the other is skipped (filter 0), as are events of an older
- * registration. kslot is the index + 1 of the fd's first event; one left by an older batch
- * points to an entry that is not this fd's event before this one. */
-static void mux__kq_merge(struct mux__loop *loop, struct kevent *ev, int n)
-{
-    for (int i = 0; i < n; i++) {
-        struct kevent *k = &ev[i];
-        if ((k->filter != EVFILT_READ && k->filter != EVFILT_WRITE) || (k->flags & EV_ERROR))
-            continue;
-        struct mux__fd *e = mux__fd_find(loop, (int)k->ident);
-        if (!e || (uint32_t)(uintptr_t)k->udata != e->kgen) {
-            k->filter = 0; /* deleted or replaced with this kevent */
-            continue;
-        }
-        unsigned dir = k->filter == EVFILT_READ ? MUX_READ : MUX_WRITE;
-        /* EOF on the write side is a hang-up: both directions, as EPOLLHUP. */
-        unsigned got = dir | (dir == MUX_WRITE && (k->flags & EV_EOF) ? MUX_READ : 0);
-        k->data = (intptr_t)(got | dir << MUX__KQ_FIRED_SHIFT);
-        uint32_t j = e->kslot - 1;
-        if (j < (uint32_t)i && ev[j].ident == k->ident && ev[j].filter != k->filter &&
-            (ev[j].filter == EVFILT_READ || ev[j].filter == EVFILT_WRITE) &&
-            !(ev[j].flags & EV_ERROR)) {
-            ev[j].data |= k->data;
-            ev[j].flags |= k->flags & EV_EOF;
-            if (!ev[j].fflags)
-                ev[j].fflags = k->fflags;
-            k->filter = 0;
-        } else {
-            e->kslot = (uint32_t)i + 1;
-        }
-    }
-}
-
 /* libkqueue filled an EV_EOF's fflags with SO_ERROR, which took the error from the socket
  * (a kernel copies it and leaves it there): so the socket's watchers are told it here, as a
  * refusal is. Its EIO for a pipe or a file took nothing. */
@@ -340,20 +304,92 @@ static int mux__kq_took_error(int fd, const struct kevent *k)
            getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
 }
 
-static void mux__kq_fd_event(struct mux__loop *loop, const struct kevent *k)
+/* Reports `got` to the fd's watchers; `fired`: the directions whose filters fired. Inline:
+ * it runs per event. */
+static inline __attribute__((always_inline)) void mux__kq_report(struct mux__loop *loop, struct mux__fd *e, const struct kevent *k,
+                           unsigned got, unsigned fired)
 {
     int fd = (int)k->ident;
-    struct mux__fd *e = mux__fd_at(loop, fd);
-    unsigned got = (unsigned)k->data & MUX__IO_EVENTS;
-    unsigned fired = (unsigned)k->data >> MUX__KQ_FIRED_SHIFT;
     unsigned unwanted = e->kmask & MUX_EDGE ? 0 : fired & ~e->want & MUX__IO_EVENTS;
     if (mux__unlikely(k->flags & EV_EOF) && (fired & e->want) && mux__kq_took_error(fd, k)) {
         mux__fd_kill(loop, fd, -(int)k->fflags);
         return;
     }
     mux__fd_report(loop, e, got);
-    if (mux__unlikely(unwanted) && !mux__forked_since(loop))
-        mux__kq_narrow(loop, e, fd, unwanted);
+    if (mux__unlikely(unwanted))
+        mux__kq_narrow(loop, e, fd, unwanted); /* (a fork's child discards the change list) */
+}
+
+#define MUX__KQ_BOTH  1 /* an entry's filter once it holds both of its fd's events */
+#define MUX__KQ_SHIFT 4 /* such an entry's data: what it reports, and the filters above */
+
+/* An event of an fd registered for both directions: its two filters' events become one
+ * report, made after the batch (mux__kq_both). kslot is the index + 1 of the fd's first event
+ * in this batch; one an older batch left points to an entry that is not this fd's. */
+static void mux__kq_pair(struct kevent *ev, int i, struct mux__fd *e, unsigned got,
+                         unsigned dir)
+{
+    struct kevent *k = &ev[i];
+    uint32_t j = e->kslot - 1;
+    k->data = (intptr_t)(got | dir << MUX__KQ_SHIFT);
+    if (j < (uint32_t)i && ev[j].filter == MUX__KQ_BOTH && ev[j].ident == k->ident) {
+        ev[j].data |= k->data;
+        ev[j].flags |= k->flags & EV_EOF;
+        if (!ev[j].fflags)
+            ev[j].fflags = k->fflags;
+        k->filter = 0;
+        return;
+    }
+    k->filter = MUX__KQ_BOTH;
+    k->udata = e;
+    e->kslot = (uint32_t)i + 1;
+}
+
+static void mux__kq_both(struct mux__loop *loop, struct kevent *ev, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ev[i].filter == MUX__KQ_BOTH)
+            mux__kq_report(loop, ev[i].udata, &ev[i], (unsigned)ev[i].data & MUX__IO_EVENTS,
+                           (unsigned)ev[i].data >> MUX__KQ_SHIFT);
+}
+
+/* The batch: refusals, events (an fd registered one way at once, as epoll's are, both ways
+ * after the batch, merged), wake-ups, children's exits. None of it calls the kernel's queue,
+ * so a callback that forks changes nothing here (the child's queue is made at its next
+ * iteration, the change list discarded); 1 when one did. */
+static int mux__kq_events(struct mux__loop *loop, struct kevent *ev, int n)
+{
+    int both = 0;
+    for (int i = 0; i < n; i++) {
+        struct kevent *k = &ev[i];
+        if (k->filter == EVFILT_READ || k->filter == EVFILT_WRITE) {
+            if (mux__unlikely(k->flags & EV_ERROR)) {
+                mux__kq_refused(loop, k);
+                continue;
+            }
+            struct mux__fd *e = mux__fd_find(loop, (int)k->ident);
+            if (!e || (uint32_t)(uintptr_t)k->udata != e->kgen)
+                continue; /* an older registration's, deleted or replaced with this kevent */
+            unsigned dir = k->filter == EVFILT_READ ? MUX_READ : MUX_WRITE;
+            /* EOF on the write side is a hang-up: both directions, as EPOLLHUP. */
+            unsigned got = dir | (dir == MUX_WRITE && (k->flags & EV_EOF) ? MUX_READ : 0);
+            if (mux__unlikely((e->kmask & MUX__IO_EVENTS) == MUX__IO_EVENTS)) {
+                mux__kq_pair(ev, i, e, got, dir);
+                both = 1;
+                continue;
+            }
+            mux__kq_report(loop, e, k, got, dir);
+#ifdef EVFILT_USER
+        } else if (k->filter == EVFILT_USER) {
+            loop->woken = 1;
+#endif
+        } else if (k->filter == EVFILT_PROC && !(k->flags & EV_ERROR)) {
+            mux__child_exited(loop, (int)k->ident);
+        }
+    }
+    if (both)
+        mux__kq_both(loop, ev, n);
+    return mux__forked_since(loop);
 }
 
 /* libkqueue: the changes alone, each with EV_RECEIPT and exactly as many entries as changes,
@@ -416,24 +452,8 @@ static int mux__kq_wait(struct mux__loop *loop, int64_t timeout_ns)
             st->rebuild = 1;
         st->renewed = 0;
     }
-    struct kevent *ev = st->ev;
-    mux__kq_merge(loop, ev, n);
-    for (int i = 0; i < n; i++) {
-        if (ev[i].filter == EVFILT_READ || ev[i].filter == EVFILT_WRITE) {
-            if (mux__unlikely(ev[i].flags & EV_ERROR))
-                mux__kq_refused(loop, &ev[i]);
-            else
-                mux__kq_fd_event(loop, &ev[i]);
-            if (mux__forked_since(loop))
-                return 0; /* a callback forked: in the child, the queue is the parent's */
-#ifdef EVFILT_USER
-        } else if (ev[i].filter == EVFILT_USER) {
-            loop->woken = 1;
-#endif
-        } else if (ev[i].filter == EVFILT_PROC && !(ev[i].flags & EV_ERROR)) {
-            mux__child_exited(loop, (int)ev[i].ident);
-        }
-    }
+    if (n > 0 && mux__kq_events(loop, st->ev, n))
+        return 0;
     if (n == st->nev && st->nev < 65536) {
         struct kevent *p = realloc(st->ev, (size_t)st->nev * 2 * sizeof *p);
         if (p) {
