@@ -26,49 +26,18 @@
  * - Timeouts are a timespec: nanoseconds, no rounding.
  * - A kqueue is not inherited by fork: the child makes its own and never closes the parent's
  *   number, which may be another file by then.
- * - libkqueue (Linux, where this is tested) is kqueue in a library over epoll, and differs
- *   (docs/backends.md lists each difference): its kevent takes mutexes, so it is not
- *   async-signal-safe and the core's wake-up descriptor wakes the loop by default; a close
- *   does not remove a registration, so one the library closes is deleted first, and one that
- *   may belong to an old file is deleted before it is added again (an EV_ADD of one that
- *   exists fails); it loses the errors of a call that then waits in vain, and waits after
- *   them, so changes go in a call of their own there; a file closed while a dup lives on
- *   stays in its epoll set, which makes waits return early with nothing: the queue is made
- *   again; it takes a socket's error to fill EV_EOF's fflags, so that is told to the socket's
- *   watchers.
+ * - libkqueue, kqueue in a library over epoll with which this is built and tested on Linux,
+ *   differs from a kernel's; what it needs on top is in libkqueue.c, and MUX__KQ_EMULATED
+ *   marks the few places here that do otherwise for it (kqueue.h).
  */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/event.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
-#include "platform/platform.h"
-
-#ifdef LIBKQUEUE
-#define MUX__KQ_EMULATED 1 /* libkqueue's <sys/event.h> says so */
-/* libkqueue frees a closed kqueue from a thread of its own, later; this, exported but not
- * declared in its header, frees those closed so far. Weak: an older libkqueue lacks it. */
-void libkqueue_drain_pending_close(void) __attribute__((weak));
-#else
-#define MUX__KQ_EMULATED 0
-#endif
-
-struct mux__kqueue {
-    int kq;
-    int user;    /* EVFILT_USER wakes the loop (else the core's wake-up descriptor) */
-    int rebuild; /* make a new queue (kevent failed; libkqueue kept a file it cannot drop) */
-    int renewed; /* libkqueue: the last wait made a new queue */
-    int nev;
-    struct kevent *ev; /* what kevent returns; never fewer entries than nchg */
-    struct kevent *chg;
-    int nchg, chg_cap;
-};
+#include "backend/kqueue/kqueue.h"
 
 static int mux__kq_create(struct mux__kqueue *st)
 {
@@ -76,15 +45,16 @@ static int mux__kq_create(struct mux__kqueue *st)
     if (st->kq < 0)
         return -errno;
     (void)fcntl(st->kq, F_SETFD, FD_CLOEXEC); /* a BSD kqueue is not passed on exec anyway */
-    if (!st->user)
-        return 0;
+#ifdef EVFILT_USER
     struct kevent kev;
     EV_SET(&kev, 0, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
-    if (kevent(st->kq, &kev, 1, NULL, 0, NULL) == 0)
-        return 0;
-    int err = -errno;
-    close(st->kq);
-    return err;
+    if (st->user && kevent(st->kq, &kev, 1, NULL, 0, NULL) != 0) {
+        int err = -errno;
+        close(st->kq);
+        return err;
+    }
+#endif
+    return 0;
 }
 
 /* Room for `need` changes. The event list grows to match just before the wait: it is not
@@ -142,10 +112,7 @@ static void mux__kq_close(struct mux__loop *loop)
 {
     struct mux__kqueue *st = loop->bdata;
     close(st->kq);
-#ifdef LIBKQUEUE
-    if (libkqueue_drain_pending_close)
-        libkqueue_drain_pending_close(); /* the queue's descriptors go with the loop */
-#endif
+    mux__kq_closed();
     free(st->ev);
     free(st->chg);
     free(st);
@@ -199,23 +166,14 @@ static int mux__kq_change(struct mux__loop *loop, int fd, unsigned want, int for
 }
 
 /* The library is about to close `fd`, every watcher of it stopped. A kernel drops the
- * registrations with the close; libkqueue must be told first, at once. */
+ * registrations with the close; libkqueue must be told first. */
 static void mux__kq_closing(struct mux__loop *loop, int fd)
 {
-    struct mux__kqueue *st = loop->bdata;
     struct mux__fd *e = mux__fd_find(loop, fd);
     if (!e || e->head || !(e->kmask & MUX__IO_EVENTS))
         return;
-    if (MUX__KQ_EMULATED) {
-        /* EV_RECEIPT: an entry per change fills the event list, so no event is taken. */
-        struct kevent kev[2], out[2];
-        int n = 0;
-        if (e->kmask & MUX_READ)
-            EV_SET(&kev[n++], fd, EVFILT_READ, EV_DELETE | EV_RECEIPT, 0, 0, NULL);
-        if (e->kmask & MUX_WRITE)
-            EV_SET(&kev[n++], fd, EVFILT_WRITE, EV_DELETE | EV_RECEIPT, 0, 0, NULL);
-        (void)kevent(st->kq, kev, n, out, n, NULL); /* an error: it was gone */
-    }
+    if (MUX__KQ_EMULATED)
+        mux__kq_delete_now(loop->bdata, fd, e->kmask);
     e->kmask = 0;
 }
 
@@ -279,7 +237,7 @@ static void mux__kq_refused(struct mux__loop *loop, const struct kevent *k)
     struct mux__fd *e = mux__fd_find(loop, fd);
     if (!e || (uint32_t)(uintptr_t)k->udata != e->kgen)
         return; /* replaced since */
-    e->kmask &= (uint8_t)~(k->filter == EVFILT_READ ? MUX_READ : MUX_WRITE);
+    e->kmask &= (uint8_t) ~(k->filter == EVFILT_READ ? MUX_READ : MUX_WRITE);
     mux__fd_refuse(loop, fd, -err);
 }
 
@@ -293,25 +251,18 @@ static void mux__kq_narrow(struct mux__loop *loop, struct mux__fd *e, int fd, un
         e->kmask &= (uint8_t)~MUX_WRITE;
 }
 
-/* libkqueue filled an EV_EOF's fflags with SO_ERROR, which took the error from the socket
- * (a kernel copies it and leaves it there): so the socket's watchers are told it here, as a
- * refusal is. Its EIO for a pipe or a file took nothing. */
-static int mux__kq_took_error(int fd, const struct kevent *k)
-{
-    int type;
-    socklen_t len = sizeof type;
-    return MUX__KQ_EMULATED && (k->flags & EV_EOF) && k->fflags &&
-           getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
-}
-
 /* Reports `got` to the fd's watchers; `fired`: the directions whose filters fired. Inline:
  * it runs per event. */
-static inline __attribute__((always_inline)) void mux__kq_report(struct mux__loop *loop, struct mux__fd *e, const struct kevent *k,
-                           unsigned got, unsigned fired)
+static inline __attribute__((always_inline)) void mux__kq_report(struct mux__loop *loop,
+                                                                 struct mux__fd *e,
+                                                                 const struct kevent *k,
+                                                                 unsigned got, unsigned fired)
 {
     int fd = (int)k->ident;
     unsigned unwanted = e->kmask & MUX_EDGE ? 0 : fired & ~e->want & MUX__IO_EVENTS;
-    if (mux__unlikely(k->flags & EV_EOF) && (fired & e->want) && mux__kq_took_error(fd, k)) {
+    /* libkqueue took the socket's error to fill fflags (a kernel copies it): told here. */
+    if (mux__unlikely(k->flags & EV_EOF) && MUX__KQ_EMULATED && (fired & e->want) &&
+        mux__kq_took_error(fd, k)) {
         mux__fd_kill(loop, fd, -(int)k->fflags);
         return;
     }
@@ -326,8 +277,7 @@ static inline __attribute__((always_inline)) void mux__kq_report(struct mux__loo
 /* An event of an fd registered for both directions: its two filters' events become one
  * report, made after the batch (mux__kq_both). kslot is the index + 1 of the fd's first event
  * in this batch; one an older batch left points to an entry that is not this fd's. */
-static void mux__kq_pair(struct kevent *ev, int i, struct mux__fd *e, unsigned got,
-                         unsigned dir)
+static void mux__kq_pair(struct kevent *ev, int i, struct mux__fd *e, unsigned got, unsigned dir)
 {
     struct kevent *k = &ev[i];
     uint32_t j = e->kslot - 1;
@@ -392,28 +342,6 @@ static int mux__kq_events(struct mux__loop *loop, struct kevent *ev, int n)
     return mux__forked_since(loop);
 }
 
-/* libkqueue: the changes alone, each with EV_RECEIPT and exactly as many entries as changes,
- * since its kevent loses the errors of a call whose wait then finds nothing, and goes on to
- * wait after a refusal where a kernel returns at once; and at most 512 per call, its limit.
- * The batch is the refusals, if any, as a kernel's would be; else 0. */
-static int mux__kq_apply_emulated(struct mux__kqueue *st, int nchg)
-{
-    int refused = 0;
-    for (int off = 0; off < nchg; off += 512) {
-        int m = nchg - off < 512 ? nchg - off : 512;
-        for (int i = 0; i < m; i++)
-            st->chg[off + i].flags |= EV_RECEIPT;
-        struct kevent *out = st->ev + refused;
-        int n = kevent(st->kq, st->chg + off, m, out, m, NULL);
-        if (n < 0)
-            return n;
-        for (int i = 0; i < n; i++)
-            if (out[i].data != 0)
-                st->ev[refused++] = out[i];
-    }
-    return refused;
-}
-
 /* Applies the changes and waits: one kevent call (two on libkqueue when there are changes). */
 static int mux__kq_kevent(struct mux__kqueue *st, int64_t timeout_ns)
 {
@@ -439,19 +367,8 @@ static int mux__kq_wait(struct mux__loop *loop, int64_t timeout_ns)
     int err = n < 0 ? -errno : 0;
     if (n < 0 && err != -EINTR)
         st->rebuild = 1; /* which changes were applied is unknown */
-    /* libkqueue cannot delete a registration whose fd was closed while its file lives on (a
-     * dup, a child's copy): epoll goes on reporting the file, libkqueue drops the report, and
-     * the wait returns early with nothing. Only a new queue forgets it. Not twice in a row: a
-     * new queue has no such file, and the early return is then another of libkqueue's (it
-     * drops a regular file's report at the file's end once, and then its registration). The
-     * core read the clock just before a wait with a timeout. */
-    if (MUX__KQ_EMULATED) {
-        int early = n == 0 && timeout_ns != 0 &&
-                    (timeout_ns < 0 || mux__mono_ns() - loop->now + 1000000 < (uint64_t)timeout_ns);
-        if (early && !st->renewed)
-            st->rebuild = 1;
-        st->renewed = 0;
-    }
+    if (MUX__KQ_EMULATED && mux__kq_returned_early(loop, st, n, timeout_ns))
+        st->rebuild = 1;
     if (n > 0 && mux__kq_events(loop, st->ev, n))
         return 0;
     if (n == st->nev && st->nev < 65536) {
