@@ -57,33 +57,30 @@ static int mux__kq_create(struct mux__kqueue *st)
     return 0;
 }
 
-/* Room for `need` changes. The event list grows to match just before the wait: it is not
- * touched while its events are handled. */
-static int mux__kq_reserve(struct mux__kqueue *st, int need)
+/* Makes *v hold `need` entries (its capacity *cap). 0 or -ENOMEM. */
+static int mux__kq_grow(struct kevent **v, int *cap, int need)
 {
-    if (need <= st->chg_cap)
+    if (need <= *cap)
         return 0;
-    int cap = st->chg_cap * 2 > need ? st->chg_cap * 2 : need + 16;
-    struct kevent *p = realloc(st->chg, (size_t)cap * sizeof *p);
+    int n = *cap * 2 > need ? *cap * 2 : need + 16;
+    struct kevent *p = realloc(*v, (size_t)n * sizeof *p);
     if (!p)
         return -ENOMEM;
-    st->chg = p;
-    st->chg_cap = cap;
+    *v = p;
+    *cap = n;
     return 0;
 }
 
-/* An event list with an entry for every change (and for at least 64 events). */
+/* Room for `need` changes. The event list grows to match just before the wait (never while
+ * its events are handled): an entry for every change, and at least 64. */
+static int mux__kq_reserve(struct mux__kqueue *st, int need)
+{
+    return mux__kq_grow(&st->chg, &st->chg_cap, need);
+}
+
 static int mux__kq_room(struct mux__kqueue *st)
 {
-    int need = st->nchg > 64 ? st->nchg : 64;
-    if (need <= st->nev)
-        return 0;
-    struct kevent *p = realloc(st->ev, (size_t)need * sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    st->ev = p;
-    st->nev = need;
-    return 0;
+    return mux__kq_grow(&st->ev, &st->nev, st->nchg > 64 ? st->nchg : 64);
 }
 
 static int mux__kq_open(struct mux__loop *loop)
@@ -198,6 +195,14 @@ static int mux__kq_fork(struct mux__loop *loop)
     return mux__kq_renew(loop); /* the parent's queue was not inherited */
 }
 
+static int mux__kq_child(struct mux__loop *loop, int pid)
+{
+    struct mux__kqueue *st = loop->bdata;
+    struct kevent kev;
+    EV_SET(&kev, pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
+    return kevent(st->kq, &kev, 1, NULL, 0, NULL) == 0 ? 0 : -errno;
+}
+
 /* The same queue made again in this process: the children's registrations too. One that
  * fails leaves its watcher to SIGCHLD. */
 static int mux__kq_rebuild(struct mux__loop *loop)
@@ -205,26 +210,13 @@ static int mux__kq_rebuild(struct mux__loop *loop)
     struct mux__kqueue *st = loop->bdata;
     close(st->kq);
     int err = mux__kq_renew(loop);
-    for (mux_child_t *c = loop->children; err == 0 && c; c = c->next_) {
-        if (!(c->h_.flags & MUX__W_KERNEL))
-            continue;
-        struct kevent kev;
-        EV_SET(&kev, c->pid_, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
-        if (kevent(st->kq, &kev, 1, NULL, 0, NULL) != 0) {
+    for (mux_child_t *c = loop->children; err == 0 && c; c = c->next_)
+        if ((c->h_.flags & MUX__W_KERNEL) && mux__kq_child(loop, c->pid_) != 0) {
             c->h_.flags &= (uint8_t)~MUX__W_KERNEL;
             err = mux__sig_attach(loop, SIGCHLD);
         }
-    }
     loop->recheck = 1; /* an exit while there was no queue */
     return err;
-}
-
-static int mux__kq_child(struct mux__loop *loop, int pid)
-{
-    struct mux__kqueue *st = loop->bdata;
-    struct kevent kev;
-    EV_SET(&kev, pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
-    return kevent(st->kq, &kev, 1, NULL, 0, NULL) == 0 ? 0 : -errno;
 }
 
 /* An EV_ERROR entry: a refused change. A delete fails when the fd is gone, which is no
