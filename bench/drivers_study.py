@@ -98,15 +98,10 @@ def fmt_ratio(st):
     return f"{st['ratio']:.2f}x ({st['rmin']:.2f}–{st['rmax']:.2f})"
 
 
-def peer_targets_md(tables, plan, syscalls, costs):
-    """The report's section on iomux-uring against raw-uring (every Poller and chain cell, and
-    io_uring_enter per Poller round) and on iomux-epoll's chain ratios against libev's, with
-    the cost table as the tie-breaker where time cannot order the two: (markdown, misses)."""
-    drv, floor, limit = URING
-    ours, peer = CHAIN_PEER
-    cells = peer_cells(tables, plan)
-    md, missed = [], []
-    rows = []
+def ratio_rows(tables, cells, drv, floor, limit, held):
+    """Table rows of drv's paired ratio to floor in every cell both ran, and the misses of
+    the limit in the cells of the studies `held` to it: (rows, misses)."""
+    rows, missed = [], []
     for study, transport, active, tmo, metric, n, what in cells:
         t = tables[(study, transport, active, tmo, metric)]
         a, b = t.get(drv, {}).get(n), t.get(floor, {}).get(n)
@@ -115,11 +110,23 @@ def peer_targets_md(tables, plan, syscalls, costs):
         st = ratio_stats(paired(a["byrep"], b["byrep"]))
         if st["ratio"] is None:
             continue
-        miss = st["ratio"] > limit
+        miss = study in held and st["ratio"] > limit
         rows.append(f"| {what} | {n:,} | {fmt_ratio(st)}{' **!**' if miss else ''} |")
         if miss:
             missed.append(f"{what}, n={n:,}: {drv} {st['ratio']:.3f}x {floor} "
                           f"({st['rmin']:.2f}–{st['rmax']:.2f}), over {limit:.2f}x")
+    return rows, missed
+
+
+def peer_targets_md(tables, plan, syscalls, costs):
+    """The report's section on iomux-uring against raw-uring (every Poller and chain cell, and
+    io_uring_enter per Poller round) and on iomux-epoll's chain ratios against libev's, with
+    the cost table as the tie-breaker where time cannot order the two: (markdown, misses)."""
+    drv, floor, limit = URING
+    ours, peer = CHAIN_PEER
+    cells = peer_cells(tables, plan)
+    md = []
+    rows, missed = ratio_rows(tables, cells, drv, floor, limit, ("poller", "chain"))
     enters = []
     for key, table in (syscalls or {}).items():
         tr, n, act = key.split("/")
@@ -201,20 +208,7 @@ def kqueue_target_md(tables, plan):
     """The report's section on iomux-kqueue against raw-kqueue: every Poller and chain cell,
     the Poller cells held to the target: (markdown, misses)."""
     drv, floor, limit = KQUEUE
-    rows, missed = [], []
-    for study, transport, active, tmo, metric, n, what in peer_cells(tables, plan):
-        t = tables[(study, transport, active, tmo, metric)]
-        a, b = t.get(drv, {}).get(n), t.get(floor, {}).get(n)
-        if not a or not b:
-            continue
-        st = ratio_stats(paired(a["byrep"], b["byrep"]))
-        if st["ratio"] is None:
-            continue
-        miss = study == "poller" and st["ratio"] > limit
-        rows.append(f"| {what} | {n:,} | {fmt_ratio(st)}{' **!**' if miss else ''} |")
-        if miss:
-            missed.append(f"{what}, n={n:,}: {drv} {st['ratio']:.3f}x {floor} "
-                          f"({st['rmin']:.2f}–{st['rmax']:.2f}), over {limit:.2f}x")
+    rows, missed = ratio_rows(tables, peer_cells(tables, plan), drv, floor, limit, ("poller",))
     if not rows:
         return [], []
     md = [f"## {drv} against {floor}", "",
