@@ -34,6 +34,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -200,9 +201,15 @@ static int mux__kq_fork(struct mux__loop *loop)
     return mux__kq_renew(loop); /* the parent's queue was not inherited */
 }
 
+/* Only a child of this process: a kernel would watch any process, but only children are
+ * reaped here (another is left to SIGCHLD's watch, which never fires for it, as on the other
+ * backends), and libkqueue cannot report the exit of one that is not its caller's. */
 static int mux__kq_child(struct mux__loop *loop, int pid)
 {
     struct mux__kqueue *st = loop->bdata;
+    siginfo_t info;
+    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return -errno;
     struct kevent kev;
     EV_SET(&kev, pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
     return kevent(st->kq, &kev, 1, NULL, 0, NULL) == 0 ? 0 : -errno;
