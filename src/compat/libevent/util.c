@@ -284,10 +284,10 @@ EVX_EXPORT int evutil_parse_sockaddr_port(const char *str, struct sockaddr *out,
     memcpy(host, str, (size_t)(end - str));
     host[end - str] = '\0';
     long p = 0;
-    if (port) {
+    if (port) { /* a port that is written must be one a peer can have: 1 to 65535 */
         char *stop;
         p = strtol(port, &stop, 10);
-        if (!*port || *stop || p < 0 || p > 65535)
+        if (!*port || *stop || p < 1 || p > 65535)
             return -1;
     }
     struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)p)};
