@@ -101,6 +101,10 @@ TEST(a_bufferevent_without_a_socket_keeps_its_output_until_setfd_gives_one) {
     struct sockaddr_in sin = {.sin_family = AF_INET};
     CHECK_EQ(bufferevent_socket_connect(bev, (struct sockaddr *)&sin, sizeof sin), -1);
     CHECK(strstr(evt_last_warning, "has a socket already") != NULL);
+    /* An empty chunk in the middle of the output (a reservation not used) is passed by. */
+    struct evbuffer_iovec v;
+    CHECK_EQ(evbuffer_reserve_space(bufferevent_get_output(bev), 8192, &v, 1), 1);
+    CHECK_EQ(evbuffer_commit_space(bufferevent_get_output(bev), &v, 0), 0);
     struct evbuffer *more = evbuffer_new();
     CHECK_EQ(evbuffer_add(more, "and more", 8), 0);
     CHECK_EQ(bufferevent_write_buffer(bev, more), 0);
@@ -144,6 +148,14 @@ TEST(a_bufferevent_on_a_bad_descriptor_is_refused_with_a_warning) {
     CHECK_NE(errno, 0);
     CHECK_EQ(bufferevent_socket_connect(bev, NULL, 0), -1);
     bufferevent_free(bev); /* never had a stream: freed at once */
+    /* Streams are sockets: a pipe is refused, and stays the caller's. */
+    int p[2];
+    make_pipe(p);
+    CHECK(bufferevent_socket_new(base, p[0], 0) == NULL);
+    CHECK(strstr(evt_last_warning, "(fd ") != NULL);
+    CHECK_GE(fcntl(p[0], F_GETFD), 0);
+    close(p[0]);
+    close(p[1]);
     evt_base_close(base);
 }
 
@@ -354,6 +366,11 @@ TEST(a_reset_from_the_peer_is_a_reading_error_with_its_errno) {
     CHECK_EQ(event_base_dispatch(base), 1);
     CHECK_EQ(what, BEV_EVENT_READING | BEV_EVENT_ERROR);
     CHECK_EQ(event_errno, ECONNRESET);
+    /* The stream has failed: a write fails too, as a writing error. */
+    what = 0;
+    CHECK_EQ(bufferevent_write(bev, "x", 1), 0);
+    CHECK_NE(event_base_dispatch(base), -1);
+    CHECK_EQ(what, BEV_EVENT_WRITING | BEV_EVENT_ERROR);
     bufferevent_free(bev);
     evt_base_close(base);
 }

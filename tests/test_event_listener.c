@@ -58,6 +58,9 @@ TEST(listener_failures_of_listen_socket_and_bind_are_warned_and_refused) {
     CHECK_GE(fcntl(p[0], F_GETFD), 0); /* still the caller's */
     close(p[0]);
     close(p[1]);
+    /* A descriptor no event can watch (beyond the limit): refused when enabled. */
+    CHECK(evconnlistener_new(base, never_cb, NULL, 0, 0, 1 << 30) == NULL);
+    CHECK(strstr(evt_last_warning, "event_add: ") != NULL);
     struct sockaddr bad = {.sa_family = 12345};
     CHECK(evconnlistener_new_bind(base, never_cb, NULL, 0, -1, &bad, sizeof bad) == NULL);
     CHECK(strstr(evt_last_warning, "evconnlistener_new_bind: socket: ") != NULL);
