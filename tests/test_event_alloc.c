@@ -6,6 +6,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/event_compat.h>
 #include <event2/listener.h>
 
 #include <errno.h>
@@ -58,6 +59,9 @@ CORE_TEST(event_calls_fail_cleanly_when_an_allocation_fails) {
     fail_nth(1);
     CHECK(event_base_new() == NULL); /* the base itself */
     CHECK_EQ(failed, 1);
+    fail_nth(1);
+    CHECK(event_init() == NULL);
+    CHECK(event_get_method() == NULL); /* no current base was made */
     fail_none();
     struct event_base *base = event_base_new();
     CHECK(base != NULL);

@@ -60,6 +60,23 @@ CORE_TEST(a_config_no_backend_satisfies_makes_no_base) {
     event_base_free(base);
 }
 
+CORE_TEST(a_backend_the_kernel_refuses_is_not_offered_and_is_passed_by) {
+    int has_uring = 0;
+    for (const char **m = event_get_supported_methods(); *m; m++)
+        has_uring |= strcmp(*m, "uring") == 0;
+    if (!has_uring)
+        SKIP("no io_uring backend here (not built, or the kernel refuses it)");
+    CHECK_EQ(setenv("IOMUX_TEST_URING_REFUSE", "EPERM", 1), 0); /* as a refusing kernel */
+    for (const char **m = event_get_supported_methods(); *m; m++)
+        CHECK(strcmp(*m, "uring") != 0);
+    struct event_config *cfg = event_config_new();
+    CHECK_EQ(event_config_avoid_method(cfg, "epoll"), 0);
+    CHECK_EQ(event_config_require_features(cfg, EV_FEATURE_O1), 0); /* only uring is left */
+    CHECK(event_base_new_with_config(cfg) == NULL);
+    event_config_free(cfg);
+    CHECK_EQ(unsetenv("IOMUX_TEST_URING_REFUSE"), 0);
+}
+
 CORE_TEST(event_no_variables_and_event_show_method_are_read_unless_ignored) {
     const char **m = event_get_supported_methods();
     const char *first = m[0];
@@ -194,6 +211,12 @@ CORE_TEST(the_1_x_calls_work_on_the_base_event_init_made) {
     CHECK_EQ(event_loop(0), 0); /* the exit ends it */
     CHECK_EQ(event_base_got_exit(base), 1);
     CHECK_EQ(event_loopbreak(), 0);
+    /* NULL names the current base too. */
+    CHECK_EQ(event_base_loopexit(NULL, NULL), 0);
+    CHECK_EQ(event_base_loop(NULL, EVLOOP_NONBLOCK), 0);
+    CHECK_EQ(event_base_got_exit(base), 1);
+    CHECK_EQ(event_base_loopbreak(NULL), 0);
+    CHECK_EQ(event_base_got_break(base), 1);
     struct timeval cached;
     CHECK_EQ(event_base_update_cache_time(NULL), 0);
     CHECK_EQ(event_base_gettimeofday_cached(NULL, &cached), 0);
@@ -333,10 +356,14 @@ TEST(priority_init_moves_events_past_the_new_range_to_the_least_urgent) {
     CHECK_EQ(event_priority_set(added, 3), 0);
     CHECK_EQ(event_priority_set(idle, 3), 0);
     CHECK_EQ(event_priority_set(act, 3), 0);
+    struct event *urgent = event_new(base, -1, 0, evt_count_cb, &n);
+    CHECK_EQ(event_priority_set(urgent, 0), 0);
     struct timeval hour = {3600, 0};
     CHECK_EQ(event_add(added, &hour), 0);
+    CHECK_EQ(event_add(urgent, &hour), 0);
     CHECK_EQ(event_base_priority_init(base, 2), 0);
     CHECK_EQ(event_get_priority(added), 1); /* moved at once */
+    CHECK_EQ(event_get_priority(urgent), 0); /* in range: stays */
     CHECK_EQ(event_get_priority(idle), 3);  /* not the base's yet: moved when added */
     CHECK_EQ(event_add(idle, &hour), 0);
     CHECK_EQ(event_get_priority(idle), 1);
@@ -346,7 +373,7 @@ TEST(priority_init_moves_events_past_the_new_range_to_the_least_urgent) {
     CHECK_EQ(n, 1);
     CHECK_EQ(event_base_priority_init(base, 1), 0); /* back to the built-in single queue */
     CHECK_EQ(event_get_priority(added), 0);
-    event_free(added), event_free(idle), event_free(act);
+    event_free(added), event_free(idle), event_free(act), event_free(urgent);
     evt_base_close(base);
 }
 
@@ -361,8 +388,9 @@ TEST(common_timeouts_are_their_durations_kept_in_the_base) {
     CHECK_EQ(c->tv_usec, 500000);
     struct timeval same = {2, 500000};
     CHECK(event_base_init_common_timeout(base, &same) == c);
-    struct timeval bad = {-1, 0};
+    struct timeval bad = {-1, 0}, bad_us = {0, -1};
     CHECK(event_base_init_common_timeout(base, &bad) == NULL);
+    CHECK(event_base_init_common_timeout(base, &bad_us) == NULL);
     CHECK(event_base_init_common_timeout(base, NULL) == NULL);
     /* 32 different durations fit; the 33rd does not. */
     for (int i = 1; i < 32; i++) {
@@ -736,6 +764,106 @@ TEST(event_getters_give_back_the_assignment_and_debug_unassign_forgets_idle_even
     CHECK_EQ(event_initialized(&tm), 0);
     event_debug_unassign(&ev);
     CHECK_EQ(event_initialized(&ev), 0);
+    evt_base_close(base);
+}
+
+/* ---- more on adding, deleting and activating ---- */
+
+TEST(an_fd_event_set_before_event_init_works_once_given_a_base) {
+    struct event ev;
+    int sv[2], n = 0;
+    make_socketpair(sv);
+    event_set(&ev, sv[0], EV_READ, evt_count_cb, &n); /* no current base: none */
+    struct event_base *base = evt_base_open();
+    CHECK_EQ(event_base_set(base, &ev), 0);
+    CHECK_EQ(event_add(&ev, NULL), 0);
+    CHECK_EQ(write(sv[1], "x", 1), 1);
+    CHECK_EQ(event_base_dispatch(base), 1);
+    CHECK_EQ(n, 1);
+    struct event *orphan = event_new(NULL, -1, 0, evt_count_cb, &n); /* no base either */
+    CHECK(orphan != NULL);
+    CHECK(event_get_base(orphan) == NULL);
+    event_free(orphan); /* nothing to take it out of */
+    close(sv[0]);
+    close(sv[1]);
+    evt_base_close(base);
+}
+
+TEST(a_negative_timeout_is_due_at_once) {
+    struct event_base *base = evt_base_open();
+    int n = 0;
+    struct event *ev = evtimer_new(base, evt_count_cb, &n);
+    struct timeval neg = {-5, 0};
+    CHECK_EQ(evtimer_add(ev, &neg), 0);
+    CHECK_EQ(event_base_dispatch(base), 1);
+    CHECK_EQ(n, 1);
+    event_free(ev);
+    evt_base_close(base);
+}
+
+static void del_self_sig_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    sig_calls++;
+    CHECK_EQ(event_del(arg), 0);
+}
+
+TEST(a_signal_callback_that_deletes_its_event_stops_the_repeats) {
+    struct event_base *base = evt_base_open();
+    struct event *ev = evsignal_new(base, SIGUSR2, del_self_sig_cb, event_self_cbarg());
+    CHECK_EQ(event_add(ev, NULL), 0);
+    sig_calls = 0;
+    event_active(ev, EV_SIGNAL, 3);
+    CHECK_EQ(event_base_dispatch(base), 1);
+    CHECK_EQ(sig_calls, 1);
+    event_active(ev, EV_SIGNAL, 0); /* not added, no count: one call */
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1);
+    CHECK_EQ(sig_calls, 2);
+    event_free(ev);
+    evt_base_close(base);
+}
+
+TEST(active_by_fd_and_by_signal_pass_by_events_of_other_kinds) {
+    struct event_base *base = evt_base_open();
+    int n = 0;
+    struct event *sig = evsignal_new(base, SIGUSR1, evt_count_cb, &n);
+    struct event *tm = evtimer_new(base, evt_count_cb, &n);
+    struct timeval hour = {3600, 0};
+    CHECK_EQ(event_add(sig, NULL), 0);
+    CHECK_EQ(evtimer_add(tm, &hour), 0);
+    event_base_active_by_fd(base, SIGUSR1, EV_READ); /* a signal number is no fd */
+    event_base_active_by_fd(base, -1, EV_READ);      /* a timer has no fd to be ready */
+    event_base_active_by_signal(base, -1);
+    CHECK_EQ(event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE), 0);
+    event_base_active_by_fd(base, -1, EV_TIMEOUT); /* its timeout, though */
+    CHECK_EQ(event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE), 1);
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 0);
+    CHECK_EQ(n, 1);
+    event_free(sig), event_free(tm);
+    evt_base_close(base);
+}
+
+TEST(remove_timer_keeps_an_io_activation_and_pending_reads_only_what_is_asked) {
+    struct event_base *base = evt_base_open();
+    int sv[2], n = 0;
+    make_socketpair(sv);
+    struct event *ev = event_new(base, sv[0], EV_READ, evt_count_cb, &n);
+    struct timeval hour = {3600, 0}, tv;
+    CHECK_EQ(event_add(ev, &hour), 0);
+    CHECK_EQ(event_pending(ev, EV_READ, &tv), EV_READ); /* no EV_TIMEOUT asked: tv untouched */
+    event_active(ev, EV_READ, 1);
+    CHECK_EQ(event_remove_timer(ev), 0);
+    CHECK_EQ(event_pending(ev, EV_READ | EV_TIMEOUT, NULL), EV_READ);
+    CHECK_EQ(event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE), 1);
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1);
+    CHECK_EQ(n, 1);
+    /* An event forgotten by event_debug_unassign is an unassigned one again. */
+    event_debug_unassign(ev);
+    CHECK_EQ(event_add(ev, NULL), -1);
+    CHECK(strstr(evt_last_warning, "never assigned") != NULL);
+    event_free(ev);
+    close(sv[0]);
+    close(sv[1]);
     evt_base_close(base);
 }
 
