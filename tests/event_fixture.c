@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "event_fixture.h"
 
+#include <event2/buffer.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,4 +60,14 @@ void evt_count_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
     (*(int *)arg)++;
+}
+
+const char *evt_buffer_text(struct evbuffer *b)
+{
+    static char out[4096];
+    size_t n = evbuffer_get_length(b);
+    CHECK_LT(n, sizeof out);
+    CHECK_EQ(evbuffer_copyout(b, out, n), (long long)n);
+    out[n] = '\0';
+    return out;
 }

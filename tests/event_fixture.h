@@ -21,5 +21,8 @@ void evt_log_capture(void);
 void evt_log_release(void);
 /* An event callback that counts its calls in *(int *)arg. */
 void evt_count_cb(evutil_socket_t fd, short what, void *arg);
+/* The buffer's bytes as a string (copied out, not drained; static storage, under 4 KB). */
+struct evbuffer;
+const char *evt_buffer_text(struct evbuffer *b);
 
 #endif

@@ -184,8 +184,10 @@ static int stop_at_3_fn(const struct event_base *b, const struct event *ev, void
 TEST(foreach_visits_added_and_active_events_and_stops_on_nonzero) {
     struct event_base *base = evt_base_open();
     int n = 0, seen = 0;
-    struct event *t1 = evtimer_new(base, evt_count_cb, &n), *t2 = evtimer_new(base, evt_count_cb, &n);
-    struct event *idle = evtimer_new(base, evt_count_cb, &n), *act = evtimer_new(base, evt_count_cb, &n);
+    struct event *t1 = evtimer_new(base, evt_count_cb, &n);
+    struct event *t2 = evtimer_new(base, evt_count_cb, &n);
+    struct event *idle = evtimer_new(base, evt_count_cb, &n);
+    struct event *act = evtimer_new(base, evt_count_cb, &n);
     struct timeval tv = {10, 0};
     CHECK_EQ(evtimer_add(t1, &tv), 0);
     CHECK_EQ(evtimer_add(t2, &tv), 0);
@@ -230,7 +232,8 @@ TEST(a_callback_may_free_its_own_event) {
     struct event_base *base = evt_base_open();
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct event *ev = event_new(base, sv[0], EV_READ | EV_PERSIST, del_self_cb, event_self_cbarg());
+    struct event *ev =
+        event_new(base, sv[0], EV_READ | EV_PERSIST, del_self_cb, event_self_cbarg());
     CHECK(event_get_callback_arg(ev) == ev);
     CHECK_EQ(event_add(ev, NULL), 0);
     CHECK_EQ(write(sv[1], "x", 1), 1);

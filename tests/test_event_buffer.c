@@ -17,18 +17,8 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#include "event_fixture.h"
 #include "harness.h"
-
-/* The buffer's bytes, pulled up and copied into a string (static storage). */
-static const char *contents(struct evbuffer *b)
-{
-    static char out[4096];
-    size_t n = evbuffer_get_length(b);
-    CHECK_LT(n, sizeof out);
-    CHECK_EQ(evbuffer_copyout(b, out, n), (long long)n);
-    out[n] = '\0';
-    return out;
-}
 
 CORE_TEST(evbuffer_calls_refuse_null_and_empty_input) {
     struct evbuffer_iovec v;
@@ -117,13 +107,13 @@ CORE_TEST(evbuffer_adds_prepends_and_prints_in_order) {
     CHECK_EQ(evbuffer_prepend(b, "start-", 6), 0);
     CHECK_EQ(evbuffer_add_printf(b, "/%d/%s", 42, "x"), 5);
     CHECK_EQ(vprintf_into(b, "[%03d]", 7), 5);
-    CHECK_STR_EQ(contents(b), "start-mid-end/42/x[007]");
+    CHECK_STR_EQ(evt_buffer_text(b), "start-mid-end/42/x[007]");
     CHECK_EQ(evbuffer_get_length(b), 23);
     CHECK_EQ(evbuffer_get_contiguous_space(b), 6); /* the prepended chunk */
     CHECK_EQ(evbuffer_expand(b, 100000), 0);       /* room at the end, no bytes */
     CHECK_EQ(evbuffer_get_length(b), 23);
     CHECK_EQ(evbuffer_add(b, "!", 1), 0);
-    CHECK_STR_EQ(contents(b), "start-mid-end/42/x[007]!");
+    CHECK_STR_EQ(evt_buffer_text(b), "start-mid-end/42/x[007]!");
     evbuffer_free(b);
 }
 
@@ -156,7 +146,7 @@ CORE_TEST(evbuffer_frozen_ends_refuse_what_would_change_them) {
     CHECK_EQ(evbuffer_read(b, 0, 1), -1);
     CHECK_EQ(evbuffer_drain(b, 1), 0); /* the front is free */
     CHECK_EQ(evbuffer_unfreeze(b, 0), 0);
-    CHECK_STR_EQ(contents(b), "abc");
+    CHECK_STR_EQ(evt_buffer_text(b), "abc");
     evbuffer_free(b);
     evbuffer_free(o);
 }
@@ -168,16 +158,16 @@ CORE_TEST(evbuffer_remove_buffer_moves_whole_chunks_and_copies_the_edge) {
     CHECK_EQ(evbuffer_prepend(src, "012", 3), 0); /* chunks "012" "345" "6789" */
     CHECK_EQ(evbuffer_add(dst, ">", 1), 0);
     CHECK_EQ(evbuffer_remove_buffer(src, dst, 5), 5); /* "012" moves, "34" is copied */
-    CHECK_STR_EQ(contents(dst), ">01234");
-    CHECK_STR_EQ(contents(src), "56789");
+    CHECK_STR_EQ(evt_buffer_text(dst), ">01234");
+    CHECK_STR_EQ(evt_buffer_text(src), "56789");
     CHECK_EQ(evbuffer_remove_buffer(src, dst, 1), 1); /* what is left of a chunk moves whole */
-    CHECK_STR_EQ(contents(src), "6789");
+    CHECK_STR_EQ(evt_buffer_text(src), "6789");
     CHECK_EQ(evbuffer_remove_buffer(src, dst, 4), 4); /* the last chunk whole */
     CHECK_EQ(evbuffer_get_length(src), 0);
-    CHECK_STR_EQ(contents(dst), ">0123456789");
+    CHECK_STR_EQ(evt_buffer_text(dst), ">0123456789");
     CHECK_EQ(evbuffer_add(src, "abc", 3), 0);
     CHECK_EQ(evbuffer_remove_buffer(src, dst, 100), 3); /* more than there is: all */
-    CHECK_STR_EQ(contents(dst), ">0123456789abc");
+    CHECK_STR_EQ(evt_buffer_text(dst), ">0123456789abc");
     evbuffer_free(src);
     evbuffer_free(dst);
 }
@@ -195,7 +185,7 @@ CORE_TEST(evbuffer_pullup_makes_the_front_contiguous_without_losing_bytes) {
     CHECK(p != NULL);
     CHECK_EQ(memcmp(p, "hello wo", 8), 0);
     CHECK_EQ(evbuffer_get_contiguous_space(b), 8);
-    CHECK_STR_EQ(contents(b), "hello world");
+    CHECK_STR_EQ(evt_buffer_text(b), "hello world");
     p = evbuffer_pullup(b, -1);
     CHECK_EQ(memcmp(p, "hello world", 11), 0);
     CHECK_EQ(evbuffer_get_contiguous_space(b), 11);
@@ -242,7 +232,7 @@ CORE_TEST(evbuffer_reserve_and_commit_take_one_extent_and_check_it) {
     struct evbuffer_iovec toolong = {v[0].iov_base, 1u << 20};
     CHECK_EQ(evbuffer_commit_space(b, &toolong, 1), -1); /* more than there is room for */
     CHECK_EQ(evbuffer_commit_space(b, v, 1), 0);
-    CHECK_STR_EQ(contents(b), "reserved");
+    CHECK_STR_EQ(evt_buffer_text(b), "reserved");
     CHECK_EQ(evbuffer_reserve_space(b, 4, v, 1), 1); /* the same chunk's rest */
     v[0].iov_len = 0;
     CHECK_EQ(evbuffer_commit_space(b, v, 1), 0); /* committing nothing is allowed */
@@ -273,7 +263,7 @@ CORE_TEST(evbuffer_readln_ends_lines_as_each_style_says) {
     CHECK_EQ(n, 3);
     CHECK_STR_EQ(readln(b, EVBUFFER_EOL_ANY, &n), "c"); /* and the whole \r\r\n\n run */
     CHECK_EQ(n, 1);
-    CHECK_STR_EQ(contents(b), "d");
+    CHECK_STR_EQ(evt_buffer_text(b), "d");
     CHECK_EQ(evbuffer_get_length(b), 3);
     CHECK_STR_EQ(readln(b, EVBUFFER_EOL_NUL, NULL), "d");
     CHECK_EQ(evbuffer_get_length(b), 1);
@@ -286,7 +276,7 @@ CORE_TEST(evbuffer_readln_ends_lines_as_each_style_says) {
     CHECK_EQ(evbuffer_prepend(b, "line ", 5), 0);
     CHECK_STR_EQ(readln(b, EVBUFFER_EOL_CRLF, &n), "line two");
     CHECK_EQ(n, 8);
-    CHECK_STR_EQ(contents(b), "rest");
+    CHECK_STR_EQ(evt_buffer_text(b), "rest");
     CHECK_EQ(evbuffer_add(b, "\n\n", 2), 0);
     CHECK_STR_EQ(readln(b, EVBUFFER_EOL_LF, &n), "rest");
     CHECK_STR_EQ(readln(b, EVBUFFER_EOL_CRLF, &n), ""); /* an empty line */
@@ -304,10 +294,10 @@ CORE_TEST(evbuffer_read_and_write_move_bytes_through_a_pipe) {
     CHECK_EQ(write(p[1], "0123456789", 10), 10);
     CHECK_EQ(evbuffer_read(b, p[0], 4), 4);
     CHECK_EQ(evbuffer_read(b, p[0], -1), 6); /* as much as there is */
-    CHECK_STR_EQ(contents(b), "0123456789");
+    CHECK_STR_EQ(evt_buffer_text(b), "0123456789");
     /* A pipe is not a socket: the write falls back from sendmsg to writev. */
     CHECK_EQ(evbuffer_write_atmost(b, p[1], 3), 3);
-    CHECK_STR_EQ(contents(b), "3456789");
+    CHECK_STR_EQ(evt_buffer_text(b), "3456789");
     CHECK_EQ(evbuffer_write(b, p[1]), 7);
     CHECK_EQ(evbuffer_get_length(b), 0);
     CHECK_EQ(evbuffer_write(b, p[1]), 0); /* nothing to write */

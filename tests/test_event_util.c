@@ -120,7 +120,8 @@ static struct sockaddr_in6 sin6(const char *a, int port)
 #define SA(x) ((const struct sockaddr *)&(x))
 
 CORE_TEST(evutil_sockaddr_cmp_orders_by_family_then_address_then_port) {
-    struct sockaddr_in a = sin4("10.0.0.1", 80), b = sin4("10.0.0.2", 80), a2 = sin4("10.0.0.1", 81);
+    struct sockaddr_in a = sin4("10.0.0.1", 80), b = sin4("10.0.0.2", 80);
+    struct sockaddr_in a2 = sin4("10.0.0.1", 81);
     struct sockaddr_in6 x = sin6("::1", 80), y = sin6("::2", 80), x2 = sin6("::1", 81);
     /* AF_INET sorts before AF_INET6, whatever the addresses. */
     CHECK_EQ(evutil_sockaddr_cmp(SA(a), SA(x), 1), -1);
@@ -266,6 +267,8 @@ static const char *stderr_of(void (*fn)(void))
     return out;
 }
 
+static const char bad_fd_warning[] = "[warn] fcntl(536870912, F_SETFL): Bad file descriptor\n";
+
 static void warn_on_a_closed_fd(void)
 {
     evutil_make_socket_nonblocking(1 << 29);
@@ -273,10 +276,10 @@ static void warn_on_a_closed_fd(void)
 
 CORE_TEST(warnings_go_to_stderr_without_a_log_callback_and_debug_logging_is_accepted) {
     event_set_log_callback(NULL);
-    CHECK_STR_EQ(stderr_of(warn_on_a_closed_fd), "[warn] fcntl(536870912, F_SETFL): Bad file descriptor\n");
+    CHECK_STR_EQ(stderr_of(warn_on_a_closed_fd), bad_fd_warning);
     /* libevent's debug messages are about its own insides: iomux has none to give. */
     event_enable_debug_logging(EVENT_DBG_ALL);
-    CHECK_STR_EQ(stderr_of(warn_on_a_closed_fd), "[warn] fcntl(536870912, F_SETFL): Bad file descriptor\n");
+    CHECK_STR_EQ(stderr_of(warn_on_a_closed_fd), bad_fd_warning);
     event_enable_debug_logging(EVENT_DBG_NONE);
     event_enable_debug_mode(); /* the checks it turns on in libevent are always on here */
 }

@@ -389,7 +389,8 @@ def main():
                 full = f"{group}/{case_of(entry)[0]}"
                 why = manifest.get(full)
                 f.write(f"run\t{full}\n" if why is None else f"left-out\t{full}\t{why}\n")
-    print(f"extract: {len(cases)} cases kept after {attempt + 1} builds; {sum(1 for v in manifest.values() if v)} left out; "
+    left_out = sum(1 for v in manifest.values() if v)
+    print(f"extract: {len(cases)} cases kept after {attempt + 1} builds; {left_out} left out; "
           f"binary {exe}")
 
 
