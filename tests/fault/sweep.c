@@ -1268,15 +1268,15 @@ static void fc_read(mux_loop_t *loop, mux_io_t *w, unsigned revents)
 }
 
 /* libkqueue keeps descriptors of its own from its first kqueue on, and runs a thread while
- * one is open: on kqueue, a kqueue made with the real call, and kept, so that neither is
- * counted as the case's, and no leak check meets the thread as it ends. (The leak check of
- * a forked child still says that the parent's thread "was not suspended": it is not there.) */
+ * one is open: a kqueue made with the real call, and kept, so that neither is counted as the
+ * case's, and no leak check meets the thread as it ends. On every backend where libkqueue is
+ * linked: the fs_event watchers have a kqueue of their own whatever the loop's backend. (The
+ * leak check of a forked child still says that the parent's thread "was not suspended": it
+ * is not there.) */
 static void keep_library_state(void)
 {
 #ifdef FAULT_HAVE_KQUEUE
-    const char *b = getenv("IOMUX_BACKEND");
-    if (b && strcmp(b, "kqueue") == 0)
-        (void)kqueue();
+    (void)kqueue();
 #endif
 }
 
