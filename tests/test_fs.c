@@ -90,8 +90,9 @@ static void fs_start(mux_loop_t *loop, mux_fs_event_t *w, const char *path, stru
     w->data = h;
     int err = mux_fs_event_start(loop, w);
     if (err == -ENOTSUP)
-        SKIP("this build has no file-system notifications (inotify is Linux's; the portable "
-             "POSIX build has none): fs_poll serves there");
+        SKIP("this build has no file-system notifications (inotify is Linux's, EVFILT_VNODE "
+             "kqueue's; a portable POSIX build without kqueue, and Windows, have none): fs_poll "
+             "serves there");
     CHECK_EQ(err, 0);
 }
 
