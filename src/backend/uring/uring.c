@@ -236,6 +236,7 @@ static int mux__uring_setup(struct mux__uring *st)
         st->sq_head = 0; /* a new ring's */
         st->disabled = st->deferred = (tries[i] & IORING_SETUP_DEFER_TASKRUN) != 0;
         st->taskrun_flag = (tries[i] & IORING_SETUP_TASKRUN_FLAG) != 0;
+        st->submit_all = (tries[i] & IORING_SETUP_SUBMIT_ALL) != 0;
         st->ring_ok = 1;
         return 0;
     }
@@ -357,23 +358,6 @@ static unsigned mux__uring_revents(int res)
     unsigned r = (unsigned)res;
     unsigned got = ((r | r >> 13) & MUX_READ) | (r >> 1 & MUX_WRITE); /* POLLIN|RDHUP, POLLOUT */
     return r & (POLLERR | POLLHUP) ? MUX__IO_EVENTS : got;
-}
-
-/* An SQE slot for the CQE of an ended poll to re-arm it in, or NULL when the SQ ring is
- * full. liburing's io_uring_get_sqe without its reads of the setup flags, and with the
- * ring's head as last read: the kernel only moves it on, so a stale one errs on the full
- * side, and it is read again only then. */
-static inline struct io_uring_sqe *mux__uring_sqe(struct mux__uring *st)
-{
-    struct io_uring_sq *sq = &st->ring.sq;
-    unsigned tail = sq->sqe_tail;
-    if (mux__unlikely(tail - st->sq_head >= sq->ring_entries)) {
-        st->sq_head = IO_URING_READ_ONCE(*sq->khead);
-        if (tail - st->sq_head >= sq->ring_entries)
-            return NULL;
-    }
-    sq->sqe_tail = tail + 1;
-    return &sq->sqes[tail & sq->ring_mask];
 }
 
 static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux__uring *st,
@@ -745,9 +729,11 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     int ended = mux__uring_flush_ops(loop);
     if (ended < 0)
         return ended;
-    int err = mux__uring_rearms(loop);
-    if (err != 0)
-        return err;
+    if (st->nrearm != 0) {
+        int err = mux__uring_rearms(loop);
+        if (err != 0)
+            return err;
+    }
     /* Kept CQEs are offered again unless all are parked and no owner unparked them: a
      * stopped reader's would be refused at every wait. */
     int offer = st->ndefer && (st->defer_retry || loop->ops_unpark);
@@ -775,7 +761,7 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     }
     /* Without SUBMIT_ALL a failing SQE stops the batch: send the rest of what the enter was
      * given (not the re-arms queued since, whose watchers have not run). */
-    for (int i = 0; i < 64 && r >= 0; i++) {
+    for (int i = 0; !st->submit_all && i < 64 && r >= 0; i++) {
         unsigned left = *st->ring.sq.ktail - IO_URING_READ_ONCE(*st->ring.sq.khead);
         if (left == 0)
             break;
@@ -800,7 +786,7 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     if (r == -EBADR) {
         /* The kernel lost CQEs: some request may have ended unseen. Start again. */
         st->post_enter = 0; /* what the old ring still holds is queued, not called */
-        err = mux__uring_renew(loop, 1);
+        int err = mux__uring_renew(loop, 1);
         if (err != 0)
             return err;
         mux__fd_refresh_all(loop);
