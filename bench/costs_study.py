@@ -19,7 +19,8 @@ from benchlib import (FLOOR, Cell, Study as Base, COST_EXCLUDED, baseline_arg, b
                       callgrind_cmd, callgrind_ir, callgrind_unavailable, calls_diff,
                       driver_order, end_line, failed_line, fmt_dur, keep_callgrind, log,
                       parse_strace, plain, strace_run)
-from echo_study import IDLE, ECHO_WATCHERS, echo_order, run_echo_one, with_idle_timeout
+from echo_study import (IDLE, ECHO_WATCHERS, URING_FLOOR, echo_order, run_echo_one,
+                        with_idle_timeout)
 
 # Each unit runs for L and for COST_FACTOR * L units (Poller rounds, chained writes, chain
 # iterations of n restarts each, or seconds of echoing), under callgrind; then under strace
@@ -32,8 +33,9 @@ COST_STRACE_LENGTHS = {"poller-1": 100, "poller-100": 10, "chain": 300, "chain-t
 # rows: the drivers and echo servers measured (None: every one the mode's backends and
 # peers allow); the quick run keeps the floors, iomux on epoll and io_uring, its libevent
 # emulation and the peers, which is what the back-to-back pairs' ties need.
-QUICK_ROWS = ["raw-epoll", "raw-uring", "iomux-epoll", "iomux-uring", "iomux-event-epoll",
-              "iomux-io", "libev", "libevent", "libuv", "asio"]
+QUICK_ROWS = ["raw-epoll", "raw-uring", "raw-uring-multi", "iomux-epoll", "iomux-uring",
+              "iomux-uring-edge", "iomux-event-epoll", "iomux-io", "libev", "libevent", "libuv",
+              "asio"]
 MODES = {
     "smoke": dict(n=100, units=["poller-1", "echo"], lengths={"poller-1": 100, "echo": 0.2},
                   strace=None, block=128, backends=["epoll", "uring"], peers=False, rows=None),
@@ -286,6 +288,39 @@ def costs_table(entry, order):
     return "\n".join(lines)
 
 
+URING_IR_TARGET = 1.3  # iomux-uring's instructions per echo over the io_uring floor's
+URING_ENTER_TARGET = 1.05  # io_uring_enter per echo, at most
+
+
+def uring_floor_lines(rows):
+    """iomux-uring against the io_uring floor in the echo unit: (lines, misses)."""
+    mine, floor = rows.get("iomux-uring"), rows.get(URING_FLOOR)
+    if not mine or not floor or not floor.get("per_unit"):
+        return [], []
+    ratio = mine["per_unit"] / floor["per_unit"]
+    enters = [r.get("syscalls", {}).get("io_uring_enter") for r in (mine, floor)]
+    lines = [f"`iomux-uring` over `{URING_FLOOR}` (the io_uring floor): {mine['per_unit']:,.1f} "
+             f"against {floor['per_unit']:,.1f} instructions per echo, {ratio:.2f}x (target: "
+             f"at most {URING_IR_TARGET}x)"]
+    misses = []
+    if ratio > URING_IR_TARGET:
+        misses.append(f"costs echo: iomux-uring {ratio:.2f}x {URING_FLOOR}'s instructions per "
+                      f"echo, over {URING_IR_TARGET}x")
+    if None not in enters:
+        lines[0] += (f"; `io_uring_enter` per echo {enters[0]:.2f} against {enters[1]:.2f} "
+                     f"(target: at most {URING_ENTER_TARGET}). At one session every server "
+                     "that sends through the ring gets its send's completion at once, in the "
+                     "enter that submitted it, and waits for the next block in a second one")
+        if enters[0] > URING_ENTER_TARGET:
+            misses.append(f"costs echo: iomux-uring {enters[0]:.2f} io_uring_enter per echo "
+                          f"(the floor {enters[1]:.2f}), over {URING_ENTER_TARGET}")
+    return [lines[0] + ".", ""], misses
+
+
+def uring_floor_md(rows):
+    return uring_floor_lines(rows)[0]
+
+
 def costs_md(args, mode, costs, names, enames, want):
     md = ["## Cost table: user-space instructions per unit (callgrind)", "",
           "User-space instructions per unit of work, counted by valgrind's callgrind (the "
@@ -324,6 +359,8 @@ def costs_md(args, mode, costs, names, enames, want):
         md += ["```", "", costs_table(entry, order), ""]
         if COST_UNITS[unit].get("note"):
             md += [COST_UNITS[unit]["note"] + ".", ""]
+        if unit == "echo":
+            md += uring_floor_md(entry["rows"])
         stops = [k for k, v in entry["rows"].items() if "server_stop" in v]
         if stops:
             md += ["Under valgrind, " + ", ".join(f"`{k}`" for k in stops) + " did not exit on "
@@ -382,7 +419,7 @@ class Study(Base):
                     self.enames.append(n)
             elif rows and own not in rows:
                 continue
-            elif own in (FLOOR, ECHO_WATCHERS) or (own.startswith("iomux-") and (
+            elif own in (FLOOR, URING_FLOOR, ECHO_WATCHERS) or (own.startswith("iomux-") and (
                     cfg["backends"] is None or own.split("-", 1)[1] in cfg["backends"])) or (
                     cfg["peers"] and not own.startswith(("iomux-", "raw-"))):
                 self.enames.append(n)
@@ -421,6 +458,9 @@ class Study(Base):
         for unit in self.units:
             self.rows[unit] = {}
             for name in (self.enames if unit == "echo" else self.names):
+                if COST_UNITS[unit]["study"] == "chain" and \
+                        self.runner.drivers[name].get("edge"):
+                    continue  # edge-triggered drivers run study 1 only (harness.h)
                 est = 4.0 if unit == "echo" else 1.5
                 cells.append(Cell(f"costs {unit} {name}", est,
                                   lambda u=unit, name=name: self.run_row(u, name)))
@@ -465,8 +505,9 @@ class Study(Base):
 
     def report_md(self, out):
         if self.result:
+            echo = self.result["units"].get("echo", {}).get("rows", {})
             return costs_md(self.args, self.mode, self.result, self.names, self.enames,
-                            self.ctx.want), []
+                            self.ctx.want), uring_floor_lines(echo)[1]
         return ["## Cost table: user-space instructions per unit (callgrind)", "",
                 f"Not measured: {self.why or 'no row ran'}.", ""], []
 
