@@ -121,6 +121,7 @@ struct mux__loop {
     uint8_t clock_set;    /* the wall clock was set (timerfd) */
     uint8_t clock_jumped; /* periodics must be rescheduled */
     uint8_t reapply;      /* the backend refused the loop's own fd: apply it again */
+    uint8_t choosing;     /* the backend is opening as the automatic choice, not named */
     unsigned caps;        /* MUX__CAP_*: the backend's, as its open narrowed them */
     int error;            /* a failure found while gathering, returned by mux_run */
     unsigned fork_gen;

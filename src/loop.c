@@ -306,7 +306,9 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
             continue; /* opt-in: only when named */
         loop->backend = mux__backends[i];
         loop->caps = loop->backend->caps;
+        loop->choosing = 1; /* a backend may decline to be the default (uring's rule) */
         err = loop->backend->open(loop);
+        loop->choosing = 0;
         if (err == 0)
             return 0;
     }

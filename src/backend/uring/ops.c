@@ -7,13 +7,24 @@
  * call until the wait submits it, and a shutdown is one cheap system call either way.
  *
  * What is odd about them, and what this file does about it:
- * - Submission. The calls only queue an operation; the wait submits the queue with its one
- *   io_uring_enter, so an operation costs no system call of its own, and the ring is never
- *   touched outside mux_run (not from a forked child before the loop noticed the fork, not
- *   from inside a callback's call). An operation carries its struct mux__op's address in
- *   the user data, and its links in its private space (struct mux__uop): it is on the queue
- *   and/or on the list of operations in flight, and on neither once its last completion
- *   came, so its owner may free it or hand its private space to the emulation.
+ * - Submission. An operation costs no system call of its own: the wait's one io_uring_enter
+ *   submits it. A send is written straight into the SQ ring by the submitting call (the
+ *   kernel sees it only at that enter) when nothing is queued ahead of it and the ring is
+ *   this process's: in a forked child that has not renewed the ring yet, the SQ ring's
+ *   memory is still shared with the parent, so there it is queued. The other kinds are
+ *   queued, and the wait writes their SQEs: a receive's buffer ring must be registered first,
+ *   and a queue keeps their order with the cancels. An operation carries its struct mux__op's
+ *   address in the user data, and its links in its private space (struct mux__uop): it is on
+ *   the queue and/or on the list of operations in flight, and on neither once its last
+ *   completion came, so its owner may free it or hand its private space to the emulation.
+ * - One enter per echo is not to be had with a send's completion: the send of an iteration
+ *   goes in the enter that waits, but the kernel completes it inside that enter (loopback
+ *   has room), so the wait returns at once with its CQE, and the next block needs a second
+ *   enter. A hand-written server gets the same (bench/README.md, the io_uring floor: 2.00
+ *   enters per echo at one session). Skipping the send's CQE (IOSQE_CQE_SKIP_SUCCESS with
+ *   MSG_WAITALL | MSG_DONTWAIT, which posts a CQE only for a short or failed send) would let
+ *   the wait block, but the write's callback would then come only with the next event,
+ *   however long that takes: a program that closes after its answer would hang. Not done.
  * - Completions only record results and queue tasks (mux__op_complete), so no callback runs
  *   inside the reap and nothing is submitted from it.
  * - Refusals. A listener with a full batch of accepted connections refuses the next

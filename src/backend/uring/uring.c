@@ -100,6 +100,11 @@
  *   fails, so the default backend choice falls back to epoll, and naming "uring" returns
  *   the kernel's error. Required: NODROP, EXT_ARG, FAST_POLL and RSRC_TAGS (5.13, the
  *   release that brought multishot poll and poll update), else -ENOSYS.
+ * - The default. io_uring comes first in the build's order (IOMUX_PREFER_URING), and as the
+ *   automatic choice (loop->choosing) it declines, with -ENOTSUP, on a kernel before 6.1 or
+ *   where the native stream path is not whole (operations emulated, no multishot accept or
+ *   receive): epoll is taken there. Named, it opens on any kernel it supports. The rule,
+ *   and the measurements it rests on: docs/backends.md, "How the default is chosen".
  * - Operations: the kernel's own send, sendmsg, receive into a provided buffer and
  *   multishot accept, with 5.19 (probed through IORING_OP_SOCKET, which came with it); on an
  *   older kernel, or with IOMUX_URING_STREAMS=poll (to compare the two paths), open narrows
@@ -118,6 +123,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "backend/uring/uring.h"
@@ -243,8 +249,47 @@ static int mux__uring_setup(struct mux__uring *st)
     return err;
 }
 
+/* The default rule (docs/backends.md, "How the default is chosen"): the automatic choice
+ * takes io_uring only on a kernel from MUX__URING_DEFAULT_FROM on, with the native stream
+ * path whole (the operations, multishot accept and multishot receive): the path the studies
+ * measured ahead of epoll. Elsewhere it declines (-ENOTSUP), and the next backend of the order,
+ * epoll, is taken; named, io_uring opens on any kernel it supports. IOMUX_TEST_URING_KERNEL
+ * stands in for the kernel's release, for the tests. */
+#define MUX__URING_DEFAULT_FROM_MAJOR 6
+#define MUX__URING_DEFAULT_FROM_MINOR 1
+
+static int mux__uring_kernel_measured(void)
+{
+    const char *rel = getenv("IOMUX_TEST_URING_KERNEL");
+    struct utsname u;
+    if (!rel || !*rel) {
+        if (uname(&u) != 0)
+            return 0;
+        rel = u.release;
+    }
+    char *end;
+    unsigned long major = strtoul(rel, &end, 10), minor = 0;
+    if (end == rel)
+        return 0;
+    if (*end == '.')
+        minor = strtoul(end + 1, NULL, 10);
+    return major > MUX__URING_DEFAULT_FROM_MAJOR ||
+           (major == MUX__URING_DEFAULT_FROM_MAJOR && minor >= MUX__URING_DEFAULT_FROM_MINOR);
+}
+
+static void mux__uring_close(struct mux__loop *loop);
+
+static int mux__uring_default_path(const struct mux__loop *loop)
+{
+    unsigned whole = MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) |
+                     MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP_ACCEPT_MULTI | MUX__CAP_RECV_MULTI;
+    return (loop->caps & whole) == whole;
+}
+
 static int mux__uring_open(struct mux__loop *loop)
 {
+    if (loop->choosing && !mux__uring_kernel_measured())
+        return -ENOTSUP; /* the automatic choice takes epoll on this kernel */
     struct mux__uring *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
@@ -274,6 +319,10 @@ static int mux__uring_open(struct mux__loop *loop)
     if (probe)
         io_uring_free_probe(probe);
     loop->bdata = st; /* the fd table starts zeroed: no fd has a request yet */
+    if (loop->choosing && !mux__uring_default_path(loop)) {
+        mux__uring_close(loop); /* operations emulated: not the path measured ahead */
+        return -ENOTSUP;
+    }
     return 0;
 }
 
