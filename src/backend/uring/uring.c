@@ -74,12 +74,14 @@
  *   already in hand) enters only when that flag is up or something is to be submitted:
  *   one io_uring_enter per iteration at most. IOMUX_URING_TASKRUN=defer gives
  *   IORING_SETUP_DEFER_TASKRUN instead (with SINGLE_ISSUER; any other value but "coop"
- *   makes open fail with -EINVAL): the work then runs only inside an enter that waits, in
- *   bounded passes (since 6.13 at most 20 items per pass, two passes per enter), so an
- *   iteration in which 100 fds became ready takes at least two enters and two iterations,
- *   where cooperative work takes one, while the completions of one iteration come in
- *   smaller batches, which can make a busy echo server cheaper (docs/studies.md has both
- *   measurements). A
+ *   makes open fail with -EINVAL): the work then runs only inside an enter with GETEVENTS,
+ *   in bounded passes (since 6.13 at most max(20, min_complete) items per pass). A poll
+ *   therefore asks for as many completions as the CQ ring holds, with a zero timeout, so that
+ *   one poll runs the work of 100 ready fds (it took five at min_complete 0); a waiting enter
+ *   asks for one, and the completions of one iteration come in smaller batches, which can
+ *   make a busy echo server cheaper (docs/studies.md has both measurements). Deferred work
+ *   costs the edge-triggered watchers an enter per poll where cooperative work needs none
+ *   (the Poller study's multishot cells), so cooperative work stays the default. A
  *   deferred ring is bound to one thread: it is created disabled (IORING_SETUP_R_DISABLED)
  *   and enabled by the first wait, so the thread that first runs the loop is the one, and
  *   a later run from another thread fails with -EEXIST. A signal that interrupts a
@@ -754,7 +756,18 @@ static int mux__uring_enter(struct mux__uring *st, int64_t timeout_ns)
             argsz = sizeof arg;
             flags |= IORING_ENTER_EXT_ARG;
         }
-    } else if (st->deferred || !st->taskrun_flag ||
+    } else if (st->deferred) {
+        /* A poll of a deferred ring asks for as many completions as the CQ ring holds, with a
+         * zero timeout: the kernel runs that much deferred work before it looks (its passes
+         * run max(20, min_complete) items since 6.13), so 100 fds ready take one poll, not
+         * five; the wait then ends at once, with -ETIME. */
+        ts = (struct __kernel_timespec){0, 0};
+        arg = (struct io_uring_getevents_arg){.ts = (uint64_t)(uintptr_t)&ts};
+        argp = &arg;
+        argsz = sizeof arg;
+        min = st->ring.cq.ring_entries;
+        flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+    } else if (!st->taskrun_flag ||
                (IO_URING_READ_ONCE(*st->ring.sq.kflags) &
                 (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
         flags = IORING_ENTER_GETEVENTS; /* task work to run, or CQEs to flush: a poll */
