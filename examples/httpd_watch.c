@@ -176,6 +176,7 @@ struct httpd_watch *httpd_watch_start(mux_loop_t *loop, mux_http_static_t *files
     hw->files = files;
     watch_tree(hw, "");
     if (hw->n == 0) { /* not even the root: said already */
+        free(hw->dirs);
         free(hw->root);
         free(hw);
         return NULL;
