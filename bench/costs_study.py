@@ -321,7 +321,13 @@ def uring_floor_md(rows):
     return uring_floor_lines(rows)[0]
 
 
-def costs_md(args, mode, costs, names, enames, want):
+def unit_names(unit, names, drivers):
+    """The drivers a unit has a row for: the edge-triggered ones run study 1's units only."""
+    return [n for n in names if COST_UNITS[unit]["study"] != "chain" or
+            not drivers.get(n, {}).get("edge")]
+
+
+def costs_md(args, mode, costs, names, enames, want, drivers):
     md = ["## Cost table: user-space instructions per unit (callgrind)", "",
           "User-space instructions per unit of work, counted by valgrind's callgrind (the "
           "`Ir` total of its output files, summed when a process dumps more than once), as "
@@ -345,7 +351,7 @@ def costs_md(args, mode, costs, names, enames, want):
              else ""), ""]
     for unit, entry in costs["units"].items():
         order = (echo_order(set(entry["rows"]) | set(enames)) if unit == "echo" else
-                 driver_order(set(entry["rows"]) | set(names)))
+                 driver_order(set(entry["rows"]) | set(unit_names(unit, names, drivers))))
         what = entry["what"]
         md += [f"### {entry['title']}: instructions per {entry['unit']}", "",
                what[:1].upper() + what[1:] + ".", "", "```",
@@ -370,10 +376,10 @@ def costs_md(args, mode, costs, names, enames, want):
     return md
 
 
-def print_costs(costs, names, enames):
+def print_costs(costs, names, enames, drivers):
     for unit, entry in costs["units"].items():
         order = (echo_order(set(entry["rows"]) | set(enames)) if unit == "echo" else
-                 driver_order(set(entry["rows"]) | set(names)))
+                 driver_order(set(entry["rows"]) | set(unit_names(unit, names, drivers))))
         lo, hi = entry["lengths"]
         runs = (f"windows of {lo} s and {hi} s" if unit == "echo" else
                 f"runs of {lo:,} and {hi:,} {COST_UNITS[unit]['length'].lstrip('-')}")
@@ -457,10 +463,8 @@ class Study(Base):
         cells = []
         for unit in self.units:
             self.rows[unit] = {}
-            for name in (self.enames if unit == "echo" else self.names):
-                if COST_UNITS[unit]["study"] == "chain" and \
-                        self.runner.drivers[name].get("edge"):
-                    continue  # edge-triggered drivers run study 1 only (harness.h)
+            for name in (self.enames if unit == "echo" else
+                         unit_names(unit, self.names, self.runner.drivers)):
                 est = 4.0 if unit == "echo" else 1.5
                 cells.append(Cell(f"costs {unit} {name}", est,
                                   lambda u=unit, name=name: self.run_row(u, name)))
@@ -507,13 +511,13 @@ class Study(Base):
         if self.result:
             echo = self.result["units"].get("echo", {}).get("rows", {})
             return costs_md(self.args, self.mode, self.result, self.names, self.enames,
-                            self.ctx.want), uring_floor_lines(echo)[1]
+                            self.ctx.want, self.runner.drivers), uring_floor_lines(echo)[1]
         return ["## Cost table: user-space instructions per unit (callgrind)", "",
                 f"Not measured: {self.why or 'no row ran'}.", ""], []
 
     def print_tables(self):
         if self.result:
-            print_costs(self.result, self.names, self.enames)
+            print_costs(self.result, self.names, self.enames, self.runner.drivers)
 
     def smoke_summary(self):
         costs = self.result
