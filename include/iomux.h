@@ -62,6 +62,21 @@ const char *mux_version_string(void);
  * as "EINVAL: invalid argument"; an unknown code gives "unknown error". Never NULL. */
 const char *mux_strerror(int err);
 
+/* Errors of name resolution (include/iomux/work.h): getaddrinfo's EAI_* codes, negative as
+ * errno values are and outside their range (mux_strerror names them). EAI_MEMORY comes as
+ * -ENOMEM, and EAI_SYSTEM as the system's negative errno. */
+enum {
+    MUX_EAI_AGAIN = -3001,    /* a temporary failure: no resolver answered in time */
+    MUX_EAI_BADFLAGS = -3002, /* hints with flags the resolver does not take */
+    MUX_EAI_FAIL = -3003,     /* a failure that asking again will not mend */
+    MUX_EAI_FAMILY = -3004,   /* an address family the resolver does not know */
+    MUX_EAI_NODATA = -3005,   /* the name exists, with no address of the asked kind */
+    MUX_EAI_NONAME = -3006,   /* the name or service is not known */
+    MUX_EAI_SERVICE = -3007,  /* the service is not known for the socket type */
+    MUX_EAI_SOCKTYPE = -3008, /* a socket type the resolver does not know */
+    MUX_EAI_OVERFLOW = -3009, /* a name did not fit its buffer (getnameinfo) */
+};
+
 /* ---------------------------------------------------------------------------------------
  * Loop
  * ------------------------------------------------------------------------------------ */

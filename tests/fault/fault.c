@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -380,6 +381,25 @@ int mux_fault_sigaction(int sig, const struct sigaction *sa, struct sigaction *o
 int mux_fault_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
 {
     return hit(P_pthread_atfork) ? errno : pthread_atfork(prepare, parent, child);
+}
+
+int mux_fault_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                             void *arg)
+{
+    return hit(P_pthread_create) ? errno : pthread_create(t, attr, fn, arg);
+}
+
+/* The resolver fails as it does when a file it needs cannot be opened: EAI_SYSTEM, errno. */
+int mux_fault_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+                          struct addrinfo **res)
+{
+    return hit(P_getaddrinfo) ? EAI_SYSTEM : getaddrinfo(node, service, hints, res);
+}
+
+int mux_fault_getnameinfo(const struct sockaddr *sa, socklen_t len, char *host, socklen_t hlen,
+                          char *serv, socklen_t slen, int flags)
+{
+    return hit(P_getnameinfo) ? EAI_SYSTEM : getnameinfo(sa, len, host, hlen, serv, slen, flags);
 }
 
 int mux_fault_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *ss)

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,6 +40,7 @@
 #include "fault.h"
 #include "iomux.h"
 #include "iomux/http.h"
+#include "iomux/work.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -949,6 +951,164 @@ out:;
     spin(c, &v.closed, want, 0, "the close callbacks");
 }
 
+/* ---- case: the worker pool, the resolver and a dial by name ---- */
+
+struct work_case {
+    struct cx *c;
+    mux_work_t w;
+    mux_getaddrinfo_t gai;
+    mux_getnameinfo_t gni;
+    mux_dial_t d;
+    mux_stream_t s;
+    mux_listener_t l;
+    int worked, done, looked, named, dialled, accepted, lclosed, sclosed;
+    int lopen, sopen;
+};
+
+static void wc_work(mux_work_t *w)
+{
+    ((struct work_case *)w->data)->worked = 1;
+}
+
+static void wc_done(mux_work_t *w, int status)
+{
+    struct work_case *wc = w->data;
+    if (note(wc->c, status) == 0 && !wc->worked)
+        bad(wc->c, "the work was called back without having run");
+    wc->done = 1;
+}
+
+static void wc_looked(mux_getaddrinfo_t *req, int status, struct addrinfo *ai)
+{
+    struct work_case *wc = req->data;
+    if (note(wc->c, status) == 0 &&
+        (!ai || ai->ai_family != AF_INET ||
+         ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr != htonl(INADDR_LOOPBACK)))
+        bad(wc->c, "localhost did not resolve to 127.0.0.1");
+    mux_freeaddrinfo(ai);
+    wc->looked = 1;
+}
+
+static void wc_named(mux_getnameinfo_t *req, int status, const char *host, const char *serv)
+{
+    struct work_case *wc = req->data;
+    if (note(wc->c, status) == 0 && (strcmp(host, "127.0.0.1") != 0 || strcmp(serv, "80") != 0))
+        bad(wc->c, "127.0.0.1:80 named %s:%s", host, serv);
+    wc->named = 1;
+}
+
+static void wc_dialled(mux_dial_t *d, int status)
+{
+    struct work_case *wc = d->data;
+    if (note(wc->c, status) == 0)
+        wc->sopen = 1;
+    wc->dialled = 1;
+}
+
+static void wc_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
+{
+    struct work_case *wc = l->data;
+    if (note(wc->c, status) == 0) {
+        close(sock);
+        wc->accepted = 1;
+    }
+}
+
+static void wc_lclosed(mux_listener_t *l)
+{
+    ((struct work_case *)l->data)->lclosed = 1;
+}
+
+static void wc_sclosed(mux_stream_t *s)
+{
+    ((struct work_case *)s->data)->sclosed = 1;
+}
+
+static void wc_nop(mux_work_t *w)
+{
+    (void)w;
+}
+
+static void wc_barrier(mux_work_t *w, int status)
+{
+    (void)status;
+    *(int *)w->data = 1;
+}
+
+static void case_work(struct cx *c)
+{
+    static struct work_case wc;
+    memset(&wc, 0, sizeof wc);
+    wc.c = c;
+    char port[16];
+    socklen_t slen;
+    /* One pool thread: the order of the calls is the same in every run. */
+    if (note(c, mux_work_pool_size(1)) < 0)
+        return;
+    wc.w.data = &wc;
+    if (note(c, mux_work_queue(&c->loop, &wc.w, wc_work, wc_done)) < 0 ||
+        !spin(c, &wc.done, 1, 1, "the work's callback") || c->err)
+        goto out;
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+    wc.gai.data = &wc;
+    if (note(c, mux_getaddrinfo(&c->loop, &wc.gai, wc_looked, "localhost", "80", &hints)) < 0 ||
+        !spin(c, &wc.looked, 1, 1, "the lookup of localhost") || c->err)
+        goto out;
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(80)};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    wc.gni.data = &wc;
+    if (note(c, mux_getnameinfo(&c->loop, &wc.gni, wc_named, (struct sockaddr *)&sin, sizeof sin,
+                                NI_NUMERICHOST | NI_NUMERICSERV)) < 0 ||
+        !spin(c, &wc.named, 1, 1, "the names of 127.0.0.1:80") || c->err)
+        goto out;
+    sin.sin_port = 0;
+    slen = sizeof sin;
+    wc.l.data = &wc;
+    if (note(c, mux_listen(&c->loop, &wc.l, (struct sockaddr *)&sin, sizeof sin, NULL,
+                           wc_accept)) < 0)
+        goto out;
+    wc.lopen = 1;
+    if (note(c, mux_listener_address(&wc.l, (struct sockaddr *)&sin, &slen)) < 0)
+        goto out;
+    snprintf(port, sizeof port, "%u", ntohs(sin.sin_port));
+    wc.d.data = &wc;
+    wc.s.data = &wc;
+    mux_dial_options_t o = {.family = AF_INET};
+    if (note(c, mux_dial(&c->loop, &wc.d, &wc.s, "localhost", port, &o, wc_dialled)) < 0 ||
+        !spin(c, &wc.dialled, 1, 1, "the dial") || c->err)
+        goto out;
+    spin(c, &wc.accepted, 1, 1, "the dialled connection");
+    if (!c->err && !c->bad)
+        c->complete = 1;
+out:;
+    /* Whatever is still pending after a failure is cancelled, and called back. */
+    mux_work_cancel(&wc.w);
+    mux_getaddrinfo_cancel(&wc.gai);
+    mux_getnameinfo_cancel(&wc.gni);
+    mux_dial_cancel(&wc.d);
+    int want = 0;
+    if (wc.lopen)
+        want += mux_listener_close(&wc.l, wc_lclosed) == 0;
+    uint64_t end = mono_ms() + 2000;
+    int sclose = 0;
+    /* The dial's losing attempts close an iteration after its callback. */
+    while (mux_loop_active(&c->loop) > 0 && mono_ms() < end) {
+        if (wc.sopen && !sclose) /* a dial that succeeded after the cancel */
+            want += sclose = mux_stream_close(&wc.s, wc_sclosed) == 0;
+        mux_run(&c->loop, MUX_RUN_ONCE);
+    }
+    if (wc.sclosed + wc.lclosed < want)
+        bad(c, "waited 2 s for the close callbacks (%d of %d)", wc.sclosed + wc.lclosed, want);
+    /* A lookup cancelled while it ran goes on in the pool's one thread, its file open: a
+     * request queued after it runs once it is over, before the descriptors are counted. */
+    mux_work_t barrier;
+    int barrier_done = 0;
+    barrier.data = &barrier_done;
+    if (mux_work_queue(&c->loop, &barrier, wc_nop, wc_barrier) == 0)
+        while (!barrier_done && mono_ms() < end + 2000)
+            mux_run(&c->loop, MUX_RUN_ONCE);
+}
+
 /* ---- case: the HTTP server ---- */
 
 /* The server answers a GET and a chunked POST on one kept-alive connection, from a raw
@@ -1238,7 +1398,7 @@ static const struct {
     {"loop", case_loop},     {"io", case_io},         {"timers", case_timers},
     {"signal", case_signal}, {"stream", case_stream}, {"stream_pool", case_stream_pool},
     {"fork", case_fork},     {"bulk", case_bulk},     {"v6", case_v6},
-    {"http", case_http},     {"static", case_static},
+    {"http", case_http},     {"static", case_static}, {"work", case_work},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
