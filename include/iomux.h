@@ -174,6 +174,8 @@ enum {
     MUX_HANDLE_STREAM,   /* mux_stream_t */
     MUX_HANDLE_LISTENER, /* mux_listener_t */
     MUX_HANDLE_CHAN,     /* mux_chan_t */
+    MUX_HANDLE_PROCESS,  /* mux_process_t (include/iomux/process.h) */
+    MUX_HANDLE_UDP,      /* mux_udp_t (include/iomux/udp.h) */
 };
 typedef void (*mux_walk_cb)(mux_loop_t *loop, int kind, void *handle, void *arg);
 /* Calls `cb` once for every active watcher and every stream, listener and channel that is

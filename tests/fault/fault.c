@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,6 +401,33 @@ int mux_fault_getnameinfo(const struct sockaddr *sa, socklen_t len, char *host, 
                           char *serv, socklen_t slen, int flags)
 {
     return hit(P_getnameinfo) ? EAI_SYSTEM : getnameinfo(sa, len, host, hlen, serv, slen, flags);
+}
+
+int mux_fault_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return hit(P_posix_spawn) ? errno : posix_spawn(pid, path, fa, attr, argv, envp);
+}
+
+int mux_fault_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return hit(P_posix_spawnp) ? errno : posix_spawnp(pid, file, fa, attr, argv, envp);
+}
+
+int mux_fault_socketpair(int domain, int type, int protocol, int sv[2])
+{
+    return hit(P_socketpair) ? -1 : socketpair(domain, type, protocol, sv);
+}
+
+int mux_fault_waitid(idtype_t idtype, id_t id, siginfo_t *si, int options)
+{
+    return hit(P_waitid) ? -1 : waitid(idtype, id, si, options);
+}
+
+int mux_fault_kill(pid_t pid, int sig)
+{
+    return hit(P_kill) ? -1 : kill(pid, sig);
 }
 
 int mux_fault_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *ss)

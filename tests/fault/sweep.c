@@ -40,6 +40,7 @@
 #include "fault.h"
 #include "iomux.h"
 #include "iomux/http.h"
+#include "iomux/process.h"
 #include "iomux/work.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -1109,6 +1110,106 @@ out:;
             mux_run(&c->loop, MUX_RUN_ONCE);
 }
 
+/* ---- case: child processes ---- */
+
+struct spawn_case {
+    struct cx *c;
+    mux_process_t p[2];
+    mux_stream_t out;
+    int running[2], exited[2], status[2], signal[2];
+    int out_open, out_eof, out_closed;
+    char buf[64], got[64];
+    size_t len;
+};
+
+static void spc_exit(mux_process_t *p, int exit_status, int term_signal)
+{
+    struct spawn_case *sc = p->data;
+    int i = (int)(p - sc->p);
+    sc->running[i] = 0;
+    sc->exited[i] = 1;
+    sc->status[i] = exit_status;
+    sc->signal[i] = term_signal;
+    note(sc->c, exit_status < 0 ? exit_status : 0); /* the handle could not learn the status */
+}
+
+static void spc_closed(mux_stream_t *s)
+{
+    ((struct spawn_case *)s->data)->out_closed = 1;
+}
+
+static void spc_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct spawn_case *sc = s->data;
+    if (n > 0 && sc->len + (size_t)n < sizeof sc->got) {
+        memcpy(sc->got + sc->len, buf, (size_t)n);
+        sc->len += (size_t)n;
+        return;
+    }
+    if (note(sc->c, (int)n) == 0)
+        sc->out_eof = 1;
+    mux_read_stop(s);
+}
+
+static void case_spawn(struct cx *c)
+{
+    static struct spawn_case sc;
+    memset(&sc, 0, sizeof sc);
+    sc.c = c;
+    static char *sh[] = {"/bin/sh", "-c", "echo spawned; exit 5", NULL};
+    static char *sleeper[] = {"sleep", "30", NULL};
+    mux_spawn_options_t o = {.file = sh[0], .argv = sh};
+    o.stdio[1].kind = MUX_STDIO_STREAM;
+    o.stdio[1].stream = &sc.out;
+    sc.out.data = &sc;
+    sc.p[0].data = sc.p[1].data = &sc;
+    if (note(c, mux_spawn(&c->loop, &sc.p[0], &o, spc_exit)) < 0)
+        goto out;
+    sc.running[0] = sc.out_open = 1;
+    if (note(c, mux_read_start(&sc.out, sc.buf, sizeof sc.buf, spc_read)) < 0)
+        goto out;
+    if (!spin(c, &sc.out_eof, 1, 1, "the child's output") ||
+        !spin(c, &sc.exited[0], 1, 1, "the child's exit") || c->err)
+        goto out;
+    if (sc.status[0] != 5 || sc.signal[0] != 0 || sc.len != 8 || memcmp(sc.got, "spawned\n", 8)) {
+        bad(c, "the child said %.*s and exited %d (signal %d)", (int)sc.len, sc.got, sc.status[0],
+            sc.signal[0]);
+        goto out;
+    }
+    mux_spawn_options_t so = {.file = sleeper[0], .argv = sleeper};
+    if (note(c, mux_spawn(&c->loop, &sc.p[1], &so, spc_exit)) < 0)
+        goto out;
+    sc.running[1] = 1;
+    if (note(c, mux_process_kill(&sc.p[1], SIGTERM)) < 0 ||
+        !spin(c, &sc.exited[1], 1, 1, "the killed child's exit") || c->err)
+        goto out;
+    if (sc.signal[1] != SIGTERM)
+        bad(c, "the killed child ended with signal %d, status %d", sc.signal[1], sc.status[1]);
+    else
+        c->complete = 1;
+out:
+    /* What runs still is killed, and its exit awaited; a loop that cannot wait any more (its
+     * kernel refuses every wait) gives up on it, and it is reaped here. */
+    int pids[2] = {0, 0};
+    for (int i = 0; i < 2; i++)
+        if (sc.running[i]) {
+            pids[i] = mux_process_pid(&sc.p[i]);
+            kill(pids[i], SIGKILL);
+        }
+    if (sc.out_open)
+        mux_stream_close(&sc.out, spc_closed);
+    uint64_t end = mono_ms() + 2000;
+    while (mux_loop_active(&c->loop) > 0 && mono_ms() < end)
+        if (mux_run(&c->loop, MUX_RUN_ONCE) < 0 && c->err)
+            break;
+    for (int i = 0; i < 2; i++)
+        if (sc.running[i] && mux_process_detach(&sc.p[i]) == 0)
+            waitpid(pids[i], NULL, 0);
+    end = mono_ms() + 2000;
+    while (sc.out_open && !sc.out_closed && mono_ms() < end)
+        mux_run(&c->loop, MUX_RUN_ONCE);
+}
+
 /* ---- case: the HTTP server ---- */
 
 /* The server answers a GET and a chunked POST on one kept-alive connection, from a raw
@@ -1399,6 +1500,7 @@ static const struct {
     {"signal", case_signal}, {"stream", case_stream}, {"stream_pool", case_stream_pool},
     {"fork", case_fork},     {"bulk", case_bulk},     {"v6", case_v6},
     {"http", case_http},     {"static", case_static}, {"work", case_work},
+    {"spawn", case_spawn},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
