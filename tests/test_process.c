@@ -540,3 +540,23 @@ TEST(spawn_detached_child_is_no_longer_watched)
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     check_no_children();
 }
+
+TEST(spawn_unreferenced_child_does_not_keep_the_loop_running) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {"sleep", "30", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, NULL), 0);
+    CHECK_EQ(mux_has_ref(&loop, MUX_HANDLE_PROCESS, &c.p), 1);
+    CHECK_EQ(mux_unref(&loop, MUX_HANDLE_PROCESS, &c.p), 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* at once, the child still running */
+    CHECK_EQ(c.exited, 0);
+    CHECK_EQ(mux_loop_close(&loop), -EBUSY); /* but it is still watched */
+    CHECK_EQ(mux_ref(&loop, MUX_HANDLE_PROCESS, &c.p), 0);
+    CHECK_EQ(mux_process_kill(&c.p, SIGKILL), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(c.signal, SIGKILL);
+    CHECK_EQ(mux_unref(&loop, MUX_HANDLE_PROCESS, &c.p), -EINVAL); /* ended */
+    loop_close(&loop);
+}

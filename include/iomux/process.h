@@ -67,7 +67,7 @@ struct mux_process {
     struct mux__loop *loop_;
     mux_exit_cb exit_cb_;
     int pid_;
-    int state_;
+    unsigned flags_; /* its state, and the loop's reference bits */
     int status_, signal_; /* how it ended, not yet delivered */
     intptr_t handle_;     /* the pidfd (Linux), or the process handle (Windows), or -1 */
     mux_io_t io_;         /* the pidfd's readiness */

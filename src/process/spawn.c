@@ -83,12 +83,13 @@ enum {
 
 static int mux__process_walkable(const void *h)
 {
-    return (((const mux_process_t *)h)->state_ & P_STATE) == P_RUNNING;
+    return (((const mux_process_t *)h)->flags_ & P_STATE) == P_RUNNING;
 }
 
 static const struct mux__handles_type mux__process_type = {
     .kind = MUX_HANDLE_PROCESS,
     .link_off = offsetof(mux_process_t, link_),
+    .flags_off = offsetof(mux_process_t, flags_),
     .size = sizeof(struct mux__handles),
     .walkable = mux__process_walkable,
 };
@@ -98,10 +99,8 @@ static const struct mux__handles_type mux__process_type = {
 /* The child was reaped: the handle is the caller's again, from the callback on. */
 static void mux__process_ended(mux_process_t *p, int exit_status, int term_signal)
 {
-    struct mux__loop *loop = p->loop_;
-    p->state_ = P_ENDED;
-    mux__link_remove(&p->link_);
-    loop->active--;
+    mux__handle_close(p->loop_, &p->link_, &p->flags_);
+    p->flags_ = P_ENDED;
     p->exit_cb_(p, exit_status, term_signal);
 }
 
@@ -427,9 +426,8 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
         mux__spawn_undo(pid);
         return err;
     }
-    p->state_ = P_RUNNING | (opts->flags & MUX_SPAWN_PROCESS_GROUP ? P_GROUP : 0);
-    mux__link_insert(&procs->open, &p->link_);
-    loop->active++; /* the handle, until its exit callback */
+    p->flags_ = P_RUNNING | (opts->flags & MUX_SPAWN_PROCESS_GROUP ? P_GROUP : 0);
+    mux__handle_open(loop, procs, &p->link_, &p->flags_); /* counted until its exit */
     return 0;
 }
 
@@ -437,13 +435,13 @@ MUX_EXPORT int mux_process_kill(mux_process_t *p, int signum)
 {
     if (!p || signum <= -NSIG || signum >= NSIG)
         return -EINVAL;
-    int state = p->state_ & P_STATE;
+    int state = p->flags_ & P_STATE;
     if (state == P_ENDED)
         return -ESRCH;
     if (state != P_RUNNING)
         return -EINVAL;
     if (signum < 0) {
-        if (!(p->state_ & P_GROUP))
+        if (!(p->flags_ & P_GROUP))
             return -EINVAL; /* the child's group is the parent's */
         return kill(-p->pid_, -signum) == 0 ? 0 : -errno;
     }
@@ -456,7 +454,7 @@ MUX_EXPORT int mux_process_kill(mux_process_t *p, int signum)
 
 MUX_EXPORT int mux_process_detach(mux_process_t *p)
 {
-    if (!p || (p->state_ & P_STATE) != P_RUNNING)
+    if (!p || (p->flags_ & P_STATE) != P_RUNNING)
         return -EINVAL;
     struct mux__loop *loop = p->loop_;
 #if MUX__PIDFD
@@ -464,15 +462,14 @@ MUX_EXPORT int mux_process_detach(mux_process_t *p)
         mux__process_pidfd_close(loop, p);
 #endif
     mux_child_stop(loop->pub, &p->child_); /* -EINVAL when it was never initialised */
-    p->state_ = P_IDLE;
-    mux__link_remove(&p->link_);
-    loop->active--;
+    mux__handle_close(loop, &p->link_, &p->flags_);
+    p->flags_ = P_IDLE;
     return 0;
 }
 
 MUX_EXPORT int mux_process_pid(const mux_process_t *p)
 {
-    if (!p || (p->state_ & P_STATE) != P_RUNNING)
+    if (!p || (p->flags_ & P_STATE) != P_RUNNING)
         return -EINVAL;
     return p->pid_;
 }

@@ -98,6 +98,7 @@ void mux__stream_hide(mux_stream_t *s)
 static const struct mux__handles_type mux__stream_type = {
     .kind = MUX_HANDLE_STREAM,
     .link_off = offsetof(mux_stream_t, link_),
+    .flags_off = offsetof(mux_stream_t, flags_),
     .size = sizeof(struct mux__handles),
     .walkable = mux__stream_walkable,
 };
@@ -500,10 +501,9 @@ static void mux__stream_finish(mux_stream_t *s)
     free(s->gv_);
     s->gv_ = NULL;
     mux__unqueue(loop, &s->task_.h_);
-    mux__link_remove(&s->link_);
+    mux__handle_close(loop, &s->link_, &s->flags_);
     s->flags_ = 0;
     s->loop_ = NULL;
-    loop->active--;
     if (cb)
         cb(s);
 }
@@ -666,8 +666,7 @@ static int mux__stream_setup_as(struct mux__loop *loop, mux_stream_t *s, mux_os_
     s->wop_.done_ = mux__stream_wop_done;
     s->wop_.sock_ = sock;
     s->last_read_ = s->last_write_ = mux__now(loop);
-    mux__link_insert(&streams->open, &s->link_);
-    loop->active++; /* the stream itself, until its close callback */
+    mux__handle_open(loop, streams, &s->link_, &s->flags_); /* counted until its close ends */
     return 0;
 }
 
@@ -695,10 +694,9 @@ int mux__stream_move(mux_stream_t *from, mux_stream_t *to)
     free(from->gv_);
     from->gv_ = NULL;
     mux__unqueue(loop, &from->task_.h_);
-    mux__link_remove(&from->link_);
+    mux__handle_close(loop, &from->link_, &from->flags_);
     from->flags_ = 0;
     from->loop_ = NULL;
-    loop->active--;
     return mux__stream_setup_as(loop, to, sock, flags, 1); /* reserved: it cannot fail */
 }
 
