@@ -661,6 +661,8 @@ struct mux__task {
     void (*run_)(struct mux__task *t);
 };
 
+struct mux__dbatch; /* private: a batch of datagrams (src/backend/backend.h) */
+
 /* Private: one operation (receive, send, accept, connect, shutdown) handed to the loop's
  * backend, which runs it natively (io_uring, IOCP) or emulates it with non-blocking system
  * calls (readiness backends). src/backend/backend.h has the contract. */
@@ -686,7 +688,8 @@ struct mux__op {
             uint64_t off;
             uint32_t len;
             int fd;
-        } file; /* send from a file */
+        } file;                   /* send from a file */
+        struct mux__dbatch *dgram; /* datagrams to receive or send (include/iomux/udp.h) */
     } a_;
     union {
         mux_io_t io;   /* the readiness emulation's watcher */

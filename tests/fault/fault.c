@@ -432,6 +432,16 @@ int mux_fault_kill(pid_t pid, int sig)
     return hit(P_kill) ? -1 : kill(pid, sig);
 }
 
+int mux_fault_recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t)
+{
+    return hit(P_recvmmsg) ? -1 : recvmmsg(fd, v, n, flags, t);
+}
+
+int mux_fault_sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+    return hit(P_sendmmsg) ? -1 : sendmmsg(fd, v, n, flags);
+}
+
 int mux_fault_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *ss)
 {
     return hit(P_ppoll) ? -1 : ppoll(fds, n, ts, ss);

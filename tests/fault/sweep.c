@@ -41,6 +41,7 @@
 #include "iomux.h"
 #include "iomux/http.h"
 #include "iomux/process.h"
+#include "iomux/udp.h"
 #include "iomux/work.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -1110,6 +1111,111 @@ out:;
             mux_run(&c->loop, MUX_RUN_ONCE);
 }
 
+/* ---- case: datagram sockets ---- */
+
+/* A client sends five datagrams and one GSO send of three to a server that echoes them from a
+ * pool; the client reads the eight answers into its own buffers. */
+struct udp_case {
+    struct cx *c;
+    mux_udp_t srv, cli;
+    int sopen, copen, closed, answers, echoed;
+    mux_bufpool_t pool;
+    uint32_t slots[16];
+    char mem[16][512];
+    mux_udp_send_t echo[16], req[6];
+    mux_buf_t ebuf[16], out[6];
+    char data[6][64], rbuf[4][512];
+    mux_udp_addr_t srv_addr;
+    socklen_t srv_len;
+};
+
+static void uc_echo_sent(mux_udp_send_t *req, int status)
+{
+    struct udp_case *uc = ((mux_udp_t *)req->data)->data;
+    note(uc->c, status);
+    mux_bufpool_put(&uc->pool, uc->ebuf[req - uc->echo].base - MUX_UDP_POOL_HEADROOM);
+}
+
+static void uc_srv_rx(mux_udp_t *u, int status, const mux_dgram_t *d)
+{
+    struct udp_case *uc = u->data;
+    if (note(uc->c, status) < 0)
+        return;
+    int i = uc->echoed++ % 16;
+    uc->ebuf[i] = mux_buf_init(d->base, d->len);
+    uc->echo[i].data = u;
+    if (note(uc->c, mux_udp_send(u, &uc->echo[i], &uc->ebuf[i], 1, d->addr, d->addrlen,
+                                 uc_echo_sent)) < 0)
+        mux_bufpool_put(&uc->pool, d->buf);
+}
+
+static void uc_cli_rx(mux_udp_t *u, int status, const mux_dgram_t *d)
+{
+    struct udp_case *uc = u->data;
+    if (note(uc->c, status) < 0)
+        return;
+    if (d->len != 16 || d->base[0] != 'q')
+        bad(uc->c, "answer %d: %zu bytes, '%c'", uc->answers, d->len, d->base[0]);
+    uc->answers++;
+}
+
+static void uc_sent(mux_udp_send_t *req, int status)
+{
+    note(((struct udp_case *)req->data)->c, status);
+}
+
+static void uc_closed(mux_udp_t *u)
+{
+    ((struct udp_case *)u->data)->closed++;
+}
+
+static void case_udp(struct cx *c)
+{
+    static struct udp_case uc;
+    memset(&uc, 0, sizeof uc);
+    uc.c = c;
+    mux_bufpool_init(&uc.pool, uc.mem, sizeof uc.mem[0], 16, uc.slots);
+    struct sockaddr_in lo = {.sin_family = AF_INET};
+    lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    uc.srv.data = uc.cli.data = &uc;
+    if (note(c, mux_udp_bind(&c->loop, &uc.srv, (struct sockaddr *)&lo, sizeof lo, 0)) < 0)
+        goto out;
+    uc.sopen = 1;
+    if (note(c, mux_udp_bind(&c->loop, &uc.cli, (struct sockaddr *)&lo, sizeof lo, 0)) < 0)
+        goto out;
+    uc.copen = 1;
+    uc.srv_len = sizeof uc.srv_addr;
+    mux_buf_t rb[4];
+    for (int i = 0; i < 4; i++)
+        rb[i] = mux_buf_init(uc.rbuf[i], sizeof uc.rbuf[i]);
+    if (note(c, mux_udp_address(&uc.srv, &uc.srv_addr.sa, &uc.srv_len)) < 0 ||
+        note(c, mux_udp_recv_start_pool(&uc.srv, &uc.pool, uc_srv_rx)) < 0 ||
+        note(c, mux_udp_recv_start(&uc.cli, rb, 4, uc_cli_rx)) < 0)
+        goto out;
+    for (int i = 0; i < 6; i++) {
+        memset(uc.data[i], 'q', sizeof uc.data[i]);
+        uc.req[i].data = &uc;
+        int r = i < 5 ? (uc.out[i] = mux_buf_init(uc.data[i], 16),
+                         mux_udp_send(&uc.cli, &uc.req[i], &uc.out[i], 1, &uc.srv_addr.sa,
+                                      uc.srv_len, uc_sent))
+                      : mux_udp_send_gso(&uc.cli, &uc.req[i], uc.data[i], 48, 16, &uc.srv_addr.sa,
+                                         uc.srv_len, uc_sent);
+        if (note(c, r) < 0)
+            goto out;
+    }
+    if (spin(c, &uc.answers, 8, 1, "the eight answers") && !c->err && !c->bad)
+        c->complete = 1;
+out:;
+    int want = 0;
+    if (uc.copen)
+        want += mux_udp_close(&uc.cli, uc_closed) == 0;
+    if (uc.sopen)
+        want += mux_udp_close(&uc.srv, uc_closed) == 0;
+    spin(c, &uc.closed, want, 0, "the close callbacks");
+    if (mux_bufpool_available(&uc.pool) != 16)
+        bad(c, "%d pool buffers of 16 came back", mux_bufpool_available(&uc.pool));
+}
+
 /* ---- case: child processes ---- */
 
 struct spawn_case {
@@ -1590,7 +1696,7 @@ static const struct {
     {"signal", case_signal}, {"stream", case_stream}, {"stream_pool", case_stream_pool},
     {"fork", case_fork},     {"bulk", case_bulk},     {"v6", case_v6},
     {"http", case_http},     {"static", case_static}, {"fs", case_fs},
-    {"work", case_work},     {"spawn", case_spawn},
+    {"work", case_work},     {"spawn", case_spawn},   {"udp", case_udp},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 

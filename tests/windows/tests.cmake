@@ -20,7 +20,7 @@ set(win_skipped_files
   test_event.c "libiomux-event is not built on Windows yet"
   test_rtsig.c "real-time signals are Linux's"
   test_fs.c
-  "fs_event: ReadDirectoryChangesW is not written yet (start says -ENOTSUP); the fs_poll case uses POSIX file calls"
+  "fs_event: ReadDirectoryChangesW is not written yet (start says -ENOTSUP), and the fs_poll case uses POSIX file calls"
   test_chan.c "channels are built on Windows, but these cases are not ported there yet"
   test_multiloop.c
   "the multi-loop cases need the HTTP module and SO_REUSEPORT, which Windows lacks")
