@@ -379,7 +379,9 @@ TEST(udp_pool_receive_puts_each_datagram_past_the_headroom_of_a_buffer)
     u.data = &srx;
     CHECK_EQ(mux_udp_recv_start_pool(&u, &p.pool, rx_cb), 0);
     CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1); /* armed, on io_uring in the kernel */
-    if (native_streams(&loop)) /* io_uring from 6.0: one multishot recvmsg, into the ring */
+    /* io_uring from 6.0: one multishot recvmsg, into the ring (IOCP runs streams natively,
+     * but its datagrams are emulated on readiness). */
+    if (mux__loop_of(&loop)->caps & MUX__CAP(MUX__OP_DGRAM_RECV))
         CHECK_EQ(u.rop_.flags_ & (MUX__OPF_NATIVE | MUX__OPF_MULTI | MUX__OPF_FLIGHT),
                  MUX__OPF_NATIVE | MUX__OPF_MULTI | MUX__OPF_FLIGHT);
     for (int i = 0; i < 40; i++) {
@@ -506,6 +508,10 @@ TEST(udp_connected_socket_sends_without_an_address_and_checks_them)
 
 TEST(udp_connected_to_a_port_nobody_has_reports_econnrefused_and_stops)
 {
+#ifdef _WIN32
+    SKIP("Windows: ICMP resets are switched off (SIO_UDP_CONNRESET, as libuv), so a connected "
+         "datagram socket is not told -ECONNREFUSED (docs/udp.md)");
+#endif
     mux_loop_t loop;
     loop_open(&loop);
     mux_udp_t u;
@@ -683,7 +689,13 @@ TEST(udp_multicast_join_receive_and_leave_on_loopback)
     CHECK_EQ(srx.len[0], sizeof msg - 1);
     CHECK_EQ(srx.from_port[0], port_of(&sa.sa));
     CHECK_EQ(mux_udp_membership(&rcv, &group.sa, &lo.sa, 0), 0);
+#ifdef _WIN32
+    /* Not a member: Wine's Winsock says WSAEINVAL where Linux says EADDRNOTAVAIL. */
+    int left = mux_udp_membership(&rcv, &group.sa, &lo.sa, 0);
+    CHECK(left == -EADDRNOTAVAIL || left == -EINVAL);
+#else
     CHECK_EQ(mux_udp_membership(&rcv, &group.sa, &lo.sa, 0), -EADDRNOTAVAIL); /* not a member */
+#endif
     mux_udp_addr_t v6;
     loopback(&v6, AF_INET6, 0);
     CHECK_EQ(mux_udp_membership(&rcv, &v6.sa, NULL, 1), -EINVAL); /* another family */

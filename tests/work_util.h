@@ -1,9 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /* What the service cases count to show that nothing is left behind: the process's threads,
- * descriptors and unreaped children, from /proc. */
+ * descriptors and unreaped children, from /proc (on Windows: the process's threads from a
+ * Toolhelp snapshot, its handles from GetProcessHandleCount). */
 #ifndef IOMUX_TEST_WORK_UTIL_H
 #define IOMUX_TEST_WORK_UTIL_H
 
+#ifdef _WIN32
+#include <tlhelp32.h>
+
+#include "harness.h"
+
+static inline long count_threads(void)
+{
+    HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
+    if (snap == INVALID_HANDLE_VALUE)
+        harness_fail(__FILE__, __LINE__, "CreateToolhelp32Snapshot", "threads");
+    THREADENTRY32 t = {.dwSize = sizeof t};
+    DWORD self = GetCurrentProcessId();
+    long n = 0;
+    for (BOOL ok = Thread32First(snap, &t); ok; ok = Thread32Next(snap, &t))
+        n += t.th32OwnerProcessID == self;
+    CloseHandle(snap);
+    return n;
+}
+
+static inline long count_fds(void)
+{
+    DWORD n = 0;
+    if (!GetProcessHandleCount(GetCurrentProcess(), &n))
+        harness_fail(__FILE__, __LINE__, "GetProcessHandleCount", "handles");
+    return (long)n;
+}
+#else
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,5 +71,6 @@ static inline long count_fds(void)
 {
     return count_dir("/proc/self/fd") - 1;
 }
+#endif
 
 #endif

@@ -12,8 +12,8 @@
  * exec'd, so a large process spawns as fast as a small one). Its end is learned through a
  * pidfd on Linux 5.3 and later (a descriptor that becomes readable when the process ends:
  * no SIGCHLD, no handler, nothing another library's SIGCHLD handling could take away), and
- * elsewhere through a child watcher (mux_child_t, SIGCHLD). On Windows the child is
- * started with CreateProcess, and its pipes are overlapped.
+ * elsewhere through a child watcher (mux_child_t, SIGCHLD). On Windows mux_spawn is not
+ * written yet: it checks its arguments and returns -ENOTSUP (docs/process.md, "Windows").
  */
 #ifndef IOMUX_PROCESS_H
 #define IOMUX_PROCESS_H
@@ -89,10 +89,9 @@ struct mux_process {
  * set one. On an error nothing was started and no stream was opened. */
 int mux_spawn(mux_loop_t *loop, mux_process_t *p, const mux_spawn_options_t *opts, mux_exit_cb cb);
 /* Sends signal `signum` to the child (0: only checks that it is there); a negative `signum`
- * sends -signum to its process group (MUX_SPAWN_PROCESS_GROUP). On Windows, SIGTERM, SIGKILL
- * and SIGINT end the process (TerminateProcess), and 0 checks. Returns 0; -ESRCH once the
+ * sends -signum to its process group (MUX_SPAWN_PROCESS_GROUP). Returns 0; -ESRCH once the
  * child has ended (its exit is being delivered, or was); -EINVAL for a handle that is not
- * active or a bad signal number; -ENOTSUP for another signal on Windows; kill's error. */
+ * active (on Windows, every handle) or a bad signal number; kill's error. */
 int mux_process_kill(mux_process_t *p, int signum);
 /* Stops watching the child, as a watcher's stop does: no exit callback will come, and the
  * handle's memory is the caller's when it returns. The child is left as it is: running, or,

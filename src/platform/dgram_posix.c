@@ -61,6 +61,15 @@ int mux__sock_dgram(int family)
 #endif
 }
 
+int mux__sock_dgram_adopt(mux_os_sock_t sock)
+{
+    int type = 0;
+    socklen_t tlen = sizeof type;
+    if (getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0)
+        return errno == ENOTSOCK ? -EINVAL : -errno;
+    return type == SOCK_DGRAM ? mux__sock_adopt(sock) : -EINVAL;
+}
+
 int mux__sock_bind(mux_os_sock_t sock, const struct sockaddr *addr, socklen_t len)
 {
     return bind(sock, addr, len) == 0 ? 0 : -errno;

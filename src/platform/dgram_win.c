@@ -8,7 +8,8 @@
  *   with its first bytes: that is a datagram cut (MUX__DMSG_TRUNC), as MSG_TRUNC says on POSIX.
  * - An ICMP port-unreachable message makes the next receive on an unconnected socket fail
  *   with WSAECONNRESET, which POSIX reports on connected sockets only: switched off with
- *   SIO_UDP_CONNRESET at creation, as libuv does.
+ *   SIO_UDP_CONNRESET at creation and adoption, as libuv does. So a connected socket is not
+ *   told -ECONNREFUSED here (docs/udp.md, "Windows").
  * - A connected datagram socket is dissolved by a connect to the family's any address and
  *   port 0.
  * - No GSO or GRO here: sends of a GSO request go one datagram per segment (udp.c).
@@ -28,22 +29,46 @@
 #define SIO_UDP_CONNRESET _WSAIOW(IOC_VENDOR, 12)
 #endif
 
+/* Non-blocking, and no ICMP resets on an unconnected socket (above): 0 or -errno. */
+static int mux__dgram_setup(SOCKET s)
+{
+    u_long on = 1;
+    BOOL off = FALSE;
+    DWORD got = 0;
+    if (ioctlsocket(s, FIONBIO, &on) != 0 ||
+        WSAIoctl(s, SIO_UDP_CONNRESET, &off, sizeof off, NULL, 0, &got, NULL, NULL) != 0)
+        return mux__wsa_errno();
+    return 0;
+}
+
 int mux__sock_dgram(int family)
 {
     SOCKET s = WSASocketW(family, SOCK_DGRAM, IPPROTO_UDP, NULL, 0,
                           WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
     if (s == INVALID_SOCKET)
         return mux__wsa_errno();
-    u_long on = 1;
-    BOOL off = FALSE;
-    DWORD got = 0;
-    if (ioctlsocket(s, FIONBIO, &on) != 0 ||
-        WSAIoctl(s, SIO_UDP_CONNRESET, &off, sizeof off, NULL, 0, &got, NULL, NULL) != 0) {
-        int err = mux__wsa_errno();
+    int err = mux__dgram_setup(s);
+    if (err != 0) {
         closesocket(s);
         return err;
     }
     return (int)s;
+}
+
+/* The stream layer's mux__sock_adopt takes stream sockets only on Windows: a datagram
+ * socket's own, with the setup of the ones this file creates. */
+int mux__sock_dgram_adopt(mux_os_sock_t sock)
+{
+    WSAPROTOCOL_INFOW info;
+    int len = sizeof info;
+    if (getsockopt(sock, SOL_SOCKET, SO_PROTOCOL_INFOW, (char *)&info, &len) != 0) {
+        int err = mux__wsa_errno();
+        return err == -ENOTSOCK ? -EINVAL : err;
+    }
+    if (info.iSocketType != SOCK_DGRAM)
+        return -EINVAL;
+    int err = mux__dgram_setup(sock);
+    return err != 0 ? err : info.iAddressFamily;
 }
 
 int mux__sock_bind(mux_os_sock_t sock, const struct sockaddr *addr, socklen_t len)

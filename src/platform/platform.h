@@ -82,6 +82,9 @@ struct mux__dmsg; /* backend/backend.h */
 /* A new datagram socket of `family`, non-blocking and close-on-exec (on Windows, with the
  * resets that ICMP port-unreachable messages cause switched off, as on POSIX). */
 int mux__sock_dgram(int family);
+/* Makes an adopted datagram socket behave as mux__sock_dgram's do. Returns its address
+ * family, -EINVAL when it is not a datagram socket, or another -errno. */
+int mux__sock_dgram_adopt(mux_os_sock_t sock);
 int mux__sock_bind(mux_os_sock_t sock, const struct sockaddr *addr, socklen_t len);
 /* setsockopt and getsockopt: 0 or -errno. */
 int mux__sock_setopt(mux_os_sock_t sock, int level, int name, const void *v, socklen_t len);

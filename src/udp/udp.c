@@ -541,14 +541,7 @@ MUX_EXPORT int mux_udp_open(mux_loop_t *pub, mux_udp_t *u, mux_os_sock_t sock)
     if (sock < 0)
         return -EINVAL;
 #endif
-    int type = 0;
-    socklen_t tlen = sizeof type;
-    int err = mux__sock_getopt(sock, SOL_SOCKET, SO_TYPE, &type, &tlen);
-    if (err != 0)
-        return err == -ENOTSOCK ? -EINVAL : err;
-    if (type != SOCK_DGRAM)
-        return -EINVAL;
-    int family = mux__sock_adopt(sock);
+    int family = mux__sock_dgram_adopt(sock);
     if (family < 0)
         return family;
     if (family != AF_INET && family != AF_INET6)

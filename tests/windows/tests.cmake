@@ -23,11 +23,15 @@ set(win_skipped_files
   "fs_event: ReadDirectoryChangesW is not written yet (start says -ENOTSUP), and the fs_poll case uses POSIX file calls"
   test_chan.c "channels are built on Windows, but these cases are not ported there yet"
   test_multiloop.c
-  "the multi-loop cases need the HTTP module and SO_REUSEPORT, which Windows lacks")
+  "the multi-loop cases need the HTTP module and SO_REUSEPORT, which Windows lacks"
+  test_process.c
+  "mux_spawn is not written for Windows yet: it returns -ENOTSUP (windows_spawn_is_not_supported)"
+)
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
   test_periodic.c test_hooks.c test_async.c test_ref.c test_cleanup.c test_stream.c test_stream_read.c
   test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
-  test_stream_errors.c test_listener.c windows/test_windows.c)
+  test_stream_errors.c test_listener.c windows/test_windows.c test_udp.c
+  test_work.c test_resolve.c)
 
 set(win_sources harness.c ${win_ported_files})
 set(win_all_files ${win_ported_files})
