@@ -58,6 +58,7 @@
 
 #include "internal.h"
 #include "iomux/process.h"
+#include "process/process.h"
 #include "backend/backend.h"
 
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
@@ -215,19 +216,6 @@ struct mux__spawn {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
 };
-
-static int mux__spawn_valid(const mux_spawn_options_t *o)
-{
-    if (!o->file || !*o->file || (o->flags & ~(unsigned)MUX_SPAWN_PROCESS_GROUP))
-        return 0;
-    for (int i = 0; i < 3; i++) {
-        const mux_stdio_t *s = &o->stdio[i];
-        if (s->kind < MUX_STDIO_INHERIT || s->kind > MUX_STDIO_FD ||
-            (s->kind == MUX_STDIO_STREAM && !s->stream) || (s->kind == MUX_STDIO_FD && s->fd < 0))
-            return 0;
-    }
-    return 1;
-}
 
 /* A copy of `fd` numbered 3 or more, close-on-exec. */
 static int mux__dup_above_stdio(int fd)

@@ -13,19 +13,7 @@
 
 #include "internal.h"
 #include "iomux/process.h"
-
-static int mux__spawn_valid(const mux_spawn_options_t *o)
-{
-    if (!o->file || !*o->file || (o->flags & ~(unsigned)MUX_SPAWN_PROCESS_GROUP))
-        return 0;
-    for (int i = 0; i < 3; i++) {
-        const mux_stdio_t *s = &o->stdio[i];
-        if (s->kind < MUX_STDIO_INHERIT || s->kind > MUX_STDIO_FD ||
-            (s->kind == MUX_STDIO_STREAM && !s->stream) || (s->kind == MUX_STDIO_FD && s->fd < 0))
-            return 0;
-    }
-    return 1;
-}
+#include "process/process.h"
 
 MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_options_t *opts,
                          mux_exit_cb cb)
