@@ -136,25 +136,49 @@ static int config_avoids(const struct event_config *cfg, const char *name)
     return 0;
 }
 
+static int try_backend(struct event_base *base, const char *name, int flags, int require)
+{
+    if ((evx_backend_features(name) & require) != require)
+        return -1;
+    mux_loop_options_t opts = {.backend = name, .flags = MUX_LOOP_IGNORE_ENV};
+    if (mux_loop_init(&base->loop, &opts) < 0)
+        return -1;
+    base->features = evx_backend_features(name);
+    base->flags = flags;
+    if (!(flags & EVENT_BASE_FLAG_IGNORE_ENV) && getenv("EVENT_SHOW_METHOD"))
+        evx_warn("libevent using: %s", name);
+    return 0;
+}
+
+/* io_uring is no libevent method: it stands in front of epoll, as the better of what Linux
+ * offers. A program that sets EVENT_NOEPOLL (tmux does) gets what libevent would give it,
+ * poll, then select: io_uring is passed over too, unless libevent's three methods are all
+ * avoided (then it is what is left, as the regression cases ask for it). */
+static int env_avoids_uring(void)
+{
+    return env_avoids("epoll") && !(env_avoids("poll") && env_avoids("select"));
+}
+
+/* The backend: IOMUX_BACKEND's when it is set (and the configuration does not avoid it),
+ * else the first of iomux's order that neither the configuration nor an EVENT_NO<METHOD>
+ * variable avoids and that has the features required. */
 static int open_loop(struct event_base *base, const struct event_config *cfg)
 {
     int flags = cfg ? cfg->flags : 0, require = cfg ? cfg->require : 0;
+    int use_env = !(flags & EVENT_BASE_FLAG_IGNORE_ENV);
+    const char *want = use_env ? getenv("IOMUX_BACKEND") : NULL;
+    if (want && *want && !config_avoids(cfg, want) && try_backend(base, want, flags, require) == 0)
+        return 0;
     for (size_t i = 0;; i++) {
         const char *name = mux_backend_name(i);
         if (!name)
             return -1;
-        if (config_avoids(cfg, name) || (!(flags & EVENT_BASE_FLAG_IGNORE_ENV) && env_avoids(name)))
+        if (config_avoids(cfg, name) || (use_env && env_avoids(name)))
             continue;
-        if ((evx_backend_features(name) & require) != require)
+        if (use_env && strcmp(name, "uring") == 0 && env_avoids_uring())
             continue;
-        mux_loop_options_t opts = {.backend = name, .flags = MUX_LOOP_IGNORE_ENV};
-        if (mux_loop_init(&base->loop, &opts) == 0) {
-            base->features = evx_backend_features(name);
-            base->flags = flags;
-            if (!(flags & EVENT_BASE_FLAG_IGNORE_ENV) && getenv("EVENT_SHOW_METHOD"))
-                evx_warn("libevent using: %s", name);
+        if (try_backend(base, name, flags, require) == 0)
             return 0;
-        }
     }
 }
 
@@ -410,7 +434,7 @@ EVX_EXPORT int event_base_loop(struct event_base *base, int flags)
         if (base->gotterm || breaking(base))
             break;
         int nowait = (flags & EVLOOP_NONBLOCK) || base->nactive;
-        if (!base->nadded && !base->nactive && !base->nbusy && !(flags & EVLOOP_NO_EXIT_ON_EMPTY)) {
+        if (base->nadded == base->ninternal && !base->nactive && !base->nbusy && !(flags & EVLOOP_NO_EXIT_ON_EMPTY)) {
             ret = 1;
             break;
         }
@@ -605,7 +629,7 @@ EVX_EXPORT int event_base_get_num_events(struct event_base *base, unsigned int f
     if (flags & EVENT_BASE_COUNT_VIRTUAL)
         n += base->nvirtual;
     if (flags & EVENT_BASE_COUNT_ADDED)
-        n += base->nadded;
+        n += base->nadded - base->ninternal;
     return n;
 }
 
@@ -633,6 +657,8 @@ EVX_EXPORT int event_base_foreach_event(struct event_base *base, event_base_fore
     if (!base || !fn)
         return -1;
     for (struct event *ev = base->added; ev; ev = ev->ev_next_) {
+        if (ev->ev_flags & EVX_INTERNAL)
+            continue;
         int r = fn(base, ev, arg);
         if (r)
             return r;
@@ -640,7 +666,7 @@ EVX_EXPORT int event_base_foreach_event(struct event_base *base, event_base_fore
     /* Events that are active without being added: event_active on an idle event. */
     for (int p = 0; p < base->npri; p++)
         for (struct event *ev = base->active[p].head; ev; ev = ev->ev_active_next_) {
-            if (ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT))
+            if (ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT | EVX_INTERNAL))
                 continue;
             int r = fn(base, ev, arg);
             if (r)
