@@ -41,13 +41,15 @@ check() { # NAME: it starts, runs on iomux, and needs libiomux-event, no libeven
 test "$(pkg-config --modversion libevent_core)" = 2.1.12-stable
 pkg-config --libs libevent_core | grep -q -- "-L$libdir " ||
   { echo "dropin: pkg-config libevent_core answers $(pkg-config --libs libevent_core)" >&2; exit 1; }
-cc "${san[@]}" -Wl,--as-needed -o "$tmp/core" "$prog" $(pkg-config --cflags --libs libevent_core)
+cc "${san[@]}" -Wl,--as-needed -o "$tmp/core" "$prog" \
+   $(pkg-config --cflags --libs libevent_core)
 check core
 cc "${san[@]}" -Wl,--as-needed -o "$tmp/event" "$prog" $(pkg-config --cflags --libs libevent)
 check event
 # memcached's configure: its own -I and -L for --with-libevent=DIR, then -levent, and a run
 # path to DIR as its configure adds it.
-cc "${san[@]}" -o "$tmp/bare" "$prog" -I"$prefix/include/iomux" -L"$libdir" -Wl,-rpath,"$libdir" -levent
+cc "${san[@]}" -o "$tmp/bare" "$prog" -I"$prefix/include/iomux" -L"$libdir" \
+   -Wl,-rpath,"$libdir" -levent
 check bare
 # iomux-event.pc with a run path to the prefix: libiomux-event.so finds libiomux.so by its
 # own run path ($ORIGIN), though --as-needed dropped the program's -liomux.

@@ -434,7 +434,8 @@ EVX_EXPORT int event_base_loop(struct event_base *base, int flags)
         if (base->gotterm || breaking(base))
             break;
         int nowait = (flags & EVLOOP_NONBLOCK) || base->nactive;
-        if (base->nadded == base->ninternal && !base->nactive && !base->nbusy && !(flags & EVLOOP_NO_EXIT_ON_EMPTY)) {
+        if (base->nadded == base->ninternal && !base->nactive && !base->nbusy &&
+            !(flags & EVLOOP_NO_EXIT_ON_EMPTY)) {
             ret = 1;
             break;
         }
@@ -675,26 +676,58 @@ EVX_EXPORT int event_base_foreach_event(struct event_base *base, event_base_fore
     return 0;
 }
 
-static int dump_one(const struct event_base *base, const struct event *ev, void *arg)
+/* event_base_dump_events writes libevent's format, which programs and libevent's own
+ * checker (test/check-dumpevents.py) read: the inserted events with their timeouts on the
+ * wall clock, then the active ones with their priority and what they are active for. The
+ * library's own events are listed too, marked Internal, as libevent lists its own. */
+static void dump_inserted(FILE *f, const struct event *ev)
 {
-    FILE *f = arg;
-    (void)base;
-    fprintf(f, "  %p [%s %d]%s%s%s%s%s%s\n", (const void *)ev,
-            ev->ev_events & EV_SIGNAL ? "sig" : "fd", (int)ev->ev_fd,
+    if (!(ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT)))
+        return;
+    fprintf(f, "  %p [%s %d]%s%s%s%s%s%s%s", (const void *)ev,
+            ev->ev_events & EV_SIGNAL ? "sig" : "fd ", (int)ev->ev_fd,
             ev->ev_events & EV_READ ? " Read" : "", ev->ev_events & EV_WRITE ? " Write" : "",
             ev->ev_events & EV_CLOSED ? " EOF" : "", ev->ev_events & EV_SIGNAL ? " Signal" : "",
-            ev->ev_events & EV_PERSIST ? " Persist" : "",
-            ev->ev_flags & EVLIST_ACTIVE ? " Active" : "");
-    return 0;
+            ev->ev_events & EV_PERSIST ? " Persist" : "", ev->ev_events & EV_ET ? " ET" : "",
+            ev->ev_flags & EVLIST_INTERNAL ? " Internal" : "");
+    struct timeval tv;
+    if ((ev->ev_flags & EVLIST_TIMEOUT) && event_pending(ev, EV_TIMEOUT, &tv))
+        fprintf(f, " Timeout=%ld.%06d", (long)tv.tv_sec, (int)tv.tv_usec);
+    fputc('\n', f);
+}
+
+static void dump_active(FILE *f, const struct event *ev)
+{
+    if (!(ev->ev_flags & EVLIST_ACTIVE))
+        return;
+    fprintf(f, "  %p [%s %d, priority=%d]%s%s%s%s%s active%s\n", (const void *)ev,
+            ev->ev_events & EV_SIGNAL ? "sig" : "fd ", (int)ev->ev_fd, (int)ev->ev_pri,
+            ev->ev_res & EV_READ ? " Read" : "", ev->ev_res & EV_WRITE ? " Write" : "",
+            ev->ev_res & EV_CLOSED ? " EOF" : "", ev->ev_res & EV_SIGNAL ? " Signal" : "",
+            ev->ev_res & EV_TIMEOUT ? " Timeout" : "",
+            ev->ev_flags & EVLIST_INTERNAL ? " [Internal]" : "");
+}
+
+/* Every added event, then those active without being added, internal ones included. */
+static void dump_each(const struct event_base *base, FILE *f,
+                      void (*fn)(FILE *, const struct event *))
+{
+    for (const struct event *ev = base->added; ev; ev = ev->ev_next_)
+        fn(f, ev);
+    for (int p = 0; p < base->npri; p++)
+        for (const struct event *ev = base->active[p].head; ev; ev = ev->ev_active_next_)
+            if (!(ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT)))
+                fn(f, ev);
 }
 
 EVX_EXPORT void event_base_dump_events(struct event_base *base, FILE *f)
 {
     if (!base || !f)
         return;
-    fprintf(f, "Events (backend %s), %d added, %d active:\n", event_base_get_method(base),
-            base->nadded, base->nactive);
-    event_base_foreach_event(base, dump_one, f);
+    fprintf(f, "Inserted events:\n");
+    dump_each(base, f, dump_inserted);
+    fprintf(f, "Active events:\n");
+    dump_each(base, f, dump_active);
 }
 
 EVX_EXPORT void event_base_active_by_fd(struct event_base *base, evutil_socket_t fd, short events)
