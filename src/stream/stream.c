@@ -774,11 +774,13 @@ static inline __attribute__((always_inline)) void mux__read_start(mux_stream_t *
 {
     s->read_cb_ = cb;
     s->flags_ |= S_READING;
-    s->last_read_ = mux__now(s->loop_);
     mux__stream_kick(s); /* a kept receive first, else the next one */
     mux__stream_unpark(s);
-    if (s->to_.read_ns)
-        mux__stream_deadline(s, s->to_.read_ns, s->last_read_);
+    if (s->to_.idle_ns | s->to_.read_ns) { /* no clock read for a stream without them */
+        s->last_read_ = mux__now(s->loop_);
+        if (s->to_.read_ns)
+            mux__stream_deadline(s, s->to_.read_ns, s->last_read_);
+    }
 }
 
 /* Whether `s` may start reading: 0, -EBUSY already reading, -ENOTCONN not connected. */
@@ -895,13 +897,14 @@ static int mux__write_args(const mux_stream_t *s, const mux_buf_t *bufs, unsigne
         return -EPIPE;
     if (!(s->flags_ & S_CONNECTED))
         return -ENOTCONN;
-    *left = 0;
+    size_t sum = 0;
     for (unsigned i = 0; i < nbufs; i++)
-        if (__builtin_add_overflow(*left, (size_t)bufs[i].len, left))
+        if (__builtin_add_overflow(sum, (size_t)bufs[i].len, &sum))
             return -EINVAL; /* more bytes than a size_t counts */
+    *left = sum;
     /* writev's rule: one write's bytes add up to what an ssize_t holds, so that the queue's
      * size and a write's count are never read as an error. */
-    return *left > MUX__SSIZE_MAX ? -EINVAL : 0;
+    return sum > MUX__SSIZE_MAX ? -EINVAL : 0;
 }
 
 static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
@@ -936,7 +939,8 @@ static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, 
         return 0;
     if (first) {
         s->wq_head_ = req;
-        s->last_write_ = mux__now(s->loop_);
+        if (s->to_.idle_ns | s->to_.write_ns)
+            s->last_write_ = mux__now(s->loop_);
     } else {
         s->wq_tail_->next_ = req;
     }
