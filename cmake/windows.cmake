@@ -5,7 +5,8 @@
 # Not built there yet: the HTTP module and libiomux-event (docs/windows.md says why).
 set(IOMUX_BACKENDS iocp select)
 set(IOMUX_BACKEND_SOURCES src/backend/iocp.c src/backend/winselect.c)
-set(IOMUX_PLATFORM_SOURCES src/platform/win.c src/signal_win.c src/child_win.c src/fs_event_none.c)
+set(IOMUX_PLATFORM_SOURCES src/platform/win.c src/platform/thread_win.c src/platform/dgram_win.c
+  src/signal_win.c src/child_win.c src/process/spawn_win.c src/fs_event_none.c)
 set(IOMUX_HTTP_SOURCES)
 # Windows 10's declarations (GetSystemTimePreciseAsFileTime, WSA_FLAG_NO_HANDLE_INHERIT).
 set(IOMUX_FEATURE_MACROS _WIN32_WINNT=0x0A00 WIN32_LEAN_AND_MEAN)

@@ -72,6 +72,7 @@
 #include <unistd.h>
 
 #include "backend/uring/uring.h"
+#include "iomux/udp.h" /* MUX_UDP_POOL_HEADROOM */
 
 #define MUX__SEND_MAX        0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
 #define MUX__URING_SENDV_MAX 1024u       /* UIO_MAXIOV */
@@ -131,6 +132,14 @@ static void mux__ulist_init(struct mux__uop *anchor, int queue)
 static struct mux__upool *mux__upool_of(const mux_bufpool_t *p)
 {
     return mux__bufpool_kring(p);
+}
+
+/* The pool a receive takes its buffers from: a stream's, or a datagram socket's, or NULL. */
+static mux_bufpool_t *mux__op_pool(const struct mux__op *op)
+{
+    if (op->kind_ == MUX__OP_RECV_POOL)
+        return op->a_.pool;
+    return op->kind_ == MUX__OP_DGRAM_RECV ? op->a_.dgram->pool : NULL;
 }
 
 static size_t mux__upool_bytes(const struct mux__upool *up)
@@ -245,10 +254,11 @@ static void mux__op_link(struct mux__uring *st, struct mux__op *op)
     st->ops.next->prev = u;
     st->ops.next = u;
     u->state |= MUX__OPS_FLIGHT;
-    if (op->kind_ == MUX__OP_RECV_POOL) {
+    mux_bufpool_t *pool = mux__op_pool(op);
+    if (pool) {
         /* a buffer for it before it can reach the kernel (a full SQ ring is submitted
          * early, in the middle of a flush) */
-        struct mux__upool *up = mux__upool_of(op->a_.pool);
+        struct mux__upool *up = mux__upool_of(pool);
         up->armed++;
         mux__upool_topup(up);
     }
@@ -263,8 +273,9 @@ static void mux__op_unlink(struct mux__op *op)
     u->next->prev = u->prev;
     u->next = u->prev = NULL;
     u->state &= (uint8_t)~MUX__OPS_FLIGHT;
-    if (op->kind_ == MUX__OP_RECV_POOL)
-        mux__upool_of(op->a_.pool)->armed--;
+    mux_bufpool_t *pool = mux__op_pool(op);
+    if (pool)
+        mux__upool_of(pool)->armed--;
     if (u->state & MUX__OPS_QUEUED)
         mux__op_dequeue(op);
 }
@@ -318,6 +329,20 @@ static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, 
         /* The socket is likely empty: wait for data before trying. */
         sqe->ioprio = op->flags_ & MUX__OPF_POLL_FIRST ? IORING_RECVSEND_POLL_FIRST : 0;
         break;
+    case MUX__OP_DGRAM_RECV: {
+        /* Multishot (the descriptor's caps: 6.0): a CQE per datagram, into a buffer of the
+         * ring, laid out as the kernel's header, the sender's address and the bytes. */
+        struct msghdr *msg = &st->msgs[sqe - st->ring.sq.sqes];
+        memset(msg, 0, sizeof *msg);
+        msg->msg_namelen = sizeof(struct sockaddr_in6);
+        sqe->opcode = IORING_OP_RECVMSG;
+        sqe->addr = (uint64_t)(uintptr_t)msg;
+        sqe->len = 1;
+        sqe->flags = IOSQE_BUFFER_SELECT;
+        sqe->buf_group = mux__upool_of(op->a_.dgram->pool)->bgid;
+        sqe->ioprio = IORING_RECV_MULTISHOT;
+        break;
+    }
     case MUX__OP_SEND:
         sqe->opcode = IORING_OP_SEND;
         sqe->addr = (uint64_t)(uintptr_t)op->a_.buf.base;
@@ -388,6 +413,37 @@ void mux__uring_ops_prep(struct mux__uring *st, struct io_uring_sqe *sqe, struct
     mux__op_link(st, op);
 }
 
+_Static_assert(sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in6) ==
+                   MUX_UDP_POOL_HEADROOM,
+               "a datagram lies MUX_UDP_POOL_HEADROOM bytes into its buffer, as the emulation's");
+
+/* A datagram's CQE of `res` bytes in `buf`: the next message of its batch, if there is room
+ * (else the owner refuses it). Returns the completion's result: 1 datagram, or -EIO for a
+ * buffer the kernel did not lay out as it says. */
+static int mux__uring_dgram(struct mux__op *op, char *buf, int res)
+{
+    struct mux__dbatch *b = op->a_.dgram;
+    if (b->k >= b->n)
+        return 1;
+    struct msghdr tmpl;
+    memset(&tmpl, 0, sizeof tmpl);
+    tmpl.msg_namelen = sizeof(struct sockaddr_in6);
+    struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(buf, res, &tmpl);
+    if (!o)
+        return -EIO;
+    struct mux__dmsg *m = &b->m[b->k];
+    m->pbuf = buf;
+    m->buf = io_uring_recvmsg_payload(o, &tmpl);
+    m->cap = (uint32_t)(mux__bufpool_size(b->pool) - MUX_UDP_POOL_HEADROOM);
+    m->len = io_uring_recvmsg_payload_length(o, res, &tmpl);
+    m->flags = o->flags & MSG_TRUNC ? MUX__DMSG_TRUNC : 0;
+    m->gso = 0;
+    uint32_t nlen = o->namelen < m->addrlen ? o->namelen : m->addrlen;
+    memcpy(m->addr, io_uring_recvmsg_name(o), nlen);
+    m->addrlen = nlen;
+    return 1;
+}
+
 /* One CQE of an operation. Returns 0, or its owner's refusal (1 or 2, backend.h). Inline in
  * the reap's path; the cold callers (redelivery, a ring renewed) go through the copy below. */
 static inline __attribute__((always_inline)) int mux__uring_op_cqe_inline(struct mux__loop *loop,
@@ -400,16 +456,19 @@ static inline __attribute__((always_inline)) int mux__uring_op_cqe_inline(struct
         (more ? MUX__OPC_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPC_NONEMPTY : 0);
     char *buf = NULL;
     uint32_t bid = 0;
+    mux_bufpool_t *pool = mux__op_pool(op);
     if (flags & IORING_CQE_F_BUFFER) { /* the owner's from done_ on, until mux_bufpool_put */
         bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        buf = mux__bufpool_taken(op->a_.pool, bid);
+        buf = mux__bufpool_taken(pool, bid);
+        if (op->kind_ == MUX__OP_DGRAM_RECV && res >= 0)
+            res = mux__uring_dgram(op, buf, res);
     }
     if (!more)
         mux__op_unlink(op);
     int refused = mux__op_complete(op, res, buf, opf);
     if (mux__unlikely(refused != 0)) {
         if (buf) /* its buffer comes again with it */
-            mux__bufpool_untake(op->a_.pool, bid);
+            mux__bufpool_untake(pool, bid);
         if (!more)
             mux__op_link(loop->bdata, op); /* still in flight: this completion comes again */
     }
@@ -446,7 +505,7 @@ int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
     if (cqe->flags & IORING_CQE_F_BUFFER) {
         /* The kernel took it from the ring, whether its owner takes the CQE now or later;
          * a multishot receive goes on taking buffers: the ring is topped up. */
-        struct mux__upool *up = mux__upool_of(op->a_.pool);
+        struct mux__upool *up = mux__upool_of(mux__op_pool(op));
         up->inring--;
         if (cqe->flags & IORING_CQE_F_MORE)
             mux__upool_topup(up);

@@ -385,7 +385,7 @@ static int mux__uring_open(struct mux__loop *loop)
     /* Multishot receives came with 6.0, as did the zero-copy send opcode, which says so. */
     if (!probe || !io_uring_opcode_supported(probe, IORING_OP_SEND_ZC) ||
         (ns && strcmp(ns, "oneshot") == 0))
-        loop->caps &= ~(unsigned)MUX__CAP_RECV_MULTI;
+        loop->caps &= ~(unsigned)(MUX__CAP_RECV_MULTI | MUX__CAP(MUX__OP_DGRAM_RECV));
     if (probe)
         io_uring_free_probe(probe);
     loop->bdata = st; /* the fd table starts zeroed: no fd has a request yet */
@@ -938,7 +938,7 @@ const struct mux__backend mux__backend_uring = {
     .name = "uring",
     .caps = MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) | MUX__CAP(MUX__OP_SENDV) |
             MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP_ACCEPT_MULTI | MUX__CAP_RECV_MULTI |
-            MUX__CAP_WAKE_FD,
+            MUX__CAP(MUX__OP_DGRAM_RECV) | MUX__CAP_WAKE_FD,
     .fd_limit = INT_MAX,
     .open = mux__uring_open,
     .close = mux__uring_close,
