@@ -94,8 +94,9 @@ EVX_EXPORT int event_config_set_max_dispatch_interval(struct event_config *cfg,
 int evx_backend_features(const char *name)
 {
     /* Every iomux backend watches any fd: one the kernel cannot poll (a regular file) is
-     * reported ready on every turn, as poll does. Only epoll has a real edge trigger. */
-    if (strcmp(name, "epoll") == 0)
+     * reported ready on every turn, as poll does. Only epoll and kqueue (EV_CLEAR) have a
+     * real edge trigger. */
+    if (strcmp(name, "epoll") == 0 || strcmp(name, "kqueue") == 0)
         return EV_FEATURE_ET | EV_FEATURE_O1 | EV_FEATURE_FDS;
     if (strcmp(name, "uring") == 0)
         return EV_FEATURE_O1 | EV_FEATURE_FDS;
