@@ -566,6 +566,8 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
                 return n + 1; /* a callback forked: in the child, the ring is the parent's */
         } else if (mux__uring_ops_cqe(loop, cqe) != 0) {
             break; /* no memory to keep a refused one: it stays in the ring */
+        } else if (mux__forked_since(loop)) {
+            return n + 1; /* its owner's callback (MUX__OPC_NOW) forked, as above */
         }
         n++;
     }
@@ -873,8 +875,11 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     int r = mux__uring_enter(st, timeout_ns);
     st->post_enter = 1;
     unsigned got = 0;
-    if (mux__unlikely(offer))
+    if (mux__unlikely(offer)) {
         got += mux__uring_ops_redeliver(loop);
+        if (mux__forked_since(loop))
+            return 0; /* an owner's callback forked (MUX__OPC_NOW): the ring is the parent's */
+    }
     got += mux__uring_reap(loop);
     if (mux__forked_since(loop))
         return 0; /* the next iteration makes the child its own ring */
