@@ -289,7 +289,7 @@ TEST(stream_listener_unix_path_with_a_socket_file_is_eaddrinuse) {
     mux_loop_t loop;
     loop_open(&loop);
     char dir[64], path[128];
-    tmpdir_make(dir, sizeof dir);
+    tmpdir_make_unix(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/sock", dir);
     struct sockaddr_storage a;
     socklen_t alen = addr_unix(&a, path);
@@ -796,7 +796,7 @@ static void sa_run(int family)
     struct sockaddr_storage ss;
     socklen_t len;
     if (family == AF_UNIX) {
-        tmpdir_make(dir, sizeof dir);
+        tmpdir_make_unix(dir, sizeof dir);
         snprintf(path, sizeof path, "%s/sock", dir);
         len = addr_unix(&ss, path);
     } else {

@@ -141,7 +141,7 @@ TEST(listener_steering_bad_input_returns_einval) {
     CHECK_EQ(mux_listen(&loop, &l, (struct sockaddr *)&a, alen, &neg, steered_accept_cb),
              -EINVAL);
     char dir[64];
-    tmpdir_make(dir, sizeof dir);
+    tmpdir_make_unix(dir, sizeof dir);
     char path[128];
     snprintf(path, sizeof path, "%s/sock", dir);
     struct sockaddr_storage u;

@@ -230,7 +230,7 @@ TEST(stream_bad_input_not_connected_is_enotconn) {
     mux_loop_t loop;
     loop_open(&loop);
     char dir[64], path[128];
-    tmpdir_make(dir, sizeof dir);
+    tmpdir_make_unix(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/none", dir);
     struct sockaddr_storage a;
     socklen_t alen = addr_unix(&a, path);

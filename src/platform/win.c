@@ -327,13 +327,19 @@ ssize_t mux__sock_send(mux_os_sock_t sock, const mux_buf_t *bufs, uint32_t n)
     return (ssize_t)sent;
 }
 
+int mux__file_os(int fd)
+{
+    intptr_t h = _get_osfhandle(fd);
+    return h == (intptr_t)INVALID_HANDLE_VALUE || h < 0 || h > INT_MAX ? 0 : (int)h;
+}
+
 ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
 {
     if (off > (uint64_t)INT64_MAX - len)
         return -EINVAL;
-    HANDLE h = (HANDLE)_get_osfhandle(fd);
-    if (h == INVALID_HANDLE_VALUE)
-        return -EBADF;
+    HANDLE h = (HANDLE)(intptr_t)fd;
+    if (!h)
+        return -EBADF; /* mux__file_os found no file */
     char buf[16384];
     if (len > sizeof buf)
         len = sizeof buf;

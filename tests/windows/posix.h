@@ -248,18 +248,27 @@ static inline int win_socketpair(int domain, int type, int proto, int sv[2])
     return r;
 }
 
-/* mkstemp: the file is made in the template's folder (made if missing: "/tmp" is C:\tmp
- * under Wine), binary, and deleted when its last descriptor closes, since Windows cannot
- * unlink an open file (unlink then does nothing: see win_unlink). */
+/* mkstemp: the file is made in the template's folder (made if missing), binary, and open
+ * with every sharing mode, so that it can be unlinked while open, as on POSIX (the C
+ * runtime's own _open does not share deletion). */
 static inline int win_mkstemp(char *tmpl)
 {
     _mkdir("/tmp");
     if (!_mktemp(tmpl))
         return -1;
-    return _open(tmpl, _O_CREAT | _O_EXCL | _O_RDWR | _O_BINARY | _O_TEMPORARY, 0600);
+    HANDLE h = CreateFileA(tmpl, GENERIC_READ | GENERIC_WRITE,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (h == INVALID_HANDLE_VALUE)
+        return -1;
+    int fd = _open_osfhandle((intptr_t)h, _O_RDWR | _O_BINARY);
+    if (fd < 0)
+        CloseHandle(h);
+    return fd;
 }
 
-/* unlink: an open file cannot be removed on Windows; win_mkstemp's go when they close. */
+/* unlink: a file that another open does not share deletion with cannot be removed on
+ * Windows; it stays (win_mkstemp's can be). */
 static inline int win_unlink(const char *path)
 {
     if (_unlink(path) == 0 || errno == EACCES)
@@ -316,6 +325,107 @@ static inline int win_unsupported(const char *what)
     harness_skip("the case uses POSIX signals, which Windows does not have");
 }
 
+/* memmem, which Windows' C runtime lacks. */
+static inline void *win_memmem(const void *h, size_t hl, const void *n, size_t nl)
+{
+    const char *p = h, *end = p + hl;
+    if (nl == 0)
+        return (void *)p;
+    for (; (size_t)(end - p) >= nl; p++)
+        if (memcmp(p, n, nl) == 0)
+            return (void *)p;
+    return NULL;
+}
+
+static inline struct tm *win_gmtime_r(const time_t *t, struct tm *tm)
+{
+    return gmtime_s(tm, t) == 0 ? tm : NULL;
+}
+
+/* A directory made from a template, as mkdtemp makes it. */
+static inline char *win_mkdtemp(char *tmpl)
+{
+    _mkdir("/tmp");
+    if (!_mktemp(tmpl) || _mkdir(tmpl) != 0)
+        return NULL;
+    return tmpl;
+}
+
+/* rename, replacing the target as POSIX does (the C runtime's refuses an existing one). */
+static inline int win_rename(const char *from, const char *to)
+{
+    if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING))
+        return 0;
+    errno = EACCES;
+    return -1;
+}
+
+/* A symbolic link, where the system makes one. Wine's CreateSymbolicLinkW (Wine 8) says it
+ * succeeded and makes nothing: the case skips then, saying so. */
+static inline int win_symlink(const char *target, const char *link)
+{
+    WCHAR t[MAX_PATH], l[MAX_PATH];
+    if (!MultiByteToWideChar(CP_UTF8, 0, target, -1, t, MAX_PATH) ||
+        !MultiByteToWideChar(CP_UTF8, 0, link, -1, l, MAX_PATH))
+        return -1;
+    for (WCHAR *c = t; *c; c++)
+        if (*c == L'/')
+            *c = L'\\';
+    DWORD at = GetFileAttributesW(t);
+    DWORD flags = at != INVALID_FILE_ATTRIBUTES && (at & FILE_ATTRIBUTE_DIRECTORY)
+                      ? SYMBOLIC_LINK_FLAG_DIRECTORY
+                      : 0;
+    if (!CreateSymbolicLinkW(l, t, flags | 0x2 /* ALLOW_UNPRIVILEGED_CREATE */))
+        return -1;
+    if (GetFileAttributesW(l) == INVALID_FILE_ATTRIBUTES)
+        harness_skip("Wine does not implement symbolic links: its CreateSymbolicLinkW returns "
+                     "success and makes none");
+    return 0;
+}
+
+static inline int win_ftruncate(int fd, long long len)
+{
+    return _chsize_s(fd, len) == 0 ? 0 : -1;
+}
+
+/* remove, for the directories nftw hands over too. */
+static inline int win_remove(const char *path)
+{
+    DWORD at = GetFileAttributesA(path);
+    if (at != INVALID_FILE_ATTRIBUTES && (at & FILE_ATTRIBUTE_READONLY)) /* chmod(path, 0)'s */
+        SetFileAttributesA(path, at & ~(DWORD)FILE_ATTRIBUTE_READONLY);
+    if (at != INVALID_FILE_ATTRIBUTES && (at & FILE_ATTRIBUTE_DIRECTORY))
+        return _rmdir(path);
+    return remove(path);
+}
+
+/* The sockets this process has open, where http_client.h's open_fds counts descriptors
+ * (/proc/self/fd): handle values up to 16384 that are sockets. Windows keeps handles' values
+ * low and reuses them, as it does descriptors. */
+static inline int win_open_sockets(void)
+{
+    int n = 0;
+    for (unsigned h = 4; h < 16384; h += 4) {
+        int type, len = sizeof type;
+        n += getsockopt((SOCKET)h, SOL_SOCKET, SO_TYPE, (char *)&type, &len) == 0;
+    }
+    return n;
+}
+
+/* signal(): Windows has no SIGPIPE, so there is no action of it to reset (the C runtime
+ * refuses the number). */
+static inline __p_sig_fn_t win_signal(int sig, __p_sig_fn_t fn)
+{
+    return sig == SIGPIPE ? SIG_DFL : signal(sig, fn);
+}
+#define signal(s, f) win_signal(s, f)
+
+/* The C runtime opens files as text by default (LF written as CRLF): the cases write bytes. */
+__attribute__((constructor)) static void win_binary_files(void)
+{
+    _fmode = _O_BINARY;
+}
+
 #define socketpair win_socketpair
 #define mkstemp win_mkstemp
 #define unlink win_unlink
@@ -346,7 +456,14 @@ static inline int win_unsupported(const char *what)
 #define getsockopt(s, l, o, v, n) getsockopt(s, l, o, (char *)(v), n)
 #define F_DUPFD 0
 #define aligned_alloc(a, n) malloc(n)
-#define mkdtemp(d) _mktemp(d)
+#define mkdtemp win_mkdtemp
+#define memmem win_memmem
+#define gmtime_r win_gmtime_r
+#define rename win_rename
+#define symlink win_symlink
+#define ftruncate win_ftruncate
+#define remove win_remove
+#define mkdir(p, m) _mkdir(p)
 #define TCP_KEEPIDLE 3
 #define RUSAGE_SELF 0
 #define ioctl(fd, req, p) ioctlsocket((SOCKET)(unsigned)(fd), req, (u_long *)(p))

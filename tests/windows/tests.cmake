@@ -14,9 +14,6 @@ set(win_skipped_files
   test_child.c
   "child watchers: Windows has no SIGCHLD or waitpid, mux_child_start returns -ENOTSUP there"
   test_uring.c "io_uring is Linux's"
-  test_http_parser.c "the HTTP module is not built on Windows yet"
-  test_http_server.c "the HTTP module is not built on Windows yet"
-  test_http_static.c "the HTTP module is not built on Windows yet"
   test_event.c "libiomux-event is not built on Windows yet"
   test_rtsig.c "real-time signals are Linux's"
   test_chan.c "channels are built on Windows, but these cases are not ported there yet"
@@ -25,7 +22,8 @@ set(win_skipped_files
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
   test_periodic.c test_hooks.c test_async.c test_stream.c test_stream_read.c
   test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
-  test_stream_errors.c test_listener.c windows/test_windows.c)
+  test_stream_errors.c test_listener.c test_http_parser.c test_http_server.c test_http_static.c
+  windows/test_windows.c)
 
 set(win_sources harness.c ${win_ported_files})
 set(win_all_files ${win_ported_files})
