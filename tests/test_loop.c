@@ -455,9 +455,6 @@ static void keep_timer(mux_loop_t *loop, mux_timer_t *t)
 }
 
 TEST(loop_signal_and_async_watchers_keep_default_run_going) {
-#ifdef _WIN32
-    SKIP("signal watchers do not start on Windows (-ENOTSUP): the case starts one");
-#endif
     mux_loop_t loop;
     loop_open(&loop);
     mux_signal_t s;

@@ -48,8 +48,10 @@ _Noreturn void harness_skip(const char *reason);
 #define F_GETFD 1
 #define F_SETFD 2
 #define FD_CLOEXEC 1
-#define SIGUSR1 30
-#define SIGUSR2 31
+/* Windows delivers no user signals: the cases' SIGUSR1 and SIGUSR2 are console events there,
+ * Ctrl-Break and Ctrl-C, which signal watchers take as SIGBREAK and SIGINT (win_raise). */
+#define SIGUSR1 SIGBREAK
+#define SIGUSR2 SIGINT
 #define SIGPIPE 13
 #define SIGCHLD 17
 #define SIGKILL 9
@@ -319,10 +321,100 @@ static inline int win_posix_memalign(void **p, size_t align, size_t len)
     return *p ? 0 : ENOMEM;
 }
 
-static inline int win_unsupported(const char *what)
+/* ---- signals: the console's events ----
+ *
+ * A console event is raised as Windows raises one: kernelbase's CtrlRoutine, which the system
+ * runs in a process on a thread of its own for each event, runs the chain of handlers
+ * (SetConsoleCtrlHandler's, the last installed first, then the default, which ends the
+ * process). The call waits for that thread, as raise() returns after the handler ran; except
+ * for a close event, whose handler the library keeps (the process ends when it returns). */
+static inline int win_console_event(DWORD type)
 {
-    (void)what;
-    harness_skip("the case uses POSIX signals, which Windows does not have");
+    FARPROC ctrl = GetProcAddress(GetModuleHandleA("kernelbase.dll"), "CtrlRoutine");
+    if (!ctrl)
+        ctrl = GetProcAddress(GetModuleHandleA("kernel32.dll"), "CtrlRoutine");
+    if (!ctrl)
+        harness_skip("no CtrlRoutine in kernelbase.dll or kernel32.dll to raise a console event");
+    HANDLE t = CreateThread(NULL, 0, (LPTHREAD_START_ROUTINE)(void (*)(void))ctrl,
+                            (void *)(ULONG_PTR)type, 0, NULL);
+    if (!t)
+        return -1;
+    if (type != CTRL_CLOSE_EVENT)
+        WaitForSingleObject(t, INFINITE);
+    CloseHandle(t);
+    return 0;
+}
+
+static inline int win_raise(int sig)
+{
+    switch (sig) {
+    case SIGINT:
+        return win_console_event(CTRL_C_EVENT);
+    case SIGBREAK:
+        return win_console_event(CTRL_BREAK_EVENT);
+    case SIGHUP:
+        return win_console_event(CTRL_CLOSE_EVENT);
+    default:
+        return raise(sig);
+    }
+}
+
+static inline int win_kill(int pid, int sig)
+{
+    if (pid == getpid())
+        return win_raise(sig);
+    harness_skip("Windows has no such thing: a signal to another process (a process ends with "
+                 "an exit code, never by a signal; tests/windows/test_windows.c has the cases "
+                 "for processes there)");
+}
+
+/* sigaction for the console's signals: a handler of the case's own in the chain of console
+ * handlers (installed there once, before any of the library's, as a process's disposition
+ * was there before any watcher), called for the events it was given. */
+#ifndef _POSIX
+typedef _sigset_t sigset_t;
+#endif
+#define SA_RESTART 0x10000000 /* nothing to restart: a console handler interrupts no call */
+struct sigaction {
+    void (*sa_handler)(int);
+    sigset_t sa_mask;
+    int sa_flags;
+};
+static void (*win_sig_handlers[NSIG])(int);
+
+static inline BOOL WINAPI win_sig_chain(DWORD type)
+{
+    int sig = type == CTRL_C_EVENT ? SIGINT : type == CTRL_BREAK_EVENT ? SIGBREAK : SIGHUP;
+    void (*h)(int) = win_sig_handlers[sig];
+    if (!h || h == SIG_DFL)
+        return FALSE;
+    if (h != SIG_IGN)
+        h(sig);
+    return TRUE;
+}
+
+static inline int win_sigset(sigset_t *s, sigset_t v)
+{
+    *s = v;
+    return 0;
+}
+
+static inline int win_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+    static int chained;
+    if (sig != SIGINT && sig != SIGBREAK && sig != SIGHUP)
+        harness_skip("Windows has no such thing: no signal but the console's events (SIGINT, "
+                     "SIGBREAK, SIGHUP, SIGWINCH), and no POSIX timer to raise one");
+    if (!chained && !SetConsoleCtrlHandler(win_sig_chain, TRUE))
+        return -1;
+    chained = 1;
+    if (old) {
+        memset(old, 0, sizeof *old);
+        old->sa_handler = win_sig_handlers[sig] ? win_sig_handlers[sig] : SIG_DFL;
+    }
+    if (sa)
+        win_sig_handlers[sig] = sa->sa_handler;
+    return 0;
 }
 
 /* memmem, which Windows' C runtime lacks. */
@@ -420,6 +512,41 @@ static inline __p_sig_fn_t win_signal(int sig, __p_sig_fn_t fn)
 }
 #define signal(s, f) win_signal(s, f)
 
+/* CPU affinity, as Linux's sched_*affinity: the process's CPUs (up to 64, one group), and
+ * the calling thread pinned. */
+#define CPU_SETSIZE 64
+typedef struct {
+    unsigned long long bits;
+} cpu_set_t;
+#define CPU_ZERO(s)     ((s)->bits = 0)
+#define CPU_SET(i, s)   ((s)->bits |= 1ull << (i))
+#define CPU_ISSET(i, s) (((s)->bits >> (i)) & 1)
+static inline int sched_getaffinity(int pid, size_t size, cpu_set_t *set)
+{
+    DWORD_PTR proc, sys;
+    (void)pid, (void)size;
+    if (!GetProcessAffinityMask(GetCurrentProcess(), &proc, &sys))
+        return -1;
+    set->bits = proc;
+    return 0;
+}
+static inline int sched_setaffinity(int pid, size_t size, const cpu_set_t *set)
+{
+    (void)pid, (void)size;
+    return SetThreadAffinityMask(GetCurrentThread(), (DWORD_PTR)set->bits) ? 0 : -1;
+}
+
+/* uname: the system's name and version, as far as the cases read them. */
+struct utsname {
+    char sysname[65], release[65];
+};
+static inline int uname(struct utsname *u)
+{
+    snprintf(u->sysname, sizeof u->sysname, "Windows");
+    snprintf(u->release, sizeof u->release, "10.0");
+    return 0;
+}
+
 /* The C runtime opens files as text by default (LF written as CRLF): the cases write bytes. */
 __attribute__((constructor)) static void win_binary_files(void)
 {
@@ -446,9 +573,13 @@ __attribute__((constructor)) static void win_binary_files(void)
 #define mmap win_mmap
 #define munmap(p, l) 0
 #define posix_memalign win_posix_memalign
-#define waitpid(p, s, o) (-1)
-#define kill(p, s) win_unsupported("kill")
-#define sigaction(s, a, o) win_unsupported("sigaction")
+#define waitpid(p, s, o) (errno = ECHILD, -1)
+#define kill(p, s) win_kill(p, s)
+#define sigaction(s, a, o) win_sigaction(s, a, o)
+#define raise(s) win_raise(s)
+#define sigemptyset(s) win_sigset(s, 0)
+#define sigfillset(s) win_sigset(s, ~(sigset_t)0)
+#define sigaddset(s, n) win_sigset(s, *(s) | (sigset_t)1 << (n))
 #define sysconf(x) 4096
 #define poll WSAPoll
 #define recv(s, b, l, f) win_recv((SOCKET)(s), b, l, f)

@@ -10,20 +10,16 @@
 # close on them, skips for what has no counterpart) and tests/windows/include standing in for
 # the POSIX headers.
 set(win_skipped_files
-  test_signal.c "POSIX signals: Windows has none, mux_signal_start returns -ENOTSUP there"
-  test_child.c
-  "child watchers: Windows has no SIGCHLD or waitpid, mux_child_start returns -ENOTSUP there"
-  test_uring.c "io_uring is Linux's"
+  test_child.c "Windows has no such thing: no fork to make the cases' children with (the \
+cases for processes there are in tests/windows/test_windows.c)"
+  test_uring.c "Windows has no such thing: io_uring is Linux's"
   test_event.c "libiomux-event is not built on Windows yet"
-  test_rtsig.c "real-time signals are Linux's"
-  test_chan.c "channels are built on Windows, but these cases are not ported there yet"
-  test_multiloop.c
-  "the multi-loop cases need the HTTP module and SO_REUSEPORT, which Windows lacks")
+  test_rtsig.c "Windows has no such thing: real-time signals are Linux's")
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
   test_periodic.c test_hooks.c test_async.c test_stream.c test_stream_read.c
   test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
   test_stream_errors.c test_listener.c test_http_parser.c test_http_server.c test_http_static.c
-  windows/test_windows.c)
+  test_chan.c test_multiloop.c test_signal.c windows/test_windows.c)
 
 set(win_sources harness.c ${win_ported_files})
 set(win_all_files ${win_ported_files})
