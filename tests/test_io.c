@@ -884,6 +884,10 @@ TEST(io_ten_thousand_fds_only_written_ones_fire) {
 }
 
 TEST(io_select_refuses_fd_at_or_above_fd_setsize) {
+#ifdef _WIN32
+    SKIP("Windows has no such thing: its select limits how many sockets it watches, not "
+         "their values");
+#endif
     mux_loop_t loop;
     loop_open(&loop);
     if (!loop_is(&loop, "select")) {
@@ -928,7 +932,7 @@ TEST(io_select_refuses_fd_at_or_above_fd_setsize) {
 /* eventfds work like sockets; a watcher for READ|WRITE gets both. */
 TEST(io_eventfd_readiness) {
 #ifndef __linux__
-    SKIP("eventfds are Linux's");
+    SKIP("eventfds are Linux's (on Windows: no such thing)");
 #else
     mux_loop_t loop;
     loop_open(&loop);
@@ -956,7 +960,8 @@ TEST(io_eventfd_readiness) {
  * iteration, as poll and select do. */
 TEST(io_regular_file_is_always_ready) {
 #ifdef _WIN32
-    SKIP("only sockets can be watched on Windows");
+    SKIP("Windows has no such thing: only sockets can be watched there, a file cannot "
+         "(windows_io_watcher_on_a_file_gets_error)");
 #endif
     mux_loop_t loop;
     loop_open(&loop);
@@ -1189,7 +1194,8 @@ static void huge_fd_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
  * to walk, and so map, the whole table). select cannot watch it and says so at once. */
 TEST(io_watcher_on_a_huge_unopened_fd_costs_little_memory_even_after_fork) {
 #ifdef _WIN32
-    SKIP("Windows' select limits how many sockets it watches, not their values");
+    SKIP("Windows has no such thing: its select limits how many sockets it watches, not "
+         "their values");
 #endif
     enum { HUGE_FD = 1 << 24 };
     const uint64_t slack = 32u << 20;

@@ -219,7 +219,7 @@ TEST(stream_listener_emfile_is_reported_once_then_the_backlog_is_served) {
 
 TEST(stream_listener_reuseport_lets_two_listeners_share_a_port) {
 #ifdef _WIN32
-    SKIP("Windows has no SO_REUSEPORT (mux_listen returns -ENOTSUP)");
+    SKIP("Windows has no such thing: no SO_REUSEPORT (mux_listen returns -ENOTSUP)");
 #endif
     mux_loop_t loop;
     loop_open(&loop);

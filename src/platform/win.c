@@ -280,8 +280,11 @@ int mux__sock_adopt(mux_os_sock_t sock)
     WSAPROTOCOL_INFOW info;
     int len = sizeof info;
     if (getsockopt(sock, SOL_SOCKET, SO_PROTOCOL_INFOW, (char *)&info, &len) != 0) {
+        /* Winsock says WSAENOTSOCK of a closed socket and of a handle that is no socket
+         * alike: an open handle of something else is -EINVAL, as POSIX says ENOTSOCK. */
+        DWORD flags;
         int err = mux__wsa_errno();
-        return err == -ENOTSOCK ? -EINVAL : err;
+        return err == -EBADF && GetHandleInformation((HANDLE)sock, &flags) ? -EINVAL : err;
     }
     if (info.iSocketType != SOCK_STREAM)
         return -EINVAL;
