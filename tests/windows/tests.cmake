@@ -13,13 +13,12 @@ set(win_skipped_files
   test_child.c "Windows has no such thing: no fork to make the cases' children with (the \
 cases for processes there are in tests/windows/test_windows.c)"
   test_uring.c "Windows has no such thing: io_uring is Linux's"
-  test_event.c "libiomux-event is not built on Windows yet"
   test_rtsig.c "Windows has no such thing: real-time signals are Linux's")
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
   test_periodic.c test_hooks.c test_async.c test_stream.c test_stream_read.c
   test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
   test_stream_errors.c test_listener.c test_http_parser.c test_http_server.c test_http_static.c
-  test_chan.c test_multiloop.c test_signal.c windows/test_windows.c)
+  test_chan.c test_multiloop.c test_signal.c test_event.c windows/test_windows.c)
 
 set(win_sources harness.c ${win_ported_files})
 set(win_all_files ${win_ported_files})
@@ -47,7 +46,7 @@ foreach(i RANGE 0 ${last} 2)
 endforeach()
 
 add_executable(iomux-tests ${win_sources})
-target_link_libraries(iomux-tests PRIVATE iomux_static ws2_32 pthread)
+target_link_libraries(iomux-tests PRIVATE iomux_event_static iomux_static ws2_32 pthread)
 target_include_directories(iomux-tests BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/windows/include
   ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(iomux-tests PRIVATE -include ${CMAKE_CURRENT_SOURCE_DIR}/windows/posix.h

@@ -10,7 +10,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+
+#include "sys.h"
 
 struct event_base *evx_current_base;
 
@@ -182,11 +183,7 @@ EVX_EXPORT struct event_base *event_base_new_with_config(const struct event_conf
     base->active = &base->active_one;
     base->npri = 1;
     base->running_pri = -1;
-    struct rlimit rl;
-    base->fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
-                             rl.rlim_max < (rlim_t)INT_MAX
-                         ? (long)rl.rlim_max
-                         : INT_MAX;
+    base->fd_limit = evx_sys_fd_limit();
     /* Always started: it keeps a loop with nothing added waiting (EVLOOP_NO_EXIT_ON_EMPTY),
      * and it is how event_base_loopbreak from another thread wakes the loop. */
     mux_prepare_init(&base->flusher, flush_cb);

@@ -24,9 +24,9 @@
 #include <event2/bufferevent.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "sys.h"
 
 #define EVX_READ_DEFAULT EVX_CHAIN_READ
 #define EVX_READ_COPY    2048 /* reads up to this size are copied onto the input's last chunk */
@@ -301,13 +301,13 @@ static int open_stream(struct bufferevent *bev, evutil_socket_t fd)
 {
     /* Without BEV_OPT_CLOSE_ON_FREE the program keeps its descriptor: the stream, which
      * closes what it holds, gets a duplicate. */
-    int sfd = bev->options & BEV_OPT_CLOSE_ON_FREE ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    evutil_socket_t sfd = bev->options & BEV_OPT_CLOSE_ON_FREE ? fd : evx_sys_dup(fd);
     if (sfd < 0)
         return -errno;
-    int r = mux_stream_open(&bev->base->loop, &bev->stream, sfd);
+    int r = mux_stream_open(&bev->base->loop, &bev->stream, (mux_os_sock_t)sfd);
     if (r < 0) {
         if (sfd != fd)
-            close(sfd);
+            evx_sys_close(sfd);
         return r;
     }
     bev->fd = fd;
@@ -336,7 +336,7 @@ EVX_EXPORT struct bufferevent *bufferevent_socket_new(struct event_base *base, e
     if (r == 0 && fd >= 0)
         r = open_stream(bev, fd);
     if (r < 0) {
-        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(r), fd);
+        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(r), (int)fd);
         evbuffer_free(bev->input);
         evbuffer_free(bev->output);
         evx_free(bev);
@@ -468,7 +468,7 @@ EVX_EXPORT int bufferevent_setfd(struct bufferevent *bev, evutil_socket_t fd)
     }
     int r = open_stream(bev, fd);
     if (r < 0) {
-        evx_warn("bufferevent_setfd: %s (fd %d)", mux_strerror(r), fd);
+        evx_warn("bufferevent_setfd: %s (fd %d)", mux_strerror(r), (int)fd);
         return -1;
     }
     read_update(bev);

@@ -4,16 +4,18 @@
 
 #include <event2/thread.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#ifndef _WIN32
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#endif
+
+#include "sys.h"
 
 /* ---- logging ---- */
 
@@ -157,14 +159,13 @@ EVX_EXPORT int evthread_make_base_notifiable(struct event_base *base)
 
 EVX_EXPORT int evutil_socketpair(int family, int type, int protocol, evutil_socket_t sv[2])
 {
-    return socketpair(family, type, protocol, sv);
+    return evx_sys_socketpair(family, type, protocol, sv);
 }
 
 EVX_EXPORT int evutil_make_socket_nonblocking(evutil_socket_t fd)
 {
-    int fl = fcntl(fd, F_GETFL, 0);
-    if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
-        evx_warn("fcntl(%d, F_SETFL): %s", fd, strerror(errno));
+    if (evx_sys_nonblock(fd) < 0) {
+        evx_warn("fcntl(%d, F_SETFL): %s", (int)fd, strerror(errno));
         return -1;
     }
     return 0;
@@ -172,9 +173,8 @@ EVX_EXPORT int evutil_make_socket_nonblocking(evutil_socket_t fd)
 
 EVX_EXPORT int evutil_make_socket_closeonexec(evutil_socket_t fd)
 {
-    int fl = fcntl(fd, F_GETFD, 0);
-    if (fl < 0 || (!(fl & FD_CLOEXEC) && fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)) {
-        evx_warn("fcntl(%d, F_SETFD): %s", fd, strerror(errno));
+    if (evx_sys_cloexec(fd) < 0) {
+        evx_warn("fcntl(%d, F_SETFD): %s", (int)fd, strerror(errno));
         return -1;
     }
     return 0;
@@ -182,13 +182,12 @@ EVX_EXPORT int evutil_make_socket_closeonexec(evutil_socket_t fd)
 
 static int set_int_opt(evutil_socket_t fd, int level, int name)
 {
-    int one = 1;
-    return setsockopt(fd, level, name, &one, sizeof one);
+    return evx_sys_opt_on(fd, level, name);
 }
 
 EVX_EXPORT int evutil_make_listen_socket_reuseable(evutil_socket_t fd)
 {
-    return set_int_opt(fd, SOL_SOCKET, SO_REUSEADDR);
+    return evx_sys_reuseaddr(fd);
 }
 
 EVX_EXPORT int evutil_make_listen_socket_reuseable_port(evutil_socket_t fd)
@@ -218,13 +217,13 @@ EVX_EXPORT int evutil_make_tcp_listen_socket_deferred(evutil_socket_t fd)
 
 EVX_EXPORT int evutil_closesocket(evutil_socket_t fd)
 {
-    return close(fd);
+    return evx_sys_close(fd);
 }
 
 EVX_EXPORT int evutil_gettimeofday(struct timeval *tv, struct timezone *tz)
 {
     (void)tz;
-    return gettimeofday(tv, NULL);
+    return evx_sys_gettimeofday(tv);
 }
 
 EVX_EXPORT ev_int64_t evutil_strtoll(const char *s, char **endptr, int base)
@@ -371,14 +370,50 @@ EVX_EXPORT const char *evutil_gai_strerror(int err)
     return gai_strerror(err);
 }
 
+#ifdef _WIN32
+EVX_EXPORT const char *evutil_socket_error_to_string(int errcode)
+{
+    /* Winsock's codes, by name: the system's own text would be in the machine's language and
+     * need freeing. */
+    switch (errcode) {
+    case 0:
+        return "no error";
+    case WSAEWOULDBLOCK:
+        return "WSAEWOULDBLOCK: the operation would block";
+    case WSAEINTR:
+        return "WSAEINTR: interrupted";
+    case WSAECONNRESET:
+        return "WSAECONNRESET: connection reset by peer";
+    case WSAECONNABORTED:
+        return "WSAECONNABORTED: connection aborted";
+    case WSAECONNREFUSED:
+        return "WSAECONNREFUSED: connection refused";
+    case WSAENOTCONN:
+        return "WSAENOTCONN: not connected";
+    case WSAENOTSOCK:
+        return "WSAENOTSOCK: not a socket";
+    case WSAETIMEDOUT:
+        return "WSAETIMEDOUT: timed out";
+    case WSAEADDRINUSE:
+        return "WSAEADDRINUSE: address in use";
+    case WSAEINVAL:
+        return "WSAEINVAL: invalid argument";
+    case WSAEMFILE:
+        return "WSAEMFILE: too many open sockets";
+    case WSAENOBUFS:
+        return "WSAENOBUFS: no buffer space";
+    case WSAEAFNOSUPPORT:
+        return "WSAEAFNOSUPPORT: address family not supported";
+    default:
+        return "a Winsock error";
+    }
+}
+#endif
+
 EVX_EXPORT void evutil_secure_rng_get_bytes(void *buf, size_t n)
 {
-    for (char *p = buf; n;) { /* getentropy gives at most 256 bytes a call */
-        size_t k = n < 256 ? n : 256;
-        if (getentropy(p, k) < 0)
-            evx_fatal("getentropy: %s", strerror(errno));
-        p += k, n -= k;
-    }
+    if (evx_sys_random(buf, n) < 0)
+        evx_fatal("the system's random generator: %s", strerror(errno));
 }
 
 EVX_EXPORT int evutil_secure_rng_init(void)
