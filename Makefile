@@ -12,8 +12,9 @@
 #                   hello and an echo run under Wine, on iocp and select (docs/windows.md)
 #   make coverage   build with --coverage in build/coverage, run every test there, and print
 #                   line and branch coverage per file of src/ (scripts/coverage, gcovr)
-#   make bench      install deps, release build, run the quick benchmark suite
-#   make bench-full the full matrix
+#   make bench      install deps, release build, run the quick benchmark suite (every
+#                   study at low repetition, about ten minutes; indicative verdicts)
+#   make bench-full the full matrix (the repetitions that settle the verdicts)
 #   make bench-compare  BASE=<git ref> (default HEAD~1): builds BASE in a git worktree
 #                   (build/baseline-src, built in build/baseline) and runs the suite once with
 #                   its iomux drivers interleaved as <name>@base; the report gives new/base

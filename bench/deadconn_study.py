@@ -18,9 +18,7 @@ Then the target's ratio is settled as studies 1 and 2 settle theirs (settle_stud
 back, in one server process, the live load with the most dead connections and with none, the
 first alternating, K times; the median of the K ratios with a distribution-free interval.
 
-bench/run passes what it shares with the other studies in a namespace `h`: log, median,
-paired, ratio_stats, read_line, fd_kinds, fmt_num, fmt_dur, driver_style, readable_ticks,
-and root (the repository)."""
+The shared helpers come from benchlib.py."""
 import os
 import re
 import shlex
@@ -28,12 +26,12 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
+import benchlib as h
 import http_study
-from settle_study import median_interval, verdict
+from benchlib import Cell, Study as Base, median_interval, verdict
 
 LIVE = 100  # Libenzi's live connections
 SIZES = {"128": 128, "512": 512, "1k": 1024}  # the replies' bodies, served as <label>.bin
@@ -43,6 +41,15 @@ MAX_DEAD = 100000  # the most dead connections asked for, whatever the fd limit
 HTTPERF_TIMEOUT = 5  # httperf --timeout, as Libenzi ran it
 TARGET_FLAT = 0.95  # iomux-epoll's and iomux-uring's rate at the most dead over that at 0
 TARGETED = ("iomux-epoll", "iomux-uring")
+MODES = {
+    "smoke": dict(dead=[0, 200], sizes=["128"], calls=20, warmup_calls=0, reps=1,
+                  burst_dead=[0, 200], burst=dict(conns=200, rate=1000), pairs=1),
+    "quick": dict(dead=[0, "max"], sizes=["128"], calls=1000, warmup_calls=100, reps=1,
+                  burst_dead=[0], burst=dict(conns=2000, rate=2000), pairs=1),
+    "full": dict(dead=[0, 1000, 2000, 5000, 10000, "max"], sizes=["128", "512", "1k"],
+                 calls=2500, warmup_calls=250, reps=5, burst_dead=[0, 10000, "max"],
+                 burst=dict(conns=27000, rate=5000), pairs=15),
+}
 BACKEND_ORDER = ["epoll", "uring", "rtsig", "poll", "select"]
 
 
@@ -96,15 +103,19 @@ def parse_httperf(text):
     return out
 
 
-class Study:
+class Study(Base):
     """The dead-connection study of one bench/run."""
     NAME = "deadconn"
+    TITLE = "the dead-connection study (Libenzi's, study 4)"
+    MODES = MODES
 
-    def __init__(self, runner, args, cfg, h, lim, want):
-        self.runner, self.args, self.cfg, self.h, self.want = runner, args, cfg, h, want
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        args, cfg, lim = self.args, self.cfg, ctx.lim
+        self.want = want = ctx.want
         self.cpus = args.echo_cpus
         self.reps = args.reps or cfg["reps"]
-        self.dir, self.configs, self.skipped = None, {}, []
+        self.dir, self.configs = None, {}
         self.root_user = os.geteuid() == 0
         self.nofile = lim["nofile"]
         # The fd limit's room, capped: deadconn takes at most MAX_DEAD (a hard limit of a
@@ -192,17 +203,15 @@ class Study:
             pts.append(cap)  # select: as many as FD_SETSIZE lets it watch
         return pts
 
-    def total(self):
-        return (sum(len(self.server_points(n)) for n in self.names) * self.reps +
-                len(self.pair_names) * self.k)
+    def known(self):
+        return set(self.servers) | {"nginx"}
+
+    def why_not(self):
+        return None if self.names else "no server can run"
 
     def reproduce(self):
-        build = os.path.relpath(self.args.build_abs, self.h.root)
-        if build.startswith(".."):
-            build = self.args.build_abs
-        cmd = ["bench/run", "--build", build, "--study", "deadconn"]
-        if self.args.full or self.args.smoke:
-            cmd.append("--full" if self.args.full else "--smoke")
+        cmd = ["bench/run", "--build", h.build_arg(self.args), "--study", "deadconn"]
+        cmd += h.mode_arg(self.args)
         cmd += ["--dead", ",".join(map(str, self.points)), "--reps", str(self.reps),
                 "--echo-cpus", ",".join(map(str, self.cpus))]
         if self.want:
@@ -212,34 +221,48 @@ class Study:
     # -----------------------------------------------------------------------------------
     # Running.
 
-    def run(self):
+    def schedule(self):
+        """Every (dead count, server) of every repetition, then the target's pairs; finish()
+        removes the document root."""
+        cfg = self.cfg
+        live = LIVE * (cfg["calls"] + cfg["warmup_calls"]) / 25000 * len(self.sizes)
+        cells = [Cell("deadconn: the document root", 0.1, self.prepare)]
+        for rep in range(self.reps):
+            k = rep % len(self.names) if self.names else 0
+            order = self.names[k:] + self.names[:k]
+            for dead in sorted({p for n in self.names for p in self.server_points(n)}):
+                for name in order:
+                    if dead not in self.server_points(name):
+                        continue
+                    cells.append(Cell(f"deadconn D={dead:,} {name} (rep {rep + 1})",
+                                      0.5 + live / 2 + dead / 8000 + (
+                                          cfg["burst"]["conns"] / cfg["burst"]["rate"]
+                                          if dead in self.burst_points else 0),
+                                      lambda name=name, dead=dead, rep=rep: self.run_cell(
+                                          name, dead, rep)))
+        for name in self.pair_names:
+            cells.append(Cell(f"deadconn pairs {name} 0 / {self.pair_top:,} dead "
+                              f"({self.k} pairs)",
+                              2 + self.k * (2 * LIVE * cfg["calls"] / 25000 +
+                                            self.pair_top / 4000),
+                              lambda name=name: self.run_pairs(name)))
+        return cells
+
+    def prepare(self):
         self.dir = tempfile.mkdtemp(prefix="iomux-bench-deadconn-")
-        try:
-            os.mkdir(f"{self.dir}/www")
-            for label, size in SIZES.items():
-                with open(f"{self.dir}/www/{label}.bin", "wb") as f:
-                    f.write(os.urandom(size))
-            for rep in range(self.reps):
-                k = rep % len(self.names) if self.names else 0
-                order = self.names[k:] + self.names[:k]
-                for dead in sorted({p for n in self.names for p in self.server_points(n)}):
-                    for name in order:
-                        if dead not in self.server_points(name):
-                            continue
-                        self.runner.progress(f"deadconn D={dead:,} {name} (rep {rep + 1})")
-                        self.run_cell(name, dead, rep)
-            for name in self.pair_names:
-                self.run_pairs(name)
-            if sys.stdout.isatty():
-                print()
-        finally:
+        os.mkdir(f"{self.dir}/www")
+        for label, size in SIZES.items():
+            with open(f"{self.dir}/www/{label}.bin", "wb") as f:
+                f.write(os.urandom(size))
+
+    def finish(self):
+        if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def fail(self, name, dead, why, cmd):
         self.runner.failures.append((name, "deadconn", "tcp", dead, why, cmd))
-        if sys.stdout.isatty():
-            print()
-        self.h.log(f"  FAILED deadconn D={dead:,} {name}: {why}")
+        h.end_line()
+        h.log(f"  FAILED deadconn D={dead:,} {name}: {why}")
 
     def httperf_cmd(self, port, uri, conns, calls, rate):
         return self.runner.pin([self.httperf, "--server", "127.0.0.1", "--port", str(port),
@@ -265,7 +288,7 @@ class Study:
                                "--seconds", "3600"], self.cpus[1])
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.runner.live.add(p)
-        line = self.h.read_line(p, 120)
+        line = h.read_line(p, 120)
         if line is None or not line.startswith(f"holding {dead} connections"):
             return p, f"deadconn: {line or 'no holding line within 120 s'}"
         deadline = time.time() + 60
@@ -336,7 +359,6 @@ class Study:
             base = count_fds(pid)
             _, why = self.live_rate(srv, max(cfg["warmup_calls"], 1))
             for i in range(self.k if not why else 0):
-                self.runner.progress(f"deadconn pairs {name} 0 / {top:,} dead (pair {i + 1})")
                 rates = {}
                 for dead in ((top, 0) if i % 2 == 0 else (0, top)):
                     dc = None
@@ -367,7 +389,7 @@ class Study:
             ratios = [p["ratio"] for p in self.pairs.get(name, [])]
             if not ratios:
                 continue
-            med, ci = self.h.median(ratios), median_interval(ratios)
+            med, ci = h.median(ratios), median_interval(ratios)
             out.append((name, len(ratios), med, ci, verdict(med, ci, TARGET_FLAT, higher=True)))
         return out
 
@@ -461,10 +483,10 @@ class Study:
                 v = list(byrep.values())
                 mean = statistics.mean(v)
                 cv = statistics.stdev(v) / mean * 100 if len(v) > 1 and mean else 0.0
-                pairs = self.h.paired({k: [x] for k, x in byrep.items()},
+                pairs = h.paired({k: [x] for k, x in byrep.items()},
                                       {k: [x] for k, x in zero.items()})
-                t.setdefault(name, {})[dead] = dict(median=self.h.median(v), cv=cv, n=len(v),
-                                                    **self.h.ratio_stats(pairs))
+                t.setdefault(name, {})[dead] = dict(median=h.median(v), cv=cv, n=len(v),
+                                                    **h.ratio_stats(pairs))
         return t
 
     def columns(self, t):
@@ -484,7 +506,7 @@ class Study:
                     row.append("—" if s["ratio"] is None else
                                f"{s['ratio']:.2f}x ({s['rmin']:.2f}–{s['rmax']:.2f})")
                 else:
-                    row.append((fmt or self.h.fmt_num)(s["median"]) + f" ±{s['cv']:.1f}%")
+                    row.append((fmt or h.fmt_num)(s["median"]) + f" ±{s['cv']:.1f}%")
             lines.append(f"| {name} | " + " | ".join(row) + " |")
         return "\n".join(lines)
 
@@ -505,13 +527,13 @@ class Study:
         for ax, sub, t, ylabel in cells:
             for name in [n for n in self.names if n in t]:
                 pts = sorted((d, s["median"]) for d, s in t[name].items())
-                colour, marker, line, _ = self.h.driver_style(name)
+                colour, marker, line, _ = h.driver_style(name)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=colour,
                         linestyle=line, linewidth=2.2 if name in TARGETED else 1.4,
                         label=name)
             ax.set_ylim(bottom=0)
-            self.h.readable_ticks(ax, ax.xaxis, False)
-            self.h.readable_ticks(ax, ax.yaxis, False)
+            h.readable_ticks(ax, ax.xaxis, False)
+            h.readable_ticks(ax, ax.yaxis, False)
             ax.set_xlabel("dead connections")
             ax.set_ylabel(ylabel)
             ax.set_title(sub, fontsize=10.5)
@@ -560,7 +582,7 @@ class Study:
         return lines, missed
 
     def report_md(self, out):
-        h, cfg = self.h, self.cfg
+        cfg = self.cfg
         md = ["## Study 4: dead connections (Libenzi)", "",
               f"Each server pinned to CPU {self.cpus[0]}, httperf and deadconn to CPU "
               f"{self.cpus[1]}, over loopback. In each cell a fresh server first takes D idle "
@@ -603,7 +625,7 @@ class Study:
                    "Over the same server's rate with no dead connection:", "",
                    self.md_table(t, ratio=True), ""]
             c = self.table_data("live", size, "cpu_us")
-            md += [f"Server CPU per reply (µs, lower is better; ±% over repetitions):", "",
+            md += ["Server CPU per reply (µs, lower is better; ±% over repetitions):", "",
                    self.md_table(c, fmt=lambda v: f"{v:.2f}"), ""]
         if panels and self.plot(os.path.join(out, "deadconn.png"),
                                 "Study 4: reply rate against dead connections", panels):
@@ -636,7 +658,8 @@ class Study:
                f"Each server's reply rate with the most dead connections it held over its "
                f"rate with none (median of the paired ratios): flat at {TARGET_FLAT}x or "
                "more; and its CPU time per reply there over its CPU per reply with none, the "
-               "steadier measure when the machine is busy.", ""] + (lines or ["- nothing measured"]) + [""]
+               "steadier measure when the machine is busy.", ""] + (
+                   lines or ["- nothing measured"]) + [""]
         pv = self.pair_verdicts()
         # A miss of the repetitions that the pairs measured again is settled by the pairs.
         again = tuple(f"deadconn {name} {self.sizes[0]} at {self.pair_top:,} dead:"
@@ -683,14 +706,14 @@ class Study:
         for size in self.sizes:
             t = self.table_data("live", size, "rps")
             if t:
-                self.h.log(f"\ndeadconn reply rate, {size}-byte replies (columns: dead "
+                h.log(f"\ndeadconn reply rate, {size}-byte replies (columns: dead "
                            "connections)")
-                self.h.log(self.md_table(t))
-                self.h.log(self.md_table(t, ratio=True))
+                h.log(self.md_table(t))
+                h.log(self.md_table(t, ratio=True))
         b = self.table_data("burst", "128", "rps")
         if b:
-            self.h.log("\ndeadconn burst: replies/s")
-            self.h.log(self.md_table(b))
+            h.log("\ndeadconn burst: replies/s")
+            h.log(self.md_table(b))
 
     def smoke_summary(self):
         live = [r for r in self.results if r["kind"] == "live"]

@@ -19,13 +19,14 @@ other's), reported as the median over the pairs with a distribution-free interva
 (bench/settle_study.py). Against the floor the target is 0.97x; against a peer, ahead: an
 interval that holds 1.00 is a tie within the noise, on the side its median is.
 
-bench/run passes what it shares in a namespace `h`: log, median, paired, ratio_stats,
-fmt_num, run_echo_one, echo_skip, echo_order, plot, root."""
+The echo study (echo_study.py) runs it after its own cells: its cells, report section and
+tables are part of that study's; the shared helpers come from benchlib.py."""
 import shlex
 import statistics
-import sys
 
-from settle_study import median_interval, verdict
+import benchlib as h
+import echo_study
+from benchlib import Cell, median_interval, verdict
 
 FLOOR = "raw-epoll"
 TARGET = 0.97  # iomux-epoll over the floor: echoes/s, and the floor's round trip over its own
@@ -40,10 +41,9 @@ METRICS = [("eps", "echoes/s", "Echoes per second", "higher"),
 
 class Study:
     NAME = "echo-small"
-    AFTER_ECHO = True  # its section follows the echo study's
 
-    def __init__(self, runner, args, cfg, h, names, reps):
-        self.runner, self.args, self.cfg, self.h = runner, args, cfg, h
+    def __init__(self, runner, args, cfg, names, reps):
+        self.runner, self.args, self.cfg = runner, args, cfg
         self.names, self.reps = names, reps
         self.sessions = cfg["sessions"]
         self.results, self.skipped = [], []
@@ -55,63 +55,67 @@ class Study:
         return (f"small-message echo ({self.cfg['block']}-byte blocks, round trips timed; "
                 f"S = {', '.join(f'{s:,}' for s in self.sessions)}; S = 1 is the ping-pong)")
 
-    def total(self):
-        return len(self.names) * len(self.sessions) * self.reps + \
-            len(self.others) * len(self.sessions) * self.k
-
     def reproduce(self):
         build = self.args.build
         cmd = ["bench/run", "--build", build, "--study", "echo"]
-        if self.args.full or self.args.smoke:
-            cmd.append("--full" if self.args.full else "--smoke")
+        cmd += h.mode_arg(self.args)
         cmd += ["--reps", str(self.reps), "--echo-cpus", ",".join(map(str, self.args.echo_cpus))]
         if self.args.drivers:
             cmd += ["--drivers", ",".join(self.names)]
         return shlex.join(cmd) + "   # the echo study runs this variant after its own"
 
-    def run(self):
+    def schedule(self):
+        """The timed runs (every server once per session count in each repetition), then
+        the back-to-back pairs."""
         cfg = dict(block=self.cfg["block"], seconds=self.cfg["seconds"],
                    warmup=self.cfg["warmup"])
+        cells = []
         for rep in range(self.reps):
             k = rep % len(self.names)
             order = self.names[k:] + self.names[:k]
             for s in self.sessions:
                 for name in order:
-                    self.runner.progress(f"echo {cfg['block']} B S={s:,} {name} (rep {rep + 1})")
-                    if self.h.echo_skip(name, s, self.runner.echo_servers):
-                        continue
-                    r = self.h.run_echo_one(self.runner, name, s, cfg, rep, study=self.NAME,
-                                            client_args=["--latency"])
-                    if r:
-                        self.results.append(r)
-        self.run_pairs()
-        if sys.stdout.isatty():
-            print()
-
-    def run_pairs(self):
-        """iomux-epoll and each other server, K times one right after the other."""
-        cfg = dict(block=self.cfg["block"], seconds=self.cfg["pair_seconds"],
-                   warmup=self.cfg["pair_warmup"])
+                    cells.append(Cell(f"echo {cfg['block']} B S={s:,} {name} (rep {rep + 1})",
+                                      (cfg["seconds"] + cfg["warmup"]) * 0.8 + s / 8000,
+                                      lambda s=s, name=name, rep=rep: self.run_one(
+                                          name, s, cfg, rep)))
+        pcfg = dict(block=self.cfg["block"], seconds=self.cfg["pair_seconds"],
+                    warmup=self.cfg["pair_warmup"])
         for s in self.sessions:
             for other in self.others:
                 got = dict(other=other, S=s, eps=[], rtt=[])
-                for i in range(self.k):
-                    self.runner.progress(f"echo {cfg['block']} B S={s:,} {HELD} / {other} "
-                                         f"(pair {i + 1})")
-                    if self.h.echo_skip(HELD, s, self.runner.echo_servers) or \
-                            self.h.echo_skip(other, s, self.runner.echo_servers):
-                        continue
-                    first, second = (HELD, other) if i % 2 == 0 else (other, HELD)
-                    r = {}
-                    for name in (first, second):
-                        r[name] = self.h.run_echo_one(self.runner, name, s, cfg, i,
-                                                      study=self.NAME + "-pairs",
-                                                      client_args=["--latency"])
-                    if r[HELD] and r[other]:
-                        got["eps"].append((r[HELD]["eps"], r[other]["eps"]))
-                        if r[HELD].get("rtt_us_p50") and r[other].get("rtt_us_p50"):
-                            got["rtt"].append((r[HELD]["rtt_us_p50"], r[other]["rtt_us_p50"]))
                 self.pairs.append(got)
+                for i in range(self.k):
+                    cells.append(Cell(f"echo {pcfg['block']} B S={s:,} {HELD} / {other} "
+                                      f"(pair {i + 1})",
+                                      2 * ((pcfg["seconds"] + pcfg["warmup"]) * 0.8 + s / 8000),
+                                      lambda s=s, got=got, i=i: self.pair(got, s, pcfg, i)))
+        return cells
+
+    def run_one(self, name, s, cfg, rep):
+        if echo_study.echo_skip(name, s, self.runner.echo_servers):
+            return
+        r = echo_study.run_echo_one(self.runner, name, s, cfg, rep, study=self.NAME,
+                                    client_args=["--latency"])
+        if r:
+            self.results.append(r)
+
+    def pair(self, got, s, cfg, i):
+        """iomux-epoll and another server, one right after the other."""
+        other = got["other"]
+        if echo_study.echo_skip(HELD, s, self.runner.echo_servers) or \
+                echo_study.echo_skip(other, s, self.runner.echo_servers):
+            return
+        first, second = (HELD, other) if i % 2 == 0 else (other, HELD)
+        r = {}
+        for name in (first, second):
+            r[name] = echo_study.run_echo_one(self.runner, name, s, cfg, i,
+                                              study=self.NAME + "-pairs",
+                                              client_args=["--latency"])
+        if r[HELD] and r[other]:
+            got["eps"].append((r[HELD]["eps"], r[other]["eps"]))
+            if r[HELD].get("rtt_us_p50") and r[other].get("rtt_us_p50"):
+                got["rtt"].append((r[HELD]["rtt_us_p50"], r[other]["rtt_us_p50"]))
 
     @staticmethod
     def pair_verdict(ratios, target, higher, peer):
@@ -185,19 +189,19 @@ class Study:
                 for s, byrep in bys.items():
                     v = list(byrep.values())
                     mean = statistics.mean(v)
-                    pairs = self.h.paired({k: [x] for k, x in byrep.items()},
+                    pairs = h.paired({k: [x] for k, x in byrep.items()},
                                           {k: [x] for k, x in floor.get(s, {}).items()})
                     t.setdefault(m, {}).setdefault(name, {})[s] = dict(
-                        median=self.h.median(v), n=len(v),
+                        median=h.median(v), n=len(v),
                         cv=statistics.stdev(v) / mean * 100 if len(v) > 1 and mean else 0.0,
-                        **self.h.ratio_stats(pairs))
+                        **h.ratio_stats(pairs))
         return t
 
     def table(self, t, metric, ratio=False, mark=None):
         rows = t.get(metric, {})
         lines = ["| server | " + " | ".join(f"{s:,}" for s in self.sessions) + " |",
                  "|---" * (len(self.sessions) + 1) + "|"]
-        for name in self.h.echo_order(self.names):
+        for name in echo_study.echo_order(self.names):
             cells = []
             for s in self.sessions:
                 st = rows.get(name, {}).get(s)
@@ -208,7 +212,7 @@ class Study:
                                  f"{st['ratio']:.2f}x ({st['rmin']:.2f}–{st['rmax']:.2f})"
                                  + (" **!**" if mark and mark(name, s, st) else ""))
                 else:
-                    cells.append(f"{self.h.fmt_num(st['median'])} ±{st['cv']:.0f}%")
+                    cells.append(f"{h.fmt_num(st['median'])} ±{st['cv']:.0f}%")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
@@ -272,7 +276,7 @@ class Study:
         if "eps" in t:
             series = lambda m: {n: [(s, st["median"]) for s, st in byS.items()]
                                 for n, byS in t.get(m, {}).items()}
-            if self.h.plot(f"{out}/echo-small.png", f"Study 3 with {c['block']}-byte blocks: "
+            if h.plot(f"{out}/echo-small.png", f"Study 3 with {c['block']}-byte blocks: "
                            "echoes per second and round trips",
                            [("Echoes per second (higher is better)", series("eps"), "echoes/s"),
                             ("Server CPU per echo (lower is better)", series("cpu_us_per_echo"),
@@ -297,12 +301,12 @@ class Study:
         t = self.tables()
         for metric in ("eps", "rtt_us_p50"):
             if metric in t:
-                self.h.log(f"\necho {self.cfg['block']} B: {metric} (columns: sessions)")
-                self.h.log(self.table(t, metric))
-                self.h.log(self.table(t, metric, True))
+                h.log(f"\necho {self.cfg['block']} B: {metric} (columns: sessions)")
+                h.log(self.table(t, metric))
+                h.log(self.table(t, metric, True))
         pmd = self.pairs_md()
         if pmd:
-            self.h.log("\n" + "\n".join(pmd[4:]).rstrip())
+            h.log("\n" + "\n".join(pmd[4:]).rstrip())
 
     def smoke_summary(self):
         n = sum(r["echoes_total"] for r in self.results)

@@ -6,9 +6,7 @@ The method is the echo study's: each server in its own process pinned to one CPU
 tool pinned to the other, over loopback TCP, every server once per cell in each repetition
 in an order that rotates, ratios paired within a repetition, every command printed.
 
-bench/run passes what it shares with the other studies in a namespace `h`: log, median,
-quartiles, paired, ratio_stats, read_line, fd_kinds, parse_strace, fmt_num, driver_style,
-readable_ticks, and root (the repository)."""
+Server, nginx_conf and nginx_server also serve the dead-connection and scaling studies."""
 import hashlib
 import http.client
 import os
@@ -18,9 +16,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
+
+import benchlib as h
+from benchlib import Cell, Study as Base
 
 SERVERS = ["iomux-epoll", "iomux-uring", "nginx", "h2o"]
 PEERS = ["h2o", "nginx"]  # the ratio tables' references
@@ -45,6 +45,13 @@ MAX_REQUESTS = 100000  # per connection: nginx's keepalive_requests, iomux-httpd
 TARGET_RPS = 1.1  # iomux-httpd's requests/s over h2o's, paired, in every keep-alive cell
 TARGET_FEWER_CALLS = 3  # ... and at least this many system calls per request fewer than nginx
 AB_TIMEOUT = 10  # ab -s: seconds it waits for a response before it gives up
+MODES = {
+    "smoke": dict(files=["4k"], more=[], seconds=1, warmup=0, reps=1, strace=[]),
+    "quick": dict(files=["4k"], more=[("wrk", "1m")], seconds=1, warmup=0, reps=1,
+                  strace=[("wrk", "4k"), ("ab", "4k")]),
+    "full": dict(files=None, more=[], seconds=5, warmup=1, reps=5,
+                 strace=[("wrk", "4k"), ("ab", "4k")]),
+}
 METRICS = [("rps", "requests/s", "Throughput", "higher"),
            ("cpu_us", "µs per request", "Server CPU time per request", "lower"),
            ("cpu_pct", "% of one CPU", "Server CPU use over the timed window", None)]
@@ -149,7 +156,7 @@ class Server:
     def start(self):
         """Waits until the server serves, and checks it: None, or what is wrong."""
         if self.spec["kind"] == "iomux":
-            line = self.study.h.read_line(self.proc, 10)
+            line = h.read_line(self.proc, 10)
             if line is None or not line.startswith("listening on 127.0.0.1:"):
                 return f"no 'listening on' line within 10 s: {self.stderr() or line}"
             self.port = int(line.split(":")[1].split()[0])
@@ -158,7 +165,7 @@ class Server:
                 return f"wrong backend: '{line}', expected ({backend})"
             want = {"uring": "anon_inode:[io_uring]", "epoll": "anon_inode:[eventpoll]"}.get(
                 backend)  # poll and select hold nothing to tell them by
-            if want and want not in self.study.h.fd_kinds(self.pid):
+            if want and want not in h.fd_kinds(self.pid):
                 return f"holds no {want}: not the mechanism it claims"
             return None
         deadline = time.time() + 10
@@ -472,20 +479,27 @@ def nginx_server(study, settings):
                 f"sendfile on, access log off, {settings}")
 
 
-class Study:
+class Study(Base):
     """The HTTP study of one bench/run: its servers, tools and cells, its runs and report."""
+    NAME = "http"
+    TITLE = "the HTTP study (Asio's CK HTTP Test, and keep-alive)"
+    MODES = MODES
 
-    def __init__(self, runner, args, cfg, h, backends, want):
-        """cfg: the mode's http entry of MODES; backends: {backend: iomux driver} of the
-        build; want: the --drivers list or None."""
-        self.runner, self.args, self.h = runner, args, h
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        why = self.validate(ctx.args)
+        if why:
+            raise SystemExit(f"run: {why}")
+        args, cfg, want = self.args, self.cfg, ctx.want
+        backends = {h.plain(n).split("-", 1)[1]: d for n, d in ctx.main_drivers.items()
+                    if d["family"] == "iomux"}
         self.cpus, self.want = args.echo_cpus, want
         self.reps = args.reps or cfg["reps"]
         self.seconds = args.seconds if args.seconds is not None else cfg["seconds"]
         self.warmup = args.warmup if args.warmup is not None else cfg["warmup"]
         self.dir = None  # the document root and the peers' files, made when the run starts
         self.root_user = os.geteuid() == 0
-        self.servers, self.skipped, self.configs = {}, [], {}
+        self.servers, self.configs = {}, {}
         exe = os.path.join(args.build_abs, "iomux-httpd")
         for b in ("epoll", "uring"):
             name = f"iomux-{b}"
@@ -563,16 +577,21 @@ class Study:
         """The last line of a peer's log in the temporary directory."""
         return tail(self.dir, name)
 
-    def total(self):
-        """The timed runs, for the progress line."""
-        return len(self.names) * len(self.cells) * self.reps
+    def known(self):
+        return set(SERVERS)
+
+    def why_not(self):
+        return None if self.names else "no HTTP server can run"
+
+    def banner(self):
+        return (f"HTTP servers {', '.join(self.names)}; server on CPU {self.cpus[0]}, load "
+                f"tool on CPU {self.cpus[1]}; cells: "
+                + (", ".join(cell_name(c) for c in self.cells) or
+                   "none (no load tool): the servers are only checked"))
 
     def reproduce(self, cells=None):
         """The command that runs the study again as it ran, or only the cells given."""
-        build = os.path.relpath(self.args.build_abs, self.h.root)
-        if build.startswith(".."):
-            build = self.args.build_abs
-        cmd = ["bench/run", "--build", build, "--study", "http"]
+        cmd = ["bench/run", "--build", h.build_arg(self.args), "--study", "http"]
         if cells:
             cmd += ["--http-tools", ",".join(dict.fromkeys(c[0] for c in cells)),
                     "--http-files", ",".join(dict.fromkeys(c[1] for c in cells))]
@@ -590,46 +609,56 @@ class Study:
     # -----------------------------------------------------------------------------------
     # Running.
 
-    def run(self, count_calls):
-        """The pre-flight check of every server, the timed runs, then (count_calls) the
-        system calls; the document root is removed whatever happens."""
+    def schedule(self):
+        """The pre-flight check of every server, the timed runs, then the system calls;
+        finish() removes the document root whatever happens."""
+        cells = [Cell("http: pre-flight check of every server", 1.0 * len(self.names),
+                      self.prepare)]
+        for rep in range(self.reps):
+            k = rep % len(self.names) if self.names else 0
+            order = self.names[k:] + self.names[:k]  # rotate so no server always runs first
+            for cell in self.cells:
+                for name in order:
+                    cells.append(Cell(f"http {cell_name(cell)} {name} (rep {rep + 1})",
+                                      whole(self.seconds) + (whole(self.warmup) if
+                                                             self.warmup > 0 else 0),
+                                      lambda cell=cell, name=name, rep=rep: self.timed(
+                                          name, cell, rep)))
+        if self.mode == "smoke" or self.args.no_syscalls or not self.strace_cells:
+            return cells
+        for cell in self.strace_cells:
+            for name in self.names:
+                cells.append(Cell(f"http strace {cell_name(cell)} {name}", 1.5,
+                                  lambda cell=cell, name=name: self.traced_run(name, cell)))
+        return cells
+
+    def prepare(self):
+        """The document root, and every server checked before any timing."""
         self.dir = tempfile.mkdtemp(prefix="iomux-bench-http-")
-        try:
-            os.mkdir(f"{self.dir}/www")
-            self.files = {}
-            for label, size in FILES.items():
-                data = os.urandom(size)  # incompressible, and the same for every server
-                with open(f"{self.dir}/www/{label}.bin", "wb") as f:
-                    f.write(data)
-                self.files[label] = (size, hashlib.sha256(data).hexdigest())
-            self.preflight()
-            self.runner.total -= (len(self.shown) - len(self.names)) * len(self.cells) * self.reps
-            for rep in range(self.reps):
-                k = rep % len(self.names) if self.names else 0
-                order = self.names[k:] + self.names[:k]  # rotate so no server always runs first
-                for cell in self.cells:
-                    for name in order:
-                        self.runner.progress(f"http {cell_name(cell)} {name} (rep {rep + 1})")
-                        if (name, cell[0]) in self.untimed:
-                            continue
-                        r = self.run_one(name, cell, rep)
-                        if r:
-                            self.runner.records.append(r)
-            if sys.stdout.isatty():
-                print()
-            if not count_calls or not self.strace_cells:
-                return
-            if not shutil.which("strace"):
-                self.syscalls_why = "strace not installed"
-                self.h.log(f"http syscall counts skipped: {self.syscalls_why}")
-                return
-            for cell in self.strace_cells:
-                self.h.log(f"counting the servers' system calls per request with strace "
-                           f"({cell_name(cell)})")
-                for name in self.names:
-                    if (name, cell[0]) not in self.untimed:
-                        self.count_calls(name, cell)
-        finally:
+        os.mkdir(f"{self.dir}/www")
+        self.files = {}
+        for label, size in FILES.items():
+            data = os.urandom(size)  # incompressible, and the same for every server
+            with open(f"{self.dir}/www/{label}.bin", "wb") as f:
+                f.write(data)
+            self.files[label] = (size, hashlib.sha256(data).hexdigest())
+        self.preflight()
+
+    def timed(self, name, cell, rep):
+        if name not in self.names or (name, cell[0]) in self.untimed:
+            return  # failed its pre-flight check, or cannot run that tool
+        r = self.run_one(name, cell, rep)
+        if r:
+            self.runner.records.append(r)
+
+    def traced_run(self, name, cell):
+        if not shutil.which("strace"):
+            self.syscalls_why = "strace not installed"
+        elif name in self.names and (name, cell[0]) not in self.untimed:
+            self.count_calls(name, cell)
+
+    def finish(self):
+        if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def preflight(self):
@@ -644,7 +673,7 @@ class Study:
                     ab_k = any(c[0] == "ab-k" for c in self.cells) and http10_keep_alive(srv.port)
                     if ab_k:
                         self.untimed[(name, "ab-k")] = ab_k
-                        self.h.log(f"  http: {name} not timed with ab -k: {ab_k}")
+                        h.log(f"  http: {name} not timed with ab -k: {ab_k}")
             why = why or srv.error
             if why:
                 self.fail(name, ("check", "every file"), f"pre-flight check: {why}",
@@ -653,9 +682,8 @@ class Study:
 
     def fail(self, name, cell, why, cmd):
         self.runner.failures.append((name, "http", cell[0], cell[1], why, cmd))
-        if sys.stdout.isatty():
-            print()
-        self.h.log(f"  FAILED http {cell_name(cell)} {name}: {why}")
+        h.end_line()
+        h.log(f"  FAILED http {cell_name(cell)} {name}: {why}")
 
     def load(self, srv, cell, seconds):
         """Runs the cell's tool against the server for that many seconds: its command and
@@ -714,7 +742,7 @@ class Study:
         if why or srv.error or not os.path.exists(path):
             self.fail(name, cell, f"under strace: {why or srv.error or 'no count'}", shown)
             return
-        calls = self.h.parse_strace(path)
+        calls = h.parse_strace(path)
         os.unlink(path)
         self.syscalls.setdefault(cell_name(cell), {})[name] = dict(
             requests=done, total=sum(calls.values()) / done, cmd=shown,
@@ -726,7 +754,7 @@ class Study:
     def tables(self):
         """{metric: {cell: {server: stats}}}: the median of every sample with the spread,
         and for each peer run in the cell the server's ratios to it, paired per repetition."""
-        h, samples = self.h, {}
+        samples = {}
         for r in self.runner.records:
             if r.get("study") != "http":
                 continue
@@ -769,7 +797,7 @@ class Study:
                     row.append("not timed" if (name, cell[0]) in self.untimed else
                                "failed" if self.failed(name, cell) else "—")
                 elif peer is None:
-                    row.append(f"{self.h.fmt_num(s['median'])} ±{s['spread']:.0f}%")
+                    row.append(f"{h.fmt_num(s['median'])} ±{s['spread']:.0f}%")
                 elif s.get(peer, {}).get("ratio") is None:
                     row.append("—")
                 else:
@@ -844,12 +872,12 @@ class Study:
                        for j, c in enumerate(self.cells) if values.get(name, {}).get(c)]
                 if pts:
                     ax.bar([p[0] for p in pts], [p[1] for p in pts], width * 0.9,
-                           color=self.h.driver_style(name)[0], zorder=2)
+                           color=h.driver_style(name)[0], zorder=2)
             for y, style in lines:
                 ax.axhline(y, color="#000000", linestyle=style, linewidth=0.9, alpha=0.7,
                            zorder=3)
             ax.set_yscale("log" if log else "linear")
-            self.h.readable_ticks(ax, ax.yaxis, log)
+            h.readable_ticks(ax, ax.yaxis, log)
             ax.set_xticks(range(len(self.cells)))
             ax.set_xticklabels([cell_name(c) for c in self.cells], fontsize=9)
             ax.tick_params(axis="y", which="both", labelsize=9)
@@ -859,7 +887,7 @@ class Study:
             ax.grid(True, axis="y", which="minor", alpha=0.12, zorder=0)
         fig.suptitle(title, fontsize=12.5)
         fig.tight_layout()
-        fig.legend([Patch(color=self.h.driver_style(n)[0]) for n in names], names,
+        fig.legend([Patch(color=h.driver_style(n)[0]) for n in names], names,
                    title="server", loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=9,
                    title_fontsize=9.5, frameon=False)
         fig.savefig(path, dpi=110, bbox_inches="tight", pad_inches=0.15)
@@ -868,7 +896,7 @@ class Study:
 
     def report_md(self, out):
         """The report's section, and the target's misses as the run's end lists them."""
-        t, h = self.tables(), self.h
+        t = self.tables()
         md = ["## Study 3: HTTP (Asio's CK HTTP Test, and keep-alive)", "",
               f"Each server pinned to CPU {self.cpus[0]} (all its processes and threads), "
               f"the load tool to CPU {self.cpus[1]}, over loopback TCP with {CONNECTIONS} "
@@ -981,14 +1009,14 @@ class Study:
         t = self.tables()
         for metric, unit, title, better in METRICS[:2]:
             if metric in t:
-                self.h.log(f"\nhttp {title[:1].lower() + title[1:]} ({unit}; columns: tool "
+                h.log(f"\nhttp {title[:1].lower() + title[1:]} ({unit}; columns: tool "
                            "and file)")
-                self.h.log(self.table(t, metric))
+                h.log(self.table(t, metric))
                 if "h2o" in self.shown:
-                    self.h.log(f"ratio to h2o, paired ({better} is better):")
-                    self.h.log(self.table(t, metric, "h2o"))
+                    h.log(f"ratio to h2o, paired ({better} is better):")
+                    h.log(self.table(t, metric, "h2o"))
         for cell, table in self.syscalls.items():
-            self.h.log(f"\nhttp server system calls per request ({cell}): " + ", ".join(
+            h.log(f"\nhttp server system calls per request ({cell}): " + ", ".join(
                 f"{n} {table[n]['total']:.2f}" for n in self.shown if n in table))
 
     def smoke_summary(self):

@@ -21,9 +21,7 @@ Where valgrind runs, the study also counts the user-space instructions per write
 bench.c under callgrind, the cost table's way (two run lengths, their difference): exact where
 the timed cells overlap.
 
-bench/run passes what it shares with the other studies in a namespace `h`: log, median,
-paired, ratio_stats, fmt_num, fmt_dur, plot, shown_path, costs_unavailable, callgrind_cmd,
-callgrind_file_ir and root (the repository)."""
+The shared helpers come from benchlib.py."""
 import glob
 import hashlib
 import json
@@ -34,6 +32,9 @@ import shlex
 import shutil
 import subprocess
 import sys
+
+import benchlib as h
+from benchlib import Cell, Study as Base
 
 # The bench.c programs: what each is built against and the method it is run on (bench.c -m).
 PROGRAMS = {
@@ -46,6 +47,17 @@ PROGRAMS = {
                               what="libiomux-event (shared library of this build), epoll"),
     "iomux-event-uring": dict(lib="iomux-event", method="uring",
                               what="libiomux-event (shared library of this build), io_uring"),
+}
+MODES = {
+    "smoke": dict(n=[100], active=[100], writes=300, timeouts=[0, 1], reps=1, cascade_n=[100],
+                  iomux=["epoll", "uring"], chain_backends=["epoll"]),
+    "quick": dict(n=[100, 1000], active=[100], writes=10000, timeouts=[0, 1], reps=1,
+                  cascade_n=[100], iomux=["epoll", "uring"], chain_backends=["epoll"],
+                  callgrind=dict(n=100, active=100, writes=[1000, 3000])),
+    "full": dict(n=[100, 1000, 10000, 100000], active=[100, 1000], writes=10000,
+                 timeouts=[0, 1], reps=6, cascade_n=[100, 1000, 10000, 100000],
+                 iomux=["epoll", "uring"], chain_backends=["epoll", "uring"],
+                 callgrind=dict(n=100, active=100, writes=[1000, 3000])),
 }
 REFERENCE = "libevent"  # the ratio tables divide by it
 TARGET_PROGRAM = "iomux-event-epoll"  # held to the targets
@@ -120,15 +132,19 @@ def last_line(text):
     return lines[-1].strip() if lines else ""
 
 
-class Study:
+class Study(Base):
     """The libevent study of one bench/run: its builds, runs, statistics and report."""
+    NAME = "libevent"
+    TITLE = ("the libevent study (libevent's test/bench.c against libevent, "
+             "libev's emulation and libiomux-event)")
+    MODES = MODES
 
-    def __init__(self, runner, args, cfg, h, drivers, want, lim):
-        """cfg: the mode's libevent entry of MODES; drivers: every driver the build has
-        ({name: bench-X --list entry}), for the chain pairs; want: the --drivers list or
-        None; lim: bench/run's limits() (RLIMIT_NOFILE and the chain harness's largest n)."""
-        self.runner, self.args, self.h, self.cfg = runner, args, h, cfg
-        self.drivers, self.lim = drivers, lim
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        args, cfg, want = self.args, self.cfg, ctx.want
+        # every driver the build has, for the chain pairs; the chain harness's largest n
+        self.drivers = drivers = ctx.main_drivers
+        self.lim = ctx.lim
         self.reps = args.reps or cfg["reps"]
         self.writes = args.writes or cfg["writes"]
         self.active = [int(v) for v in args.active.split(",")] if args.active else cfg["active"]
@@ -140,7 +156,7 @@ class Study:
         self.capped = []  # (asked, run) where RLIMIT_NOFILE stopped a size
         self.sizes = self.fit(spec or cfg["n"])
         self.cascade_sizes = self.fit(spec or cfg["cascade_n"])
-        self.skipped, self.why = [], None
+        self.why = None
         self.programs = []
         for name, p in PROGRAMS.items():
             if want and name not in want:
@@ -165,7 +181,7 @@ class Study:
                                          "built or unavailable (bench/drivers.txt)"))
                 else:
                     self.pairs.append((b, native, emulated))
-        self.cells = [(t, a, n) for t in self.timeouts for a in self.active for n in self.sizes
+        self.cells_ = [(t, a, n) for t in self.timeouts for a in self.active for n in self.sizes
                       if a <= n]
         self.left_out = [(t, a, n) for t in self.timeouts for a in self.active
                          for n in self.sizes if a > n]
@@ -195,23 +211,18 @@ class Study:
                 out.append(n)
         return sorted(out)
 
-    def total(self):
-        """The runs, for the progress line."""
-        chain_max = self.lim["max_slots"]["socketpair"]
-        bench = sum(len(self.programs) + (2 * len(self.pairs) if n <= chain_max else 0)
-                    for _, _, n in self.cells)
-        cascade = len(self.cascade_sizes) * len(self.programs)
-        c = self.cfg.get("callgrind")
-        counts = len(self.programs) * len(self.timeouts) * len(c["writes"]) if c else 0
-        return (bench + cascade) * self.reps + counts
+    def known(self):
+        return set(PROGRAMS)
+
+    def banner(self):
+        return (f"libevent's test/bench.c against {', '.join(self.programs) or 'nothing'}; "
+                f"N = {', '.join(f'{n:,}' for n in self.sizes)}, A = "
+                f"{', '.join(f'{a:,}' for a in self.active)}; pinned to CPU "
+                f"{self.args.cpu_used}")
 
     def reproduce(self):
-        build = os.path.relpath(self.args.build_abs, self.h.root)
-        if build.startswith(".."):
-            build = self.args.build_abs
-        cmd = ["bench/run", "--build", build, "--study", "libevent"]
-        if self.args.full or self.args.smoke:
-            cmd.append("--full" if self.args.full else "--smoke")
+        cmd = ["bench/run", "--build", h.build_arg(self.args), "--study", "libevent"]
+        cmd += h.mode_arg(self.args)
         for opt in ("n", "active", "writes", "timeouts", "reps", "drivers"):
             if getattr(self.args, opt):  # what the mode does not set by itself
                 cmd += [f"--{opt}", str(getattr(self.args, opt))]
@@ -230,8 +241,8 @@ class Study:
             for tree in sorted(os.listdir(d)) if os.path.isdir(d) else []:
                 if os.path.exists(os.path.join(d, tree, "test", "bench.c")):
                     return os.path.join(d, tree)
-        script = os.path.join(self.h.root, "scripts", "libevent-source")
-        self.h.log(f"libevent: fetching libevent's source ({shlex.join([script, 'DIR'])})")
+        script = os.path.join(h.ROOT, "scripts", "libevent-source")
+        h.log(f"libevent: fetching libevent's source ({shlex.join([script, 'DIR'])})")
         try:
             out = subprocess.run([script, os.path.join(self.work, "source")],
                                  capture_output=True, text=True, timeout=240)
@@ -316,8 +327,8 @@ class Study:
         # smoke run of `make test` builds with the address sanitizer).
         san = self.cache_value("IOMUX_SANITIZE")
         san = [f"-fsanitize={san}"] if san else []
-        return (san + ["-I", os.path.join(self.h.root, "include", "iomux"), "-I",
-                       os.path.join(self.h.root, "include")],
+        return (san + ["-I", os.path.join(h.ROOT, "include", "iomux"), "-I",
+                       os.path.join(h.ROOT, "include")],
                 [so, f"-Wl,-rpath,{build}"] + san), None
 
     def prepare(self):
@@ -414,9 +425,8 @@ class Study:
 
     def fail(self, name, where, n, why, cmd):
         self.runner.failures.append((name, "libevent", where, n, why, cmd))
-        if sys.stdout.isatty():
-            print()
-        self.h.log(f"  FAILED libevent {where} n={n:,} {name}: {why}")
+        h.end_line()
+        h.log(f"  FAILED libevent {where} n={n:,} {name}: {why}")
 
     def run_bench(self, name, kind, n, a, rep, tmo=0):
         """One bench.c (kind bench or timeouts) or bench_cascade.c process; its record."""
@@ -494,48 +504,59 @@ class Study:
         self.records.append(r)
         self.runner.records.append(r)
 
-    def run(self):
-        """Builds, then every cell: each repetition runs every program once per cell, in an
-        order that rotates between repetitions, each in a fresh process pinned to one CPU."""
-        self.h.log(f"\nlibevent: reproduce with: {self.reproduce()}")
-        planned = self.total()
-        os.makedirs(self.work, exist_ok=True)
-        if not self.programs:
-            self.why = "no bench.c program selected (--drivers names none of " + ", ".join(
-                PROGRAMS) + ")"
-        if self.why or not self.prepare():
-            self.h.log(f"libevent study skipped: {self.why}")
-            self.runner.total -= planned
-            return
-        self.runner.total += self.total() - planned
-        for lib, b in self.builds.items():
-            self.h.log(f"  libevent: built against {lib}: " + (
-                ", ".join(os.path.basename(x) for x in b["needed"]) if b["ok"] else
-                f"not built: {b['why']}"))
+    def schedule(self):
+        """The builds, then every cell: each repetition runs every program once per cell,
+        in an order that rotates between repetitions, each in a fresh process pinned to
+        one CPU; then the instructions under callgrind."""
+        cells = [Cell("libevent: fetch and build bench.c three ways", 10.0, self.build)]
         chain_max = self.lim["max_slots"]["socketpair"]
+        run = 0.05 + self.writes / 100000
         for rep in range(self.reps):
-            for tmo, a, n in self.cells:
+            for tmo, a, n in self.cells_:
                 runs = [("bench", p) for p in self.programs]
                 if n <= chain_max:
                     runs += [("chain", d) for _, native, emu in self.pairs for d in (native, emu)]
                 k = rep % len(runs)
                 for kind, name in runs[k:] + runs[:k]:  # rotate: no program always first
-                    self.runner.progress(f"libevent n={n:,} A={a}" + (" timeouts" if tmo else "")
-                                         + f" {name}{' (chain)' if kind == 'chain' else ''} "
-                                         f"(rep {rep + 1})")
-                    if kind == "chain":
-                        self.run_chain(name, n, a, tmo, rep)
-                    else:
-                        self.run_bench(name, "bench", n, a, rep, tmo)
+                    cells.append(Cell(f"libevent n={n:,} A={a}" + (" timeouts" if tmo else "")
+                                      + f" {name}{' (chain)' if kind == 'chain' else ''} "
+                                      f"(rep {rep + 1})", run * (1 + n / 2000),
+                                      lambda kind=kind, name=name, n=n, a=a, tmo=tmo, rep=rep:
+                                      self.one(kind, name, n, a, tmo, rep)))
             for n in self.cascade_sizes:
-                k = rep % len(self.programs)
+                k = rep % len(self.programs) if self.programs else 0
                 for name in self.programs[k:] + self.programs[:k]:
-                    self.runner.progress(f"libevent bench_cascade n={n:,} {name} "
-                                         f"(rep {rep + 1})")
-                    self.run_bench(name, "cascade", n, None, rep)
-        self.count_instructions()
-        if sys.stdout.isatty():
-            print()
+                    cells.append(Cell(f"libevent bench_cascade n={n:,} {name} (rep {rep + 1})",
+                                      0.2 * (1 + n / 2000),
+                                      lambda name=name, n=n, rep=rep: self.one(
+                                          "cascade", name, n, None, 0, rep)))
+        c = self.cfg.get("callgrind")
+        if c:
+            cells.append(Cell("libevent: instructions per write under callgrind",
+                              1.5 * len(self.programs) * len(self.timeouts) * len(c["writes"]),
+                              self.count_instructions))
+        return cells
+
+    def build(self):
+        os.makedirs(self.work, exist_ok=True)
+        if not self.programs:
+            self.why = "no bench.c program selected (--drivers names none of " + ", ".join(
+                PROGRAMS) + ")"
+        if self.why or not self.prepare():
+            h.log(f"libevent study skipped: {self.why}")
+            return
+        for lib, b in self.builds.items():
+            h.log(f"  libevent: built against {lib}: " + (
+                ", ".join(os.path.basename(x) for x in b["needed"]) if b["ok"] else
+                f"not built: {b['why']}"))
+
+    def one(self, kind, name, n, a, tmo, rep):
+        if self.why:
+            return
+        if kind == "chain":
+            self.run_chain(name, n, a, tmo, rep)
+        else:
+            self.run_bench(name, kind, n, a, rep, tmo)
 
     def count_instructions(self):
         """User-space instructions per write passed on, for every program and timeout
@@ -544,12 +565,11 @@ class Study:
         spent in printf & co. left out as in the cost table. Deterministic, so one run each;
         it includes bench.c's own read_cb, recv and send, the same code in every build."""
         c = self.cfg.get("callgrind")
-        if not c:
+        if not c or self.why:
             return
-        self.counts_why = self.h.costs_unavailable(self.args.build_abs)
+        self.counts_why = h.callgrind_unavailable(self.args.build_abs)
         if self.counts_why:
-            self.h.log(f"\nlibevent: instructions not counted: {self.counts_why}")
-            self.runner.total -= len(self.programs) * len(self.timeouts) * len(c["writes"])
+            h.log(f"\nlibevent: instructions not counted: {self.counts_why}")
             return
         src = os.path.join(self.work, "src", "nosetrlimit.c")
         preload = os.path.join(self.work, "bin", "nosetrlimit.so")
@@ -569,10 +589,8 @@ class Study:
                 exe = self.exes.get(("timeouts" if t else "bench", p["lib"]))
                 irs, cmds = [], []
                 for w in (w1, w2):
-                    self.runner.progress(f"libevent callgrind W={w:,}" + (" timeouts" if t else "")
-                                         + f" {name}")
                     base = os.path.join(cdir, f"{'timeouts' if t else 'bench'}-{name}-{w}")
-                    cmd = self.runner.pin(self.h.callgrind_cmd(base) + [
+                    cmd = self.runner.pin(h.callgrind_cmd(base) + [
                         exe, "-n", str(c["n"]), "-a", str(c["active"]), "-w", str(w), "-m",
                         p["method"]])
                     env, extra = self.env(name, "bench")
@@ -594,7 +612,7 @@ class Study:
                                   shown)
                         irs = None
                         break
-                    irs.append(sum(a - b for a, b in map(self.h.callgrind_file_ir, files)))
+                    irs.append(sum(a - b for a, b in map(h.callgrind_file_ir, files)))
                     for f in files:
                         os.unlink(f)
                 if irs:
@@ -616,7 +634,7 @@ class Study:
 
     def bench_stats(self, kind, t, a, n):
         """{program: dict(median, min, runs, ratio to libevent, ratio to libev)}."""
-        h, s = self.h, self.samples(kind, t, a, n)
+        s = self.samples(kind, t, a, n)
         st = {}
         for name, byrep in s.items():
             v = [x for xs in byrep.values() for x in xs]
@@ -628,7 +646,7 @@ class Study:
 
     def chain_stats(self, t, a, n):
         """{backend: {metric: ratio stats of iomux-event-<b> over iomux-<b>, paired}}."""
-        h, s = self.h, self.samples("chain", t, a, n)
+        s = self.samples("chain", t, a, n)
         out = {}
         for b, native, emu in self.pairs:
             if native not in s or emu not in s:
@@ -652,7 +670,7 @@ class Study:
         s = st.get(name)
         if s is None:
             return "failed" if self.cell_failed(name, where, n) else "—"
-        return f"{self.h.fmt_num(s['median'])} ({self.h.fmt_num(s['min'])})"
+        return f"{h.fmt_num(s['median'])} ({h.fmt_num(s['min'])})"
 
     @staticmethod
     def ratio(s, ref, mark=None):
@@ -739,7 +757,7 @@ class Study:
         at most TARGET_CHAIN times iomux-<backend> (event processing and total). Returns
         (missed, not checked, met)."""
         missed, unchecked, met = [], [], []
-        for t, a, n in self.cells:
+        for t, a, n in self.cells_:
             what = f"N={n:,} A={a:,}" + (", idle timeouts" if t else ", no timeouts")
             st = self.bench_stats("bench", t, a, n)
             s = st.get(TARGET_PROGRAM)
@@ -789,7 +807,7 @@ class Study:
                                lines, "µs, second iteration (log scale)"))
         if len(self.sizes) < 2 or not panels:
             return []
-        if self.h.plot(os.path.join(out, "libevent.png"), "libevent's test/bench.c three ways: "
+        if h.plot(os.path.join(out, "libevent.png"), "libevent's test/bench.c three ways: "
                        "event processing per iteration, lower is better", panels,
                        "Socket pairs N (log scale)", legend_title="bench.c against"):
             return ["![libevent's bench.c](libevent.png)", ""]
@@ -797,7 +815,6 @@ class Study:
 
     def report_md(self, out):
         """The report's section, and the target's misses as the run's end lists them."""
-        h = self.h
         md = ["## The libevent study: libevent's test/bench.c three ways", ""]
         if not self.source or self.why:
             md += [f"Not run: {self.why or 'nothing to run'}.", ""]
@@ -834,7 +851,7 @@ class Study:
         for lib, b in self.builds.items():
             for kind, cmd in b["cmds"].items():
                 md.append(shlex.join(cmd).replace(self.work + "/", "WORK/").replace(
-                    h.root + "/", ""))
+                    h.ROOT + "/", ""))
         md += ["```", ""]
         if self.capped:
             md += ["Sizes that RLIMIT_NOFILE does not allow (bench.c sets it to 2N + 50 fds, "
@@ -882,7 +899,7 @@ class Study:
         for t in self.timeouts:
             v = {p: (self.counts.get((t, p)) or {}).get("per_write") for p in PROGRAMS}
             if v[TARGET_PROGRAM] and v[REFERENCE]:
-                md.append(f"- user-space instructions per write, exact (callgrind, above), "
+                md.append("- user-space instructions per write, exact (callgrind, above), "
                           + ("idle timeouts" if t else "no timeouts") + f": {TARGET_PROGRAM} "
                           f"{v[TARGET_PROGRAM]:.1f}, libevent {v[REFERENCE]:.1f} "
                           f"({v[TARGET_PROGRAM] / v[REFERENCE]:.2f}x)" + (
@@ -933,30 +950,30 @@ class Study:
             return
         for t in self.timeouts:
             rows, ratios = self.bench_tables(t)
-            self.h.log(f"\nlibevent bench.c, {'idle timeouts' if t else 'no timeouts'}: µs of "
+            h.log(f"\nlibevent bench.c, {'idle timeouts' if t else 'no timeouts'}: µs of "
                        "event processing, second iteration, median (minimum)")
-            self.h.log("\n".join(rows))
-            self.h.log(f"ratio to {REFERENCE}, paired:")
-            self.h.log("\n".join(ratios))
+            h.log("\n".join(rows))
+            h.log(f"ratio to {REFERENCE}, paired:")
+            h.log("\n".join(ratios))
             if self.pairs:
-                self.h.log("chain study, iomux-event over iomux, paired:")
-                self.h.log("\n".join(self.chain_table(t)))
+                h.log("chain study, iomux-event over iomux, paired:")
+                h.log("\n".join(self.chain_table(t)))
         if any(r["kind"] == "cascade" for r in self.records):
             rows, ratios = self.cascade_tables()
-            self.h.log("\nlibevent bench_cascade.c: µs per iteration, median (minimum)")
-            self.h.log("\n".join(rows))
-            self.h.log("\n".join(ratios))
+            h.log("\nlibevent bench_cascade.c: µs per iteration, median (minimum)")
+            h.log("\n".join(rows))
+            h.log("\n".join(ratios))
         counts = self.counts_md()
         if counts and self.counts:
-            self.h.log("\n" + counts[0].lstrip("# "))
-            self.h.log("\n".join(l for l in counts if l.startswith("|")))
+            h.log("\n" + counts[0].lstrip("# "))
+            h.log("\n".join(l for l in counts if l.startswith("|")))
 
     def smoke_summary(self):
         if not self.source or self.why:
             return [f"libevent: skipped: {self.why}"]
         runs = [r for r in self.records if r["kind"] != "chain"]
         chain = [r for r in self.records if r["kind"] == "chain"]
-        return [f"libevent: bench.c built against "
+        return ["libevent: bench.c built against "
                 + ", ".join(lib for lib, b in self.builds.items() if b["ok"])
                 + f"; {len(runs)} bench.c and bench_cascade.c runs of {ITERATIONS} iterations, "
                 f"each on the method it was asked for; {len(chain)} chain runs"]

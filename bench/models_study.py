@@ -13,17 +13,16 @@ threads; a model breaks at the first step it does not hold or keep up with.
 The method is the echo study's: the server pinned to one CPU, the client to the other, a
 fresh server for every run, the models in an order that rotates between repetitions.
 
-bench/run passes what it shares with the other studies in a namespace `h` (see
-deadconn_study.py)."""
+The shared helpers come from benchlib.py."""
 import os
 import shlex
 import signal
 import subprocess
-import sys
 import tempfile
-import time
 
+import benchlib as h
 import deadconn_study
+from benchlib import Cell, Study as Base
 
 FD_MARGIN = 64  # descriptors each process keeps besides the connections
 MAX_CONNS = 100000  # the most connections a step asks for, whatever the fd limit
@@ -42,6 +41,14 @@ MODELS = {
                     "kernel's receive and send operations (the completion-port model)"),
 }
 SERVERS = list(MODELS)
+MODES = {
+    "smoke": dict(steps=[100, 300], rate=10, message=64, seconds=0.5, warmup=0.2, reps=1,
+                  buffer=4096),
+    "quick": dict(steps=[100, 1000, "max"], rate=2, message=64, seconds=0.5, warmup=0.2,
+                  reps=1, buffer=4096),
+    "full": dict(steps=[100, 1000, 2000, 5000, 10000, 15000, "max"], rate=2, message=64,
+                 seconds=5, warmup=1, reps=3, buffer=4096),
+}
 METRICS = [("held", "connections", "Connections held", "{:,.0f}"),
            ("eps", "echoes/s", "Echoes per second", "{:,.0f}"),
            ("server_cpu_pct", "% of one CPU", "Server CPU use", "{:.1f}"),
@@ -51,12 +58,16 @@ METRICS = [("held", "connections", "Connections held", "{:,.0f}"),
            ("rtt_us_p99", "µs", "Round trip, 99th percentile", "{:,.0f}")]
 
 
-class Study:
+class Study(Base):
     """The I/O-model study of one bench/run."""
     NAME = "models"
+    TITLE = "the I/O-model study (the Winsock comparison, study 5)"
+    MODES = MODES
 
-    def __init__(self, runner, args, cfg, h, lim, want):
-        self.runner, self.args, self.cfg, self.h, self.want = runner, args, cfg, h, want
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        args, cfg, lim = self.args, self.cfg, ctx.lim
+        self.want = want = ctx.want
         self.cpus = args.echo_cpus
         self.reps = args.reps or cfg["reps"]
         # The fd limit's room, capped: model-client spreads its connections over 4 source
@@ -68,7 +79,7 @@ class Study:
         bdir = os.path.join(args.build_abs, "bench", "models")
         self.client = os.path.join(bdir, "model-client")
         backends = deadconn_study.build_backends(args.build_abs)
-        self.skipped, self.specs = [], {}
+        self.specs = {}
         for name, (exe, backend, mode, what) in MODELS.items():
             path = os.path.join(bdir, exe)
             if not os.path.exists(path):
@@ -94,16 +105,15 @@ class Study:
                 f"{', '.join(f'{s:,}' for s in self.steps)}; server on CPU {self.cpus[0]}, "
                 f"client on CPU {self.cpus[1]}")
 
-    def total(self):
-        return len(self.names) * self.reps
+    def known(self):
+        return set(SERVERS)
+
+    def why_not(self):
+        return None if self.names else "no server can run"
 
     def reproduce(self):
-        build = os.path.relpath(self.args.build_abs, self.h.root)
-        if build.startswith(".."):
-            build = self.args.build_abs
-        cmd = ["bench/run", "--build", build, "--study", "models"]
-        if self.args.full or self.args.smoke:
-            cmd.append("--full" if self.args.full else "--smoke")
+        cmd = ["bench/run", "--build", h.build_arg(self.args), "--study", "models"]
+        cmd += h.mode_arg(self.args)
         cmd += ["--steps", ",".join(map(str, self.steps)), "--reps", str(self.reps),
                 "--echo-cpus", ",".join(map(str, self.cpus))]
         if self.want:
@@ -115,26 +125,26 @@ class Study:
         return self.runner.pin([self.client, "--port", str(port), "--steps",
                                 ",".join(map(str, self.steps)), "--rate", str(c["rate"]),
                                 "--message", str(c["message"]), "--seconds", str(c["seconds"]),
-                                "--warmup", str(c["warmup"]), "--server-pid", str(pid)],
-                               self.cpus[1])
+                                "--warmup", str(c["warmup"]), "--server-pid", str(pid)]
+                               + (["--keep-going"] if self.args.smoke else []), self.cpus[1])
 
     # -----------------------------------------------------------------------------------
     # Running.
 
-    def run(self):
+    def schedule(self):
+        c, cells = self.cfg, []
+        run = len(self.steps) * (c["seconds"] + c["warmup"] + 0.2) + self.steps[-1] / 8000
         for rep in range(self.reps):
             k = rep % len(self.names) if self.names else 0
             for name in self.names[k:] + self.names[:k]:
-                self.runner.progress(f"models {name} (rep {rep + 1})")
-                self.run_one(name, rep)
-        if sys.stdout.isatty():
-            print()
+                cells.append(Cell(f"models {name} (rep {rep + 1})", run,
+                                  lambda name=name, rep=rep: self.run_one(name, rep)))
+        return cells
 
     def fail(self, name, why, cmd):
         self.runner.failures.append((name, "models", "tcp", self.steps[-1], why, cmd))
-        if sys.stdout.isatty():
-            print()
-        self.h.log(f"  FAILED models {name}: {why}")
+        h.end_line()
+        h.log(f"  FAILED models {name}: {why}")
 
     def run_one(self, name, rep):
         spec = self.specs[name]
@@ -146,7 +156,7 @@ class Study:
         self.runner.live.add(p)
         why, ccmd, steps = None, [], []
         try:
-            line = self.h.read_line(p, 10)
+            line = h.read_line(p, 10)
             if line is None or not line.startswith("listening on 127.0.0.1:"):
                 why = f"no 'listening on' line within 10 s: {line}"
             elif spec["backend"] and f"backend {spec['backend']}," not in line:
@@ -155,7 +165,7 @@ class Study:
                 port = int(line.split(":")[1].split()[0])
                 kind = {"uring": "anon_inode:[io_uring]",
                         "epoll": "anon_inode:[eventpoll]"}.get(spec["backend"])
-                if kind and kind not in self.h.fd_kinds(p.pid):
+                if kind and kind not in h.fd_kinds(p.pid):
                     why = f"holds no {kind}: not the mechanism it claims"
             if not why:
                 ccmd = self.client_cmd(port, p.pid)
@@ -227,7 +237,7 @@ class Study:
             for c in cols:
                 v = [s[metric] for s in self.results if s["model"] == name and
                      s["connections"] == c and s.get(metric) is not None]
-                cell = fmt.format(self.h.median(v)) if v else "—"
+                cell = fmt.format(h.median(v)) if v else "—"
                 broke = [s for s in self.results if s["model"] == name and
                          s["connections"] == c and "broke" in s]
                 row.append(cell + (" **✗**" if broke else ""))
@@ -266,18 +276,18 @@ class Study:
                     v = [s[metric] for s in self.results if s["model"] == name and
                          s["connections"] == c and s.get(metric) is not None]
                     if v:
-                        pts.append((c, self.h.median(v)))
+                        pts.append((c, h.median(v)))
                 if not pts:
                     continue
-                colour, marker, line, _ = self.h.driver_style(name)
+                colour, marker, line, _ = h.driver_style(name)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=colour,
                         linestyle=line, label=name, linewidth=1.6)
             ax.set_xscale("log")
             ax.set_yscale("log" if metric in ("held", "eps") else "linear")
             if metric not in ("held", "eps"):
                 ax.set_ylim(bottom=0)
-            self.h.readable_ticks(ax, ax.xaxis, True)
-            self.h.readable_ticks(ax, ax.yaxis, metric in ("held", "eps"))
+            h.readable_ticks(ax, ax.xaxis, True)
+            h.readable_ticks(ax, ax.yaxis, metric in ("held", "eps"))
             ax.set_xlabel("connections offered (log scale)")
             ax.set_ylabel(unit)
             ax.set_title(title, fontsize=10.5)
@@ -336,8 +346,8 @@ class Study:
     def print_tables(self):
         for metric, unit, title, fmt in METRICS[:3]:
             if self.results:
-                self.h.log(f"\nmodels: {title.lower()} ({unit}; columns: connections)")
-                self.h.log(self.table(metric, fmt))
+                h.log(f"\nmodels: {title.lower()} ({unit}; columns: connections)")
+                h.log(self.table(metric, fmt))
 
     def smoke_summary(self):
         echoes = sum(s["eps"] * s["seconds"] for s in self.results)

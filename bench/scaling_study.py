@@ -24,8 +24,7 @@ the connections and bytes (requests) it printed at exit, and its on-CPU time.
 
 Servers start and stop through http_study.Server (one session per server, pinned, checked,
 SIGTERM and a clean exit required), and nginx's configuration is http_study.nginx_conf's.
-bench/run passes its helpers in a namespace `h`: log, median, quartiles, paired, ratio_stats,
-read_line, fd_kinds, fmt_num, plot, parse_strace, root."""
+The shared helpers come from benchlib.py."""
 import hashlib
 import json
 import os
@@ -34,14 +33,22 @@ import resource
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
+import benchlib as h
 import http_study
+from benchlib import Cell, Study as Base
 
 # Every server the study knows: (protocol, name) -> what it is. Which run in which mode is
-# MODES' business in bench/run (the mode's scaling entry: "more" adds the full-only ones).
+# MODES' business ("more" adds the full-only ones).
+MODES = {
+    "smoke": dict(echo=[(16384, 10)], http=[("wrk", "4k")], seconds=1, warmup=0, reps=1),
+    "quick": dict(echo=[(128, 100)], http=[("wrk", "4k")], seconds=1,
+                  warmup=0.3, reps=1),
+    "full": dict(echo=[(16384, 10), (16384, 100), (128, 100), (128, 1000)],
+                 http=[("wrk", "4k")], seconds=5, warmup=1, reps=5, more=True),
+}
 ECHO_SERVERS = ["iomux", "iomux-steer", "iomux-acceptor", "iomux-bpf", "iomux-uring",
                 "raw-epoll", "libuv", "asio", "asio-contexts"]
 HTTP_SERVERS = ["iomux", "iomux-steer", "iomux-acceptor", "iomux-bpf", "nginx"]
@@ -86,7 +93,7 @@ class Proc(http_study.Server):
     def start(self):
         if self.spec["kind"] != "echo":
             return super().start()
-        line = self.study.h.read_line(self.proc, 10)
+        line = h.read_line(self.proc, 10)
         if line is None or not line.startswith("listening on 127.0.0.1:"):
             return f"no 'listening on' line within 10 s: {self.stderr() or line}"
         self.port = int(line.split(":")[1].split()[0])
@@ -94,21 +101,24 @@ class Proc(http_study.Server):
             return f"wrong backend: '{line}', expected {self.spec['expect']}"
         want = {"uring": "anon_inode:[io_uring]", "epoll": "anon_inode:[eventpoll]"}.get(
             self.spec.get("backend"))
-        if want and want not in self.study.h.fd_kinds(self.pid):
+        if want and want not in h.fd_kinds(self.pid):
             return f"holds no {want}: not the mechanism it claims"
         return None
 
 
-class Study:
+class Study(Base):
     """The scaling study of one bench/run."""
-
     NAME = "scaling"
-    strace = False  # also count each echo server's system calls (bench/run sets it)
+    TITLE = "the scaling study (Asio's CPU-scalability test)"
+    MODES = MODES
 
-    def __init__(self, runner, args, cfg, h, backends, want):
-        """cfg: the mode's scaling entry of MODES; backends: {backend: iomux driver} of the
-        build; want: the --drivers list or None."""
-        self.runner, self.args, self.h, self.cfg = runner, args, h, cfg
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        args, cfg, want = self.args, self.cfg, ctx.want
+        backends = {h.plain(n).split("-", 1)[1]: d for n, d in ctx.main_drivers.items()
+                    if d["family"] == "iomux"}
+        # also count each echo server's system calls
+        self.strace = self.mode != "smoke" and not args.no_syscalls
         self.reps = args.reps or cfg["reps"]
         self.seconds = args.seconds if args.seconds is not None else cfg["seconds"]
         self.warmup = args.warmup if args.warmup is not None else cfg["warmup"]
@@ -118,7 +128,7 @@ class Study:
         self.ns = [n for n in ns if 1 <= n <= len(self.allowed)]
         self.root_user = os.geteuid() == 0
         self.dir, self.servers, self.cpus = None, {}, None
-        self.skipped, self.configs, self.identity = [], {}, {}
+        self.configs, self.identity = {}, {}
         build, bench = args.build_abs, os.path.join(args.build_abs, "bench")
         more = cfg.get("more", False)
         self.echo_names, self.http_names = [], []
@@ -201,16 +211,20 @@ class Study:
     def names(self, cell):
         return self.echo_names if cell[0] == "echo" else self.http_names
 
-    def total(self):
-        return self.reps * len(self.ns) * sum(len(self.names(c)) for c in self.cells)
+    def known(self):
+        return set(SERVERS)
+
+    def why_not(self):
+        return None if self.cells and self.ns else "no server or no N can run"
+
+    def banner(self):
+        return (f"scaling: N = {', '.join(map(str, self.ns))} loops; echo servers "
+                f"{', '.join(self.echo_names) or 'none'}; HTTP servers "
+                f"{', '.join(self.http_names) or 'none'}")
 
     def reproduce(self):
-        build = os.path.relpath(self.args.build_abs, self.h.root)
-        if build.startswith(".."):
-            build = self.args.build_abs
-        cmd = ["bench/run", "--build", build, "--study", "scaling"]
-        if self.args.full or self.args.smoke:
-            cmd += ["--full" if self.args.full else "--smoke"]
+        cmd = ["bench/run", "--build", h.build_arg(self.args), "--study", "scaling"]
+        cmd += h.mode_arg(self.args)
         cmd += ["--scaling-n", ",".join(map(str, self.ns)), "--seconds", str(self.seconds),
                 "--warmup", str(self.warmup), "--reps", str(self.reps)]
         if self.args.drivers:
@@ -285,40 +299,50 @@ class Study:
     # -----------------------------------------------------------------------------------
     # Running.
 
-    def run(self):
+    def schedule(self):
         """The timed runs, then (self.strace) the system calls of each echo server at each N
-        in the first echo cell; the temporary directory is removed whatever happens."""
-        count_calls = self.strace
+        in the first echo cell; finish() removes the temporary directory."""
+        cells = [Cell("scaling: the document root", 0.1, self.prepare)]
+        run = self.seconds + self.warmup + 0.4
+        for rep in range(self.reps):
+            for n in self.ns:
+                for cell in self.cells:
+                    names = self.names(cell)
+                    k = (rep + n) % len(names)
+                    for name in names[k:] + names[:k]:  # no server always first
+                        cells.append(Cell(f"scaling N={n} {cell_name(cell)} {name} "
+                                          f"(rep {rep + 1})", run,
+                                          lambda name=name, n=n, cell=cell, rep=rep:
+                                          self.timed(name, n, cell, rep)))
+        echo = [c for c in self.cells if c[0] == "echo"]
+        if self.strace and echo:
+            for n in self.ns:
+                for name in self.echo_names:
+                    cells.append(Cell(f"scaling strace N={n} {cell_name(echo[0])} {name}", 2.5,
+                                      lambda name=name, n=n: self.traced(name, n, echo[0])))
+        return cells
+
+    def prepare(self):
         self.dir = tempfile.mkdtemp(prefix="iomux-bench-scaling-")
-        try:
-            os.mkdir(f"{self.dir}/www")
-            data = os.urandom(http_study.FILES[HTTP_FILE])
-            with open(f"{self.dir}/www/{HTTP_FILE}.bin", "wb") as f:
-                f.write(data)
-            self.files = {HTTP_FILE: (len(data), hashlib.sha256(data).hexdigest())}
-            for rep in range(self.reps):
-                for n in self.ns:
-                    for cell in self.cells:
-                        names = self.names(cell)
-                        k = (rep + n) % len(names)
-                        for name in names[k:] + names[:k]:  # no server always first
-                            self.runner.progress(f"scaling N={n} {cell_name(cell)} {name} "
-                                                 f"(rep {rep + 1})")
-                            r = self.run_one(name, n, cell, rep)
-                            if r:
-                                self.runner.records.append(r)
-            if sys.stdout.isatty():
-                print()
-            echo = [c for c in self.cells if c[0] == "echo"]
-            if count_calls and echo and not shutil.which("strace"):
-                self.syscalls_why = "strace not installed"
-            elif count_calls and echo:
-                self.h.log(f"counting the echo servers' system calls per echo with strace "
-                           f"({cell_name(echo[0])})")
-                for n in self.ns:
-                    for name in self.echo_names:
-                        self.count_calls(name, n, echo[0])
-        finally:
+        os.mkdir(f"{self.dir}/www")
+        data = os.urandom(http_study.FILES[HTTP_FILE])
+        with open(f"{self.dir}/www/{HTTP_FILE}.bin", "wb") as f:
+            f.write(data)
+        self.files = {HTTP_FILE: (len(data), hashlib.sha256(data).hexdigest())}
+
+    def timed(self, name, n, cell, rep):
+        r = self.run_one(name, n, cell, rep)
+        if r:
+            self.runner.records.append(r)
+
+    def traced(self, name, n, cell):
+        if not shutil.which("strace"):
+            self.syscalls_why = "strace not installed"
+        else:
+            self.count_calls(name, n, cell)
+
+    def finish(self):
+        if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def count_calls(self, name, n, cell):
@@ -350,7 +374,7 @@ class Study:
             self.fail(name, n, cell, f"under strace: {why or srv.error or 'no count'}",
                       srv.shown_cmd() + " & " + shlex.join(cmd))
             return
-        calls = self.h.parse_strace(path)
+        calls = h.parse_strace(path)
         os.unlink(path)
         self.syscalls.setdefault(n, {})[name] = dict(
             echoes=echoes, total=sum(calls.values()) / echoes,
@@ -359,9 +383,8 @@ class Study:
 
     def fail(self, name, n, cell, why, cmd):
         self.runner.failures.append((name, "scaling", f"N={n}", cell_name(cell), why, cmd))
-        if sys.stdout.isatty():
-            print()
-        self.h.log(f"  FAILED scaling N={n} {cell_name(cell)} {name}: {why}")
+        h.end_line()
+        h.log(f"  FAILED scaling N={n} {cell_name(cell)} {name}: {why}")
 
     def run_one(self, name, n, cell, rep):
         """One timed run: a fresh server with n loops on its CPUs, the load on the others.
@@ -501,16 +524,16 @@ class Study:
         vals = [r[field] for rs in byrep.values() for r in rs if r.get(field) is not None]
         if not vals:
             return None
-        med = self.h.median(vals)
-        q1, q3 = self.h.quartiles(vals)
+        med = h.median(vals)
+        q1, q3 = h.quartiles(vals)
         return dict(median=med, spread=(q3 - q1) / med * 100 if med else 0, n=len(vals))
 
     def ratio(self, a, b, field="rate"):
         """Paired over repetitions: {rep: [records]} a over b, by `field`."""
         pa = {rep: [r[field] for r in rs if r.get(field)] for rep, rs in a.items()}
         pb = {rep: [r[field] for r in rs if r.get(field)] for rep, rs in b.items()}
-        pairs = self.h.paired(pa, pb)
-        return self.h.ratio_stats(pairs) if pairs else None
+        pairs = h.paired(pa, pb)
+        return h.ratio_stats(pairs) if pairs else None
 
     def load_note(self, byrep, n):
         """Whether the load generator (or, sharing CPUs, the machine) was the limit: (limited,
@@ -519,8 +542,8 @@ class Study:
         rs = [r for rs in byrep.values() for r in rs]
         if not rs:
             return False, "—"
-        load = self.h.median([r["client_cpu_pct"] for r in rs])
-        srv = self.h.median([r["server_cpu_pct"] or 0 for r in rs])
+        load = h.median([r["client_cpu_pct"] for r in rs])
+        srv = h.median([r["server_cpu_pct"] or 0 for r in rs])
         if apart:
             limited = load >= LOAD_LIMIT * 100 * len(load_cpus)
             return limited, (f"load {load:.0f}% of {len(load_cpus) * 100}%" +
@@ -542,7 +565,7 @@ class Study:
             row = [name]
             for n in self.ns:
                 s = self.stats(smp.get((cell_key(cell), name, n), {}), field)
-                row.append(f"{self.h.fmt_num(s['median'])} ±{s['spread']:.0f}%" if s else
+                row.append(f"{h.fmt_num(s['median'])} ±{s['spread']:.0f}%" if s else
                            "failed" if self.failed(name, n, cell) else "—")
             if len(head) > len(self.ns) + 1:
                 r = self.ratio(smp.get((cell_key(cell), name, top), {}),
@@ -582,8 +605,8 @@ class Study:
             row = [name]
             for n in self.ns:
                 rs = [r for rs in smp.get((cell_key(cell), name, n), {}).values() for r in rs]
-                row.append(f"{self.h.median([r['server_cpu_pct'] or 0 for r in rs]):.0f}%, "
-                           f"{self.h.median([r['client_cpu_pct'] for r in rs]):.0f}%"
+                row.append(f"{h.median([r['server_cpu_pct'] or 0 for r in rs]):.0f}%, "
+                           f"{h.median([r['client_cpu_pct'] for r in rs]):.0f}%"
                            if rs else "—")
             lines.append("| " + " | ".join(row) + " |")
         return lines
@@ -747,7 +770,7 @@ class Study:
                         pts.append((n, s["median"]))
                 panel[name] = pts
             series[cell] = panel
-        if len(self.ns) > 1 and series and self.h.plot(
+        if len(self.ns) > 1 and series and h.plot(
                 os.path.join(out, "scaling.png"), "Scaling study: throughput against loops",
                 [(cell_name(c), series[c], self.unit(c)) for c in self.cells],
                 "loops (threads, workers) N", ylog=False):
@@ -782,13 +805,13 @@ class Study:
     def print_tables(self):
         smp = self.samples()
         for cell in self.cells:
-            self.h.log(f"\nscaling {cell_name(cell)} ({self.unit(cell)}; columns: N)")
-            self.h.log("\n".join(self.table(cell, smp)))
+            h.log(f"\nscaling {cell_name(cell)} ({self.unit(cell)}; columns: N)")
+            h.log("\n".join(self.table(cell, smp)))
         missed, unchecked, met = self.misses(smp)
         for m in met:
-            self.h.log(f"scaling target met: {m}")
+            h.log(f"scaling target met: {m}")
         for m in unchecked:
-            self.h.log(f"scaling target not checked: {m}")
+            h.log(f"scaling target not checked: {m}")
 
     def smoke_summary(self):
         runs = [r for r in self.runner.records if r.get("study") == "scaling"]

@@ -24,12 +24,15 @@ Against libev the target is a tie, 1.00x: where the interval holds 1.00 time can
 the two, and the cost table (instructions per chained write and per restart, when the run
 has it) says which costs less; where it does not, the median says.
 
-bench/run passes what it shares in a namespace `h`: log and plain."""
-import math
+Registered in bench/run; a quick run's few pairs give an indicative verdict, the full run's
+25 settle it."""
 import shlex
 import statistics
 import subprocess
 import json
+
+import drivers_study
+from benchlib import Cell, Study as Base, log, median_interval, plain, verdict, mode_arg
 
 # (driver, reference, target, studies): the driver's time over the reference's, at most target
 COMPARISONS = [("iomux-epoll", "raw-epoll", 1.03, ("poller",)),
@@ -39,46 +42,31 @@ CONFIDENCE = 0.95
 TIE_PEER = "libev"  # a target of 1.00 against a peer: a tie goes to the cost table
 
 
-def median_interval(xs, confidence=CONFIDENCE):
-    """(low, high, level) of a distribution-free interval for the median of xs: the l-th
-    smallest and the l-th largest, l the largest for which the binomial tails outside add up
-    to at most 1 - confidence. None when there are too few values for any such l."""
-    x, k = sorted(xs), len(xs)
-    tail, l = 0.0, 0
-    for i in range(k // 2):
-        p = math.comb(k, i) / 2 ** k
-        if 2 * (tail + p) > 1 - confidence:
-            break
-        tail += p
-        l = i + 1
-    if l == 0:
-        return None
-    return x[l - 1], x[k - l], 1 - 2 * tail
-
-
-def verdict(med, ci, target, higher=False):
-    """met, met on the median, missed on the median, or missed (the top of the module): a
-    ratio at most `target`, or with `higher` at least."""
-    good = (lambda x: x >= target) if higher else (lambda x: x <= target)
-    if ci is None:
-        return "met on the median" if good(med) else "missed on the median"
-    worst, best = (ci[0], ci[1]) if higher else (ci[1], ci[0])
-    if good(med):
-        return "met" if good(worst) else "met on the median"
-    return "missed" if not good(best) else "missed on the median"
-
-
-class Study:
+class Study(Base):
+    """The back-to-back pairs (its report section follows every study's own, as it reads
+    the cost table for the ties with libev)."""
     NAME = "settle"
-    AFTER_TARGETS = True  # its section follows the report's own check of the same targets
+    TITLE = ("the back-to-back pairs (the targets of studies 1 and 2 measured "
+             "again)")
+    # n: the slot counts compared (None: studies 1 and 2's)
+    MODES = dict(smoke=dict(pairs=2, n=None), quick=dict(pairs=2, n=[1000, "max"]),
+                 full=dict(pairs=25, n=None))
 
-    def __init__(self, runner, args, cfg, h, spec, ns, names):
-        """cfg: {pairs}; spec: the mode's studies (poller's and chain's lengths); ns: the slot
-        counts of studies 1 and 2; names: the drivers this run may use."""
-        self.runner, self.args, self.cfg, self.h, self.spec = runner, args, cfg, h, spec
-        self.k = args.reps or cfg["pairs"]
-        self.costs = None  # the cost table, set by bench/run once it has run
-        self.cells, self.skipped, self.results = [], [], []
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        args = self.args
+        spec = {}
+        for study in ("poller", "chain"):
+            c = drivers_study.study_cfg(study, self.mode, args)
+            c.pop("n")
+            spec[study] = c
+        self.spec = spec
+        ns = drivers_study.sizes([v if v == "max" else int(v) for v in args.n.split(",")]
+                                 if args.n else self.cfg["n"] or
+                                 drivers_study.POLLER[self.mode]["n"], "socketpair", ctx.lim)
+        names = ctx.driver_names
+        self.k = args.reps or self.cfg["pairs"]
+        self.todo, self.results = [], []
         for drv, ref, target, studies in COMPARISONS:
             missing = [d for d in (drv, ref) if d not in names]
             if missing:
@@ -90,26 +78,24 @@ class Study:
                     if study == "poller":
                         for active in spec["poller"]["active"]:
                             if active <= n:
-                                self.cells.append((drv, ref, target, study, n, active, None))
+                                self.todo.append((drv, ref, target, study, n, active, None))
                     else:
                         for active in spec["chain"]["active"]:
                             for to in spec["chain"]["timeouts"]:
                                 if active <= n:
-                                    self.cells.append((drv, ref, target, study, n, active, to))
-        self.names = sorted({c[0] for c in self.cells} | {c[1] for c in self.cells})
+                                    self.todo.append((drv, ref, target, study, n, active, to))
+        self.names = sorted({c[0] for c in self.todo} | {c[1] for c in self.todo})
+
+    def why_not(self):
+        return None if self.todo else "no comparison has both its drivers in this run"
 
     def banner(self):
-        return (f"back-to-back pairs: {len(self.cells)} comparisons of the targets of studies 1 "
+        return (f"back-to-back pairs: {len(self.todo)} comparisons of the targets of studies 1 "
                 f"and 2, {self.k} pairs each")
 
-    def total(self):
-        return len(self.cells) * self.k
-
     def reproduce(self):
-        cmd = ["bench/run", "--build", self.args.build, "--study", "settle"]
-        if self.args.full or self.args.smoke:
-            cmd.append("--full" if self.args.full else "--smoke")
-        cmd += ["--reps", str(self.k)]
+        cmd = ["bench/run", "--build", self.args.build, "--study", "settle"] + mode_arg(
+            self.args) + ["--reps", str(self.k)]
         if self.args.n:
             cmd += ["--n", self.args.n]
         if self.args.drivers:
@@ -118,7 +104,7 @@ class Study:
 
     def command(self, drv, study, n, active, timeouts):
         d = self.runner.drivers[drv]
-        cmd = [d["exe"], "--driver", self.h.plain(drv), "--study", study, "--transport",
+        cmd = [d["exe"], "--driver", plain(drv), "--study", study, "--transport",
                "socketpair", "--n", str(n), "--active", str(active)]
         c = self.spec[study]
         if study == "poller":
@@ -143,25 +129,32 @@ class Study:
                 if r.get(key):
                     return statistics.median(r[key])
         msg = (out.stderr.strip() or f"exit status {out.returncode}").splitlines()[-1]
-        self.runner.failures.append((drv, f"settle {study}", "socketpair", n, msg,
-                                     shlex.join(cmd)))
-        self.h.log(f"  FAILED settle {drv} {study} n={n}: {msg}")
+        self.runner.fail(drv, f"settle {study}", "socketpair", n, msg, shlex.join(cmd))
         return None
 
-    def run(self):
-        for drv, ref, target, study, n, active, to in self.cells:
-            pairs = []
+    def schedule(self):
+        cells = []
+        for drv, ref, target, study, n, active, to in self.todo:
+            got = dict(driver=drv, ref=ref, target=target, study=study, n=n, active=active,
+                       timeouts=to, pairs=[])
+            self.results.append(got)
             for i in range(self.k):
-                self.runner.progress(f"settle {study} n={n:,} active={active}"
-                                     + ("" if to is None else f" timeouts={to}")
-                                     + f" {drv} / {ref} (pair {i + 1})")
-                first, second = (drv, ref) if i % 2 == 0 else (ref, drv)
-                t = {first: self.one(first, study, n, active, to)}
-                t[second] = self.one(second, study, n, active, to)
-                if t[drv] and t[ref]:
-                    pairs.append((t[drv], t[ref]))
-            self.results.append(dict(driver=drv, ref=ref, target=target, study=study, n=n,
-                                     active=active, timeouts=to, pairs=pairs))
+                cells.append(Cell(f"settle {study} n={n:,} active={active}"
+                                  + ("" if to is None else f" timeouts={to}")
+                                  + f" {drv} / {ref} (pair {i + 1})",
+                                  0.25 * (1 + n / 5000) * (1 if study == "poller" else 1.5),
+                                  lambda i=i, got=got: self.pair(got, i)))
+        return cells
+
+    def pair(self, got, i):
+        """One pair: the driver and its reference, one right after the other."""
+        drv, ref = got["driver"], got["ref"]
+        args = (got["study"], got["n"], got["active"], got["timeouts"])
+        first, second = (drv, ref) if i % 2 == 0 else (ref, drv)
+        t = {first: self.one(first, *args)}
+        t[second] = self.one(second, *args)
+        if t[drv] and t[ref]:
+            got["pairs"].append((t[drv], t[ref]))
 
     # -----------------------------------------------------------------------------------
 
@@ -181,7 +174,9 @@ class Study:
         return out
 
     def cost(self, unit, driver):
-        rows = ((self.costs or {}).get("units", {}).get(unit) or {}).get("rows", {})
+        costs = self.ctx.studies.get("costs")
+        units = ((costs.result if costs else None) or {}).get("units", {})
+        rows = (units.get(unit) or {}).get("rows", {})
         row = rows.get(driver) or {}
         return row.get("per_unit")
 
@@ -223,7 +218,7 @@ class Study:
                          + f" | {r['verdict']} |")
         return "\n".join(lines)
 
-    def report_md(self, out):
+    def report_tail_md(self, out):
         rows = self.rows()
         md = ["## Back-to-back pairs: the targets of studies 1 and 2 measured again", "",
               "Each comparison is made as pairs of short processes, one cell each: the "
@@ -251,8 +246,8 @@ class Study:
     def print_tables(self):
         rows = self.rows()
         if rows:
-            self.h.log("\nback-to-back pairs (median ratio over the pairs, its interval)")
-            self.h.log(self.table(rows))
+            log("\nback-to-back pairs (median ratio over the pairs, its interval)")
+            log(self.table(rows))
 
     def smoke_summary(self):
         n = sum(len(r["pairs"]) for r in self.results)

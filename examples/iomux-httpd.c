@@ -47,6 +47,7 @@
 
 #include "cli.h"
 #include "httpd_log.h"
+#include "httpd_watch.h"
 #include "iomux.h"
 #include "iomux/http.h"
 
@@ -76,7 +77,7 @@ struct options {
     unsigned port;
     mux_http_server_options_t o;
     mux_listen_options_t lopts;
-    int pin;
+    int pin, watch_root;
     unsigned steer;
     mux_http_static_t files; /* each loop's static files start from these options */
 };
@@ -231,7 +232,7 @@ static void usage(FILE *to)
                 "                   [--write-timeout S] [--max-requests N] [--max-connections N]\n"
                 "                   [--access-log FILE|-] [--drain-timeout S] [--reuseport]\n"
                 "                   [--autoindex] [--dotfiles] [--mime-types FILE]\n"
-                "                   [--max-ranges N]\n"
+                "                   [--max-ranges N] [--watch-root]\n"
                 "                   [--threads N [--pin] [--steer cpu|bpf | --acceptor]]\n"
                 "  --root DIR           the directory to serve (required)\n"
                 "  --port N             TCP port (default 8080; 0 picks a free one)\n"
@@ -257,6 +258,9 @@ static void usage(FILE *to)
                 "                       a built-in table)\n"
                 "  --max-ranges N       byte ranges in one request (default 16, at most 256;\n"
                 "                       more: the whole file)\n"
+                "  --watch-root         watch the root's directories and drop a file from the\n"
+                "                       open-file cache as soon as it changes (else it is\n"
+                "                       checked at most once a second)\n"
                 "  --threads N          N loops, a thread and a server each (default 1); each\n"
                 "                       listens on the port (SO_REUSEPORT) unless --acceptor\n"
                 "                       (always on Windows)\n"
@@ -300,6 +304,7 @@ static int parse_args(int argc, char **argv, struct options *op)
         O_DOTFILES,
         O_MIME,
         O_RANGES,
+        O_WATCH,
         O_VERSION,
         O_HELP
     };
@@ -328,6 +333,7 @@ static int parse_args(int argc, char **argv, struct options *op)
         {"dotfiles", no_argument, NULL, O_DOTFILES},
         {"mime-types", required_argument, NULL, O_MIME},
         {"max-ranges", required_argument, NULL, O_RANGES},
+        {"watch-root", no_argument, NULL, O_WATCH},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -405,6 +411,9 @@ static int parse_args(int argc, char **argv, struct options *op)
         case O_MIME:
             op->files.mime_types = optarg;
             break;
+        case O_WATCH:
+            op->watch_root = 1;
+            break;
         case O_RANGES:
             op->files.max_ranges =
                 (uint32_t)cli_number("max-ranges", optarg, 1, MUX_HTTP_STATIC_RANGES_MAX);
@@ -477,6 +486,8 @@ static int open_httpd(struct httpd *d, struct options *op, struct sockaddr_stora
         cli_loop_error(rc);
         return -1;
     }
+    if (op->watch_root && !httpd_watch_start(&d->loop, &d->files, op->root))
+        return -1;
     if (log_fd >= 0) {
         if (access_log_init(&d->alog, log_fd) < 0)
             return fprintf(stderr, "iomux-httpd: out of memory\n"), -1;

@@ -14,7 +14,7 @@ add_executable(echo-server echo-server.c)
 target_link_libraries(echo-server PRIVATE iomux_examples_cli iomux_static)
 add_executable(greeter greeter.c)
 target_link_libraries(greeter PRIVATE iomux_static)
-add_executable(iomux-httpd iomux-httpd.c httpd_log.c)
+add_executable(iomux-httpd iomux-httpd.c httpd_log.c httpd_watch.c)
 target_link_libraries(iomux-httpd PRIVATE iomux_examples_cli iomux_static)
 set_target_properties(echo-server iomux-httpd PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})

@@ -146,8 +146,10 @@ int mux_run(mux_loop_t *loop, int mode);
  * block. Returns 0 or -EINVAL. */
 int mux_loop_stop(mux_loop_t *loop);
 
-/* Returns the number of active watchers plus open streams, listeners and channels (each
- * counting once, whatever it is doing), or -EINVAL. */
+/* Returns the number of referenced active watchers plus open streams, listeners and channels
+ * (each counting once, whatever it is doing), or -EINVAL: what keeps mux_run(MUX_RUN_DEFAULT)
+ * running, which returns when it is 0. A handle unreferenced with mux_unref is not counted
+ * (libuv's uv_loop_alive, libev's ev_refcount). */
 int mux_loop_active(const mux_loop_t *loop);
 
 /* Returns the name of the loop's backend ("epoll", ...), or NULL for a closed loop. */
@@ -168,6 +170,9 @@ enum {
     MUX_HANDLE_STREAM,   /* mux_stream_t */
     MUX_HANDLE_LISTENER, /* mux_listener_t */
     MUX_HANDLE_CHAN,     /* mux_chan_t */
+    MUX_HANDLE_CLEANUP,  /* mux_cleanup_t (not reported by mux_loop_walk: it runs at close) */
+    MUX_HANDLE_FS_EVENT, /* mux_fs_event_t */
+    MUX_HANDLE_FS_POLL,  /* mux_fs_poll_t */
 };
 typedef void (*mux_walk_cb)(mux_loop_t *loop, int kind, void *handle, void *arg);
 /* Calls `cb` once for every active watcher and every stream, listener and channel that is
@@ -180,6 +185,22 @@ typedef void (*mux_walk_cb)(mux_loop_t *loop, int kind, void *handle, void *arg)
  * the memory of a handle it has not been given yet. Returns the number of calls made, or
  * -EINVAL (NULL arguments, a closed loop), -ENOMEM. */
 int mux_loop_walk(mux_loop_t *loop, mux_walk_cb cb, void *arg);
+
+/* References (libuv's uv_ref/uv_unref, libev's ev_ref/ev_unref). Every handle is referenced
+ * until mux_unref: while active or open it keeps mux_run(MUX_RUN_DEFAULT) running. An
+ * unreferenced one works as before, fires and is called, but does not keep the loop running:
+ * a loop with only unreferenced ones returns from mux_run at once (a periodic flush, a SIGHUP
+ * handler, a library's housekeeping timer). `kind` is what `handle` is (MUX_HANDLE_*, as
+ * mux_loop_walk reports it), and `loop` the loop it runs on. A watcher keeps the setting
+ * across stops and starts (its init clears it); a stream, listener or channel can be
+ * unreferenced while it is open, until it is closed. An unreferenced handle still counts for
+ * mux_loop_close (-EBUSY until it is stopped or closed). Cost: a counter, nothing per event.
+ * Return 0, or -EINVAL: NULL, a kind that is not `handle`'s (or a watcher not initialised),
+ * a stream, listener or channel not open. */
+int mux_ref(mux_loop_t *loop, int kind, void *handle);
+int mux_unref(mux_loop_t *loop, int kind, void *handle);
+/* 1 when `handle` is referenced, 0 when not, or -EINVAL as mux_ref. */
+int mux_has_ref(mux_loop_t *loop, int kind, void *handle);
 
 /* Re-creates the loop's kernel state (backend instance, wake-up descriptor) in a child
  * after fork(); fork watchers run on the child's next iteration. The loop also notices a
@@ -475,6 +496,105 @@ struct mux_async {
 int mux_async_init(mux_async_t *w, mux_async_cb cb);   /* 0 or -EINVAL */
 int mux_async_start(mux_loop_t *loop, mux_async_t *w); /* 0, -EBUSY, -EINVAL */
 int mux_async_stop(mux_loop_t *loop, mux_async_t *w);  /* 0 or -EINVAL */
+/* cleanup: called once when the loop closes (libev's ev_cleanup), the last started first, so
+ * that a library layered on a loop frees what it hangs on it: stops its own (unreferenced)
+ * watchers, frees its state. A started cleanup watcher keeps nothing running and is not a
+ * reason for mux_loop_close's -EBUSY; mux_loop_close runs the cleanups (each stopped before
+ * its call) once no referenced watcher or handle is active, then closes the loop unless one
+ * is active again or left active (-EBUSY, with the cleanups done). Its callback may stop
+ * watchers and start more cleanup watchers (they run too), not start others. */
+typedef struct mux_cleanup mux_cleanup_t;
+typedef void (*mux_cleanup_cb)(mux_loop_t *loop, mux_cleanup_t *w);
+struct mux_cleanup {
+    void *data;
+    struct mux__whdr h_;
+    mux_cleanup_cb cb_;
+    struct mux__link link_;
+};
+int mux_cleanup_init(mux_cleanup_t *w, mux_cleanup_cb cb);   /* 0 or -EINVAL */
+int mux_cleanup_start(mux_loop_t *loop, mux_cleanup_t *w); /* 0, -EBUSY, -EINVAL */
+int mux_cleanup_stop(mux_loop_t *loop, mux_cleanup_t *w);  /* 0 or -EINVAL */
+
+/* fs_event: changes to a file or to the entries of a directory (docs/fs.md), from the
+ * kernel's notifications: inotify on Linux, one descriptor per loop; where the platform has
+ * none of its own yet, mux_fs_event_start says -ENOTSUP and mux_fs_poll_t serves. The events
+ * of one iteration for one name are coalesced into one call. */
+enum {
+    MUX_FS_CHANGE = 0x01,   /* contents written */
+    MUX_FS_ATTRIB = 0x02,   /* metadata: permissions, owner, times, links */
+    MUX_FS_CREATE = 0x04,   /* an entry appeared in the watched directory */
+    MUX_FS_DELETE = 0x08,   /* an entry was removed from it */
+    MUX_FS_RENAME = 0x10,   /* an entry was moved into it, out of it, or renamed in it */
+    MUX_FS_GONE = 0x20,     /* the watched path itself was removed or moved away (or its file
+                               system unmounted): the watcher is stopped before this call */
+    MUX_FS_OVERFLOW = 0x40, /* the kernel's queue overflowed: events were lost (`name` is
+                               NULL); look again at what is watched */
+};
+typedef struct mux_fs_event mux_fs_event_t;
+/* `name` is the entry's name for an event in a watched directory, the watched file's own
+ * name (its last path component) for an event on a watched file, NULL for MUX_FS_OVERFLOW;
+ * valid during the call. `events` holds MUX_FS_* bits. `status` is 0, or a negative errno when
+ * watching failed (the backend refused the notification descriptor, or reading it failed):
+ * the watcher is stopped before the call, and `events` is 0. */
+typedef void (*mux_fs_event_cb)(mux_loop_t *loop, mux_fs_event_t *w, const char *name,
+                                unsigned events, int status);
+struct mux_fs_event {
+    void *data;
+    struct mux__whdr h_;
+    mux_fs_event_cb cb_;
+    char *path_;            /* a copy of the path, made by init, freed by mux_fs_event_free */
+    mux_fs_event_t *next_;  /* the watchers of the same kernel watch */
+    int wd_;                /* the kernel's watch, while active */
+};
+/* Initialises `w` for `path` (copied: NUL-terminated, not empty). Returns 0, -EINVAL,
+ * -ENOMEM. The copy is freed by mux_fs_event_free (before `w` is initialised again). */
+int mux_fs_event_init(mux_fs_event_t *w, mux_fs_event_cb cb, const char *path);
+/* Starts watching. Returns 0; -EBUSY if active; -ENOENT (the path does not exist), -ENOTDIR,
+ * -EACCES, -ELOOP, -ENAMETOOLONG; -ENOSPC (the user's limit of watches, inotify's
+ * max_user_watches), -EMFILE (of notification descriptors); -ENOTSUP where the platform has
+ * no notifications (use mux_fs_poll_t); -EINVAL; -ENOMEM. */
+int mux_fs_event_start(mux_loop_t *loop, mux_fs_event_t *w);
+/* Stops watching; no callback follows. Returns 0 (also when inactive) or -EINVAL. */
+int mux_fs_event_stop(mux_loop_t *loop, mux_fs_event_t *w);
+/* Frees init's copy of the path; `w` must be inactive (-EBUSY otherwise). 0 or -EBUSY. */
+int mux_fs_event_free(mux_fs_event_t *w);
+/* Returns 1 when active, 0 when not (also after MUX_FS_GONE stopped it), -EINVAL. */
+int mux_fs_event_is_active(const mux_fs_event_t *w);
+
+/* fs_poll: a path's status looked at every `interval_ns` (libev's ev_stat, libuv's
+ * uv_fs_poll), where the kernel gives no notifications and for network file systems. The
+ * callback runs when anything of the status changed: size, times, inode, device, mode, owner,
+ * links; or when the path starts or stops existing (status -ENOENT), or cannot be looked at
+ * (another -errno), once per change of status. `prev` is what was seen before, `curr` now
+ * (all zero while the path does not exist). The first look is at start, and what it sees is
+ * what the next ones are compared with; when the path cannot be looked at then (-ENOENT, ...),
+ * the callback says so at once, from the loop. The look is a stat(2) on the loop's thread. */
+typedef struct mux_fs_stat {
+    uint64_t size, ino, dev;
+    int64_t mtime_ns, ctime_ns;
+    uint32_t mode, nlink, uid, gid;
+} mux_fs_stat_t;
+typedef struct mux_fs_poll mux_fs_poll_t;
+typedef void (*mux_fs_poll_cb)(mux_loop_t *loop, mux_fs_poll_t *w, int status,
+                               const mux_fs_stat_t *prev, const mux_fs_stat_t *curr);
+struct mux_fs_poll {
+    void *data;
+    struct mux__whdr h_;
+    mux_fs_poll_cb cb_;
+    char *path_;
+    uint64_t interval_;
+    int status_;
+    mux_fs_stat_t last_;
+    mux_timer_t timer_;
+    struct mux__link link_; /* the loop's fs_poll watchers */
+};
+/* Initialises `w` for `path` (copied), looked at every `interval_ns` (> 0). Returns 0,
+ * -EINVAL, -ENOMEM; the copy is freed by mux_fs_poll_free (before `w` is initialised again). */
+int mux_fs_poll_init(mux_fs_poll_t *w, mux_fs_poll_cb cb, const char *path, uint64_t interval_ns);
+int mux_fs_poll_start(mux_loop_t *loop, mux_fs_poll_t *w); /* 0, -EBUSY, -EINVAL, -ENOMEM */
+int mux_fs_poll_stop(mux_loop_t *loop, mux_fs_poll_t *w);  /* 0 or -EINVAL */
+int mux_fs_poll_free(mux_fs_poll_t *w);                    /* 0, or -EBUSY while active */
+
 /* Wakes the loop of the started watcher `w` and makes its callback run. Thread-safe and
  * async-signal-safe; must not race with mux_async_stop of the same watcher. Everything the
  * sending thread wrote before the send is visible to the callback that the send causes
@@ -910,6 +1030,7 @@ struct mux_chan {
     int wake_;       /* atomic: the loop has been woken and has not begun taking yet */
     int nroom_;      /* atomic: asyncs waiting for room */
     int firing_;     /* atomic: the loop is sending the asyncs waiting for room */
+    unsigned flags_; /* the loop's bits (counted, unreferenced) */
     int *gone_;      /* set to 1 when the callback closed the channel */
     mux_async_t async_;
     struct mux__link link_; /* the loop's open channels, for mux_loop_walk */

@@ -21,6 +21,8 @@ void mux__hooks_init(struct mux__loop *loop)
     mux__list_init(&loop->checks, offsetof(mux_check_t, h_) - offsetof(mux_check_t, link_));
     mux__list_init(&loop->forks, offsetof(mux_fork_t, h_) - offsetof(mux_fork_t, link_));
     mux__list_init(&loop->asyncs, offsetof(mux_async_t, h_) - offsetof(mux_async_t, link_));
+    mux__list_init(&loop->cleanups, offsetof(mux_cleanup_t, h_) - offsetof(mux_cleanup_t, link_));
+    mux__list_init(&loop->fs_polls, offsetof(mux_fs_poll_t, h_) - offsetof(mux_fs_poll_t, link_));
 }
 
 void mux__hooks_queue(struct mux__loop *loop, struct mux__hooklist *l)
@@ -167,4 +169,52 @@ MUX_EXPORT int mux_fork_stop(mux_loop_t *pub, mux_fork_t *w)
         return -EINVAL;
     mux__hook_stop(loop, &loop->forks, &w->link_);
     return 0;
+}
+
+/* Cleanup watchers are kept in their list but not counted: they are no reason to run, and no
+ * reason for mux_loop_close to refuse, whose end they are part of. */
+MUX_EXPORT int mux_cleanup_init(mux_cleanup_t *w, mux_cleanup_cb cb)
+{
+    if (!w || !cb)
+        return -EINVAL;
+    memset(w, 0, sizeof *w);
+    w->h_.type = MUX__T_CLEANUP;
+    w->cb_ = cb;
+    return 0;
+}
+
+MUX_EXPORT int mux_cleanup_start(mux_loop_t *pub, mux_cleanup_t *w)
+{
+    struct mux__loop *loop = mux__loop_of(pub);
+    if (!loop || !w || w->h_.type != MUX__T_CLEANUP)
+        return -EINVAL;
+    if (w->h_.flags & MUX__W_ACTIVE)
+        return -EBUSY;
+    mux__link_insert(&loop->cleanups.anchor, &w->link_);
+    loop->cleanups.count++;
+    w->h_.flags |= MUX__W_ACTIVE;
+    return 0;
+}
+
+MUX_EXPORT int mux_cleanup_stop(mux_loop_t *pub, mux_cleanup_t *w)
+{
+    struct mux__loop *loop = mux__loop_of(pub);
+    if (!loop || !w || w->h_.type != MUX__T_CLEANUP)
+        return -EINVAL;
+    if (w->h_.flags & MUX__W_ACTIVE) {
+        mux__link_remove(&w->link_);
+        loop->cleanups.count--;
+        w->h_.flags &= (uint8_t)~MUX__W_ACTIVE;
+    }
+    return 0;
+}
+
+void mux__cleanups_run(struct mux__loop *loop)
+{
+    struct mux__link *anchor = &loop->cleanups.anchor;
+    while (anchor->prev != anchor) { /* the last started first; started in a call: run too */
+        mux_cleanup_t *w = mux__container_of(anchor->prev, mux_cleanup_t, link_);
+        mux_cleanup_stop(loop->pub, w);
+        w->cb_(loop->pub, w);
+    }
 }

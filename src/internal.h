@@ -39,6 +39,9 @@ enum {
     MUX__T_CHECK = MUX_HANDLE_CHECK,
     MUX__T_FORK = MUX_HANDLE_FORK,
     MUX__T_ASYNC = MUX_HANDLE_ASYNC,
+    MUX__T_CLEANUP = MUX_HANDLE_CLEANUP,
+    MUX__T_FS_EVENT = MUX_HANDLE_FS_EVENT,
+    MUX__T_FS_POLL = MUX_HANDLE_FS_POLL,
     MUX__T_TASK = 32, /* struct mux__task: an upper layer's deliveries, not a handle */
 };
 
@@ -48,7 +51,13 @@ enum {
     MUX__W_INTERNAL = 0x02, /* the loop's own; not counted in mux_loop_active */
     MUX__W_NEWFD = 0x04,    /* io: fd set since the last start; the kernel must be told */
     MUX__W_NOREF = 0x08,    /* a part of an upper layer's handle, which counts once itself */
+    MUX__W_UNREF = 0x10,    /* the caller's mux_unref: active, it does not keep mux_run going */
 };
+
+/* Bits of an upper layer's handle's flags word (struct mux__handles_type.flags_off), which the
+ * core keeps: its own bits stay below them. */
+#define MUX__H_COUNTED 0x40000000u /* open: counted in the loop's active, until its close ends */
+#define MUX__H_UNREF   0x80000000u /* the caller's mux_unref */
 
 #define MUX__IO_EVENTS (MUX_READ | MUX_WRITE)
 
@@ -97,6 +106,7 @@ struct mux__loop {
     uint8_t dispatched;   /* a watcher was called from inside this iteration's wait */
     uint32_t active;      /* active watchers, and the open handles of the layers above */
     uint32_t noref;       /* active watchers that are parts of those handles (MUX__W_NOREF) */
+    uint32_t unrefd;      /* of `active`, those the caller unreferenced (mux_unref) */
     uint8_t running;      /* inside mux_run */
     uint8_t stop;         /* mux_loop_stop was called */
     uint8_t forked;       /* fork work to do at the top of the next iteration */
@@ -128,6 +138,10 @@ struct mux__loop {
     int64_t wall_minus_mono; /* last seen difference of the two clocks */
 
     struct mux__hooklist idles, prepares, checks, forks, asyncs;
+    struct mux__hooklist cleanups; /* not counted: they run when the loop closes */
+    struct mux__hooklist fs_polls; /* for mux_loop_walk: their timers are not handles */
+    struct mux__fsn *fsn;          /* fs_event's kernel notifications, from the first start */
+    uint8_t closing;               /* mux_loop_close is running the cleanups */
 
     /* wake-up (MUX__CAP_WAKE_FD): an eventfd or a pipe that async sends and signals write */
     int wake_rfd, wake_wfd; /* wake_wfd is read by signal handlers: atomic */
@@ -211,19 +225,30 @@ static inline int mux__reserve(struct mux__loop *loop)
 static inline void mux__activate(struct mux__loop *loop, struct mux__whdr *h)
 {
     h->flags |= MUX__W_ACTIVE;
-    if (h->flags & MUX__W_NOREF)
+    if (h->flags & MUX__W_NOREF) {
         loop->noref++;
-    else if (!(h->flags & MUX__W_INTERNAL))
+    } else if (!(h->flags & MUX__W_INTERNAL)) {
         loop->active++;
+        loop->unrefd += (h->flags & MUX__W_UNREF) != 0;
+    }
 }
 
 static inline void mux__deactivate(struct mux__loop *loop, struct mux__whdr *h)
 {
     h->flags &= (uint8_t)~MUX__W_ACTIVE;
-    if (h->flags & MUX__W_NOREF)
+    if (h->flags & MUX__W_NOREF) {
         loop->noref--;
-    else if (!(h->flags & MUX__W_INTERNAL))
+    } else if (!(h->flags & MUX__W_INTERNAL)) {
         loop->active--;
+        loop->unrefd -= (h->flags & MUX__W_UNREF) != 0;
+    }
+}
+
+/* What keeps mux_run(MUX_RUN_DEFAULT) running: the active watchers and open handles that the
+ * caller did not unreference. */
+static inline uint32_t mux__refs(const struct mux__loop *loop)
+{
+    return loop->active - loop->unrefd;
 }
 
 /* Takes `h` out of the pending queue: its callback will not run for what was gathered. */
@@ -381,6 +406,8 @@ static inline struct mux__whdr *mux__hook_hdr(const struct mux__hooklist *l, str
 struct mux__handles_type {
     int kind;           /* MUX_HANDLE_*: what mux_loop_walk calls these handles */
     size_t link_off;    /* where a handle keeps its struct mux__link */
+    size_t flags_off;   /* where it keeps the `unsigned` flags word with the MUX__H_* bits
+                           (mux__handle_open/close keep them; never 0, where `data` is) */
     size_t size;        /* of the per-loop state, which begins with struct mux__handles */
     int (*walkable)(const void *handle); /* open and not closing: the walk reports it */
 };
@@ -403,11 +430,39 @@ static inline struct mux__handles *mux__handles_find(const struct mux__loop *loo
 }
 void mux__handles_free(struct mux__loop *loop); /* the loop closes */
 
+/* A handle of `hs`'s kind opens: linked, and counted in `active` (referenced) until
+ * mux__handle_close. `flags` is its flags word, whose MUX__H_* bits these two keep. */
+static inline void mux__handle_open(struct mux__loop *loop, struct mux__handles *hs,
+                                    struct mux__link *link, unsigned *flags)
+{
+    mux__link_insert(&hs->open, link);
+    *flags = (*flags & ~MUX__H_UNREF) | MUX__H_COUNTED;
+    loop->active++;
+}
+
+/* Its close has ended (its close callback is due): no longer linked or counted. */
+static inline void mux__handle_close(struct mux__loop *loop, struct mux__link *link,
+                                     unsigned *flags)
+{
+    mux__link_remove(link);
+    loop->active--;
+    loop->unrefd -= (*flags & MUX__H_UNREF) != 0;
+    *flags &= ~(MUX__H_COUNTED | MUX__H_UNREF);
+}
+
 /* hooks.c, async.c */
 void mux__hooks_init(struct mux__loop *loop);
 int mux__hook_start(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k);
 void mux__hook_stop(struct mux__loop *loop, struct mux__hooklist *l, struct mux__link *k);
 void mux__hooks_queue(struct mux__loop *loop, struct mux__hooklist *l);
+/* Runs and stops the cleanup watchers, the last started first (mux_loop_close). */
+void mux__cleanups_run(struct mux__loop *loop);
+
+/* fs_event.c (one file per platform): the loop's notification state, after a fork and at
+ * close; the walk's fs_event watchers. */
+int mux__fsn_fork(struct mux__loop *loop);
+void mux__fsn_close(struct mux__loop *loop);
+void mux__fsn_walk(struct mux__loop *loop, void (*add)(void *ctx, struct mux__whdr *h), void *ctx);
 void mux__asyncs_poll(struct mux__loop *loop);
 
 #endif

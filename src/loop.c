@@ -368,10 +368,18 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
 MUX_EXPORT int mux_loop_close(mux_loop_t *pub)
 {
     struct mux__loop *loop = mux__loop_of(pub);
-    if (!loop || loop->running)
+    if (!loop || loop->running || loop->closing)
         return -EINVAL;
+    if (mux__refs(loop) > 0)
+        return -EBUSY; /* work of the caller's is still active: nothing is touched */
+    if (loop->cleanups.count) { /* layered libraries let go of what they hang on the loop */
+        loop->closing = 1;
+        mux__cleanups_run(loop);
+        loop->closing = 0;
+    }
     if (loop->active > 0)
-        return -EBUSY;
+        return -EBUSY; /* unreferenced watchers or handles left active */
+    mux__fsn_close(loop);
     mux__clock_unwatch(loop);
     mux__sig_loop_close(loop); /* no signal handler wakes the loop from here on */
     mux__internal_watch(loop, &loop->wake_io, -1);
@@ -404,6 +412,9 @@ static int mux__loop_refork(struct mux__loop *loop)
         mux__clock_watch(loop);
     }
     mux__sig_loop_fork(loop);
+    err = mux__fsn_fork(loop); /* a notification descriptor of its own */
+    if (err != 0)
+        return err;
     mux__fd_refresh_all(loop);
     mux__hooks_queue(loop, &loop->forks);
     /* A send or signal the parent had not consumed left its flags set, and the new
@@ -434,7 +445,7 @@ MUX_EXPORT int mux_loop_stop(mux_loop_t *pub)
 MUX_EXPORT int mux_loop_active(const mux_loop_t *pub)
 {
     struct mux__loop *loop = mux__loop_of(pub);
-    return loop ? (int)loop->active : -EINVAL;
+    return loop ? (int)mux__refs(loop) : -EINVAL;
 }
 
 MUX_EXPORT const char *mux_loop_backend(const mux_loop_t *pub)
@@ -479,7 +490,7 @@ static int64_t mux__min_timeout(int64_t a, int64_t b)
 static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
 {
     if (mode == MUX_RUN_NOWAIT || loop->stop || loop->npend || loop->recheck || loop->woken ||
-        loop->idles.count || loop->active == 0 || loop->forked)
+        loop->idles.count || mux__refs(loop) == 0 || loop->forked)
         return 0;
     if (loop->timers.n == 0 && loop->periodics.n == 0)
         return -1;
@@ -538,7 +549,7 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
             mux__invoke_pending(loop);
         }
         /* A stop from before this call still gets its one (non-blocking) iteration. */
-        if (mode == MUX_RUN_DEFAULT && (loop->active == 0 || (loop->stop && !first)))
+        if (mode == MUX_RUN_DEFAULT && (mux__refs(loop) == 0 || (loop->stop && !first)))
             break;
         if (loop->prepares.count) {
             mux__hooks_queue(loop, &loop->prepares);
@@ -567,7 +578,7 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
             mux__invoke_pending(loop);
         if (loop->error)
             break;
-        if (loop->stop || mode != MUX_RUN_DEFAULT || loop->active == 0)
+        if (loop->stop || mode != MUX_RUN_DEFAULT || mux__refs(loop) == 0)
             break;
     }
     if (loop->error) {
@@ -577,5 +588,5 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
     }
     loop->stop = 0;
     loop->running = 0;
-    return err ? err : (int)loop->active;
+    return err ? err : (int)mux__refs(loop);
 }

@@ -23,7 +23,10 @@ _Static_assert(
         offsetof(mux_signal_t, h_) == MUX__WHDR_OFF && offsetof(mux_child_t, h_) == MUX__WHDR_OFF &&
         offsetof(mux_idle_t, h_) == MUX__WHDR_OFF && offsetof(mux_prepare_t, h_) == MUX__WHDR_OFF &&
         offsetof(mux_check_t, h_) == MUX__WHDR_OFF && offsetof(mux_fork_t, h_) == MUX__WHDR_OFF &&
-        offsetof(mux_async_t, h_) == MUX__WHDR_OFF,
+        offsetof(mux_async_t, h_) == MUX__WHDR_OFF &&
+        offsetof(mux_cleanup_t, h_) == MUX__WHDR_OFF &&
+        offsetof(mux_fs_event_t, h_) == MUX__WHDR_OFF &&
+        offsetof(mux_fs_poll_t, h_) == MUX__WHDR_OFF,
     "every watcher's header follows its data pointer");
 
 struct mux__walk {
@@ -59,6 +62,11 @@ static void mux__walk_watcher(struct mux__walk *w, struct mux__whdr *h)
         mux__walk_add(w, h->type, (char *)h - MUX__WHDR_OFF, NULL);
 }
 
+static void mux__walk_fs_add(void *ctx, struct mux__whdr *h)
+{
+    mux__walk_watcher(ctx, h);
+}
+
 static void mux__walk_gather(struct mux__loop *loop, struct mux__walk *w)
 {
     for (uint32_t i = 0; i < loop->nleaves; i++)
@@ -77,10 +85,11 @@ static void mux__walk_gather(struct mux__loop *loop, struct mux__walk *w)
     for (mux_child_t *c = loop->children; c; c = c->next_)
         mux__walk_watcher(w, &c->h_);
     struct mux__hooklist *hooks[] = {&loop->idles, &loop->prepares, &loop->checks, &loop->forks,
-                                     &loop->asyncs};
+                                     &loop->asyncs, &loop->fs_polls};
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
         for (struct mux__link *k = hooks[i]->anchor.next; k != &hooks[i]->anchor; k = k->next)
             mux__walk_watcher(w, mux__hook_hdr(hooks[i], k));
+    mux__fsn_walk(loop, mux__walk_fs_add, w);
     for (struct mux__handles *hs = loop->handles; hs; hs = hs->next) {
         const struct mux__handles_type *t = hs->type;
         for (struct mux__link *k = hs->open.next; k != &hs->open; k = k->next) {
@@ -143,4 +152,79 @@ void mux__handles_free(struct mux__loop *loop)
         free(h);
     }
     loop->handles = NULL;
+}
+
+/* ---- references: what keeps mux_run going ------------------------------------------------ */
+
+/* Kinds of handle that are watchers (their header follows their data pointer). */
+static int mux__watcher_kind(int kind)
+{
+    return (kind >= MUX_HANDLE_IO && kind <= MUX_HANDLE_ASYNC) || kind == MUX_HANDLE_FS_EVENT ||
+           kind == MUX_HANDLE_FS_POLL;
+}
+
+/* The flags word of a handle of `kind` on `loop` (a watcher's header, or an upper layer's
+ * handle's word), and in *counted whether it counts in the loop's active now; NULL for a kind
+ * the loop does not know or a watcher never initialised as that kind. */
+static void *mux__ref_flags(struct mux__loop *loop, int kind, void *handle, int *counted)
+{
+    if (mux__watcher_kind(kind)) {
+        struct mux__whdr *h = (struct mux__whdr *)((char *)handle + MUX__WHDR_OFF);
+        if (h->type != kind || (h->flags & (MUX__W_NOREF | MUX__W_INTERNAL)))
+            return NULL;
+        *counted = (h->flags & MUX__W_ACTIVE) != 0;
+        return h;
+    }
+    for (struct mux__handles *hs = loop->handles; hs; hs = hs->next)
+        if (hs->type->kind == kind && hs->type->flags_off) { /* 0: `data`, no flags word */
+            unsigned *flags = (unsigned *)((char *)handle + hs->type->flags_off);
+            *counted = (*flags & MUX__H_COUNTED) != 0;
+            return *counted ? flags : NULL; /* an upper layer's handle: only while open */
+        }
+    return NULL;
+}
+
+/* Sets whether `handle` is referenced; 0 or -EINVAL. */
+static int mux__ref_set(mux_loop_t *pub, int kind, void *handle, int ref)
+{
+    struct mux__loop *loop = mux__loop_of(pub);
+    int counted = 0;
+    void *f = loop && handle ? mux__ref_flags(loop, kind, handle, &counted) : NULL;
+    if (!f)
+        return -EINVAL;
+    int was_ref;
+    if (mux__watcher_kind(kind)) {
+        struct mux__whdr *h = f;
+        was_ref = !(h->flags & MUX__W_UNREF);
+        h->flags = (uint8_t)(ref ? h->flags & ~MUX__W_UNREF : h->flags | MUX__W_UNREF);
+    } else {
+        unsigned *flags = f;
+        was_ref = !(*flags & MUX__H_UNREF);
+        *flags = ref ? *flags & ~MUX__H_UNREF : *flags | MUX__H_UNREF;
+    }
+    if (counted && was_ref != ref)
+        loop->unrefd += ref ? (uint32_t)-1 : 1u;
+    return 0;
+}
+
+MUX_EXPORT int mux_ref(mux_loop_t *loop, int kind, void *handle)
+{
+    return mux__ref_set(loop, kind, handle, 1);
+}
+
+MUX_EXPORT int mux_unref(mux_loop_t *loop, int kind, void *handle)
+{
+    return mux__ref_set(loop, kind, handle, 0);
+}
+
+MUX_EXPORT int mux_has_ref(mux_loop_t *pub, int kind, void *handle)
+{
+    struct mux__loop *loop = mux__loop_of(pub);
+    int counted = 0;
+    void *f = loop && handle ? mux__ref_flags(loop, kind, handle, &counted) : NULL;
+    if (!f)
+        return -EINVAL;
+    if (mux__watcher_kind(kind))
+        return !(((struct mux__whdr *)f)->flags & MUX__W_UNREF);
+    return !(*(unsigned *)f & MUX__H_UNREF);
 }

@@ -336,6 +336,12 @@ typedef struct mux_http_static {
  * -EINVAL. */
 int mux_http_static_init(mux_http_static_t *st, const char *root);
 void mux_http_static_close(mux_http_static_t *st);
+/* Drops what the cache holds of `path` (relative to the root, without a leading '/'), and of
+ * everything below it when it is a directory; NULL: everything. For a program told that files
+ * changed (mux_fs_event_t on the root: iomux-httpd --watch-root), so that the next request
+ * opens them again instead of trusting the cache for up to a second. Responses in flight keep
+ * what they send. Returns the entries dropped, or -EINVAL. */
+int mux_http_static_forget(mux_http_static_t *st, const char *path);
 
 /* Answers `x` with a file below the root, as a static-file server does:
  *   - GET and HEAD; any other method 405 with Allow: GET, HEAD;

@@ -289,6 +289,31 @@ MUX_EXPORT void mux_http_static_close(mux_http_static_t *st)
     st->root_fd_ = -1;
 }
 
+MUX_EXPORT int mux_http_static_forget(mux_http_static_t *st, const char *path)
+{
+    if (!st || !st->root_real_)
+        return -EINVAL;
+    struct mux__fcache *c = st->cache_;
+    int dropped = 0;
+    size_t n = path ? strlen(path) : 0;
+    while (n && path[n - 1] == '/')
+        n--; /* "sub/" is "sub" */
+    for (struct mux__fentry *e = c->oldest, *newer; e; e = newer) {
+        newer = e->newer;
+        /* An entry's file (an index's, for a directory's key) or its key: the path itself,
+         * or below it. */
+        const char *names[2] = {e->file, e->key};
+        for (int i = 0; i < 2; i++)
+            if (!path || (strncmp(names[i], path, n) == 0 &&
+                          (names[i][n] == 0 || names[i][n] == '/'))) {
+                mux__fcache_drop(c, e);
+                dropped++;
+                break;
+            }
+    }
+    return dropped;
+}
+
 /* Opens `rel` and stats it, giving back descriptors of the cache to make room when the
  * process has none left. The descriptor, or -errno. */
 static int mux__open_stat(mux_http_static_t *st, const char *rel, struct mux__fs_stat *sb)

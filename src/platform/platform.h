@@ -101,4 +101,9 @@ int mux__clocknote_open(void);
 void mux__clocknote_rearm(int fd);
 void mux__clocknote_close(int fd);
 
+/* ---- files ---- */
+
+/* The status of `path`, symbolic links followed (stat): 0, or -errno (-ENOENT, ...). */
+int mux__path_stat(const char *path, mux_fs_stat_t *st);
+
 #endif

@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -516,4 +517,30 @@ void mux__clocknote_rearm(int fd)
 void mux__clocknote_close(int fd)
 {
     close(fd);
+}
+
+/* ---- files ---- */
+
+int mux__path_stat(const char *path, mux_fs_stat_t *out)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -errno;
+    *out = (mux_fs_stat_t){
+        .size = (uint64_t)st.st_size,
+        .ino = (uint64_t)st.st_ino,
+        .dev = (uint64_t)st.st_dev,
+#if defined(__APPLE__)
+        .mtime_ns = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec,
+        .ctime_ns = (int64_t)st.st_ctimespec.tv_sec * 1000000000 + st.st_ctimespec.tv_nsec,
+#else
+        .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+        .ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec,
+#endif
+        .mode = (uint32_t)st.st_mode,
+        .nlink = (uint32_t)st.st_nlink,
+        .uid = (uint32_t)st.st_uid,
+        .gid = (uint32_t)st.st_gid,
+    };
+    return 0;
 }

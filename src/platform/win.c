@@ -134,6 +134,10 @@ int mux__win_errno(DWORD err)
     case WSA_NOT_ENOUGH_MEMORY: /* ERROR_NOT_ENOUGH_MEMORY */
     case ERROR_OUTOFMEMORY:
         return -ENOMEM;
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_NAME:
+        return -ENOENT;
     case WSAEPROTONOSUPPORT:
     case WSAESOCKTNOSUPPORT:
     case WSAEPROTOTYPE:
@@ -504,4 +508,37 @@ void mux__clocknote_rearm(int fd)
 void mux__clocknote_close(int fd)
 {
     (void)fd;
+}
+
+/* ---- files ---- */
+
+/* Windows keeps no inode, owner or change time as POSIX does: the file index and the volume's
+ * serial number stand for the inode and the device, and the last write for both times. */
+int mux__path_stat(const char *path, mux_fs_stat_t *out)
+{
+    HANDLE h = CreateFileA(path, FILE_READ_ATTRIBUTES,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    if (h == INVALID_HANDLE_VALUE)
+        return mux__win_errno(GetLastError());
+    BY_HANDLE_FILE_INFORMATION fi;
+    BOOL ok = GetFileInformationByHandle(h, &fi);
+    DWORD err = GetLastError();
+    CloseHandle(h);
+    if (!ok)
+        return mux__win_errno(err);
+    /* 100 ns units since 1601 to ns since 1970 */
+    uint64_t t = ((uint64_t)fi.ftLastWriteTime.dwHighDateTime << 32) | fi.ftLastWriteTime.dwLowDateTime;
+    int64_t ns = (int64_t)(t - 116444736000000000ull) * 100;
+    *out = (mux_fs_stat_t){
+        .size = ((uint64_t)fi.nFileSizeHigh << 32) | fi.nFileSizeLow,
+        .ino = ((uint64_t)fi.nFileIndexHigh << 32) | fi.nFileIndexLow,
+        .dev = fi.dwVolumeSerialNumber,
+        .mtime_ns = ns,
+        .ctime_ns = ns,
+        .mode = (fi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ? 0040755u
+                : (fi.dwFileAttributes & FILE_ATTRIBUTE_READONLY) ? 0100444u : 0100644u,
+        .nlink = fi.nNumberOfLinks,
+    };
+    return 0;
 }

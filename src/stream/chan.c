@@ -77,6 +77,7 @@ static int mux__chan_walkable(const void *h)
 static const struct mux__handles_type mux__chan_type = {
     .kind = MUX_HANDLE_CHAN,
     .link_off = offsetof(mux_chan_t, link_),
+    .flags_off = offsetof(mux_chan_t, flags_),
     .size = sizeof(struct mux__handles),
     .walkable = mux__chan_walkable,
 };
@@ -322,8 +323,7 @@ MUX_EXPORT int mux_chan_open(mux_loop_t *pub, mux_chan_t *c, uint32_t capacity, 
         c->ring_ = NULL;
         return err;
     }
-    mux__link_insert(&chans->open, &c->link_);
-    loop->active++;
+    mux__handle_open(loop, chans, &c->link_, &c->flags_);
     /* Published for senders in other threads by whatever hands them `c` (a thread's start,
      * a lock): nothing here is read by a sender before that. */
     return 0;
@@ -353,8 +353,7 @@ MUX_EXPORT int mux_chan_close(mux_chan_t *c)
     while (__atomic_load_n(&c->users_, __ATOMIC_SEQ_CST) & MUX__CHAN_COUNT)
         sched_yield(); /* a sender is finishing its call */
     mux_async_stop(loop->pub, &c->async_);
-    mux__link_remove(&c->link_);
-    loop->active--;
+    mux__handle_close(loop, &c->link_, &c->flags_);
     if (c->gone_) /* closed from the callback: the delivery loop must not touch c again */
         *c->gone_ = 1;
     c->gone_ = NULL;

@@ -58,6 +58,7 @@ static int mux__listener_walkable(const void *l)
 static const struct mux__handles_type mux__listener_type = {
     .kind = MUX_HANDLE_LISTENER,
     .link_off = offsetof(mux_listener_t, link_),
+    .flags_off = offsetof(mux_listener_t, flags_),
     .size = sizeof(struct mux__listeners),
     .walkable = mux__listener_walkable,
 };
@@ -201,10 +202,9 @@ static void mux__listener_run(struct mux__task *t)
                 struct mux__loop *loop = l->loop_;
                 mux_listener_close_cb cb = l->close_cb_;
                 mux__unqueue(loop, &l->task_.h_);
-                mux__link_remove(&l->link_);
+                mux__handle_close(loop, &l->link_, &l->flags_);
                 l->flags_ = 0;
                 l->loop_ = NULL;
-                loop->active--;
                 if (cb)
                     cb(l);
                 return;
@@ -268,8 +268,7 @@ MUX_EXPORT int mux_listen(mux_loop_t *pub, mux_listener_t *l, const struct socka
     mux__task_init(&l->task_, mux__listener_run);
     l->aop_.done_ = mux__listener_aop_done;
     l->aop_.sock_ = fd;
-    mux__link_insert(&ls->open, &l->link_);
-    loop->active++; /* the listener itself, until its close callback */
+    mux__handle_open(loop, ls, &l->link_, &l->flags_); /* counted until its close ends */
     mux__listener_arm(l);
     return 0;
 }

@@ -92,6 +92,7 @@ static int mux__stream_walkable(const void *s)
 static const struct mux__handles_type mux__stream_type = {
     .kind = MUX_HANDLE_STREAM,
     .link_off = offsetof(mux_stream_t, link_),
+    .flags_off = offsetof(mux_stream_t, flags_),
     .size = sizeof(struct mux__handles),
     .walkable = mux__stream_walkable,
 };
@@ -494,10 +495,9 @@ static void mux__stream_finish(mux_stream_t *s)
     free(s->gv_);
     s->gv_ = NULL;
     mux__unqueue(loop, &s->task_.h_);
-    mux__link_remove(&s->link_);
+    mux__handle_close(loop, &s->link_, &s->flags_);
     s->flags_ = 0;
     s->loop_ = NULL;
-    loop->active--;
     if (cb)
         cb(s);
 }
@@ -659,8 +659,7 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
     s->wop_.done_ = mux__stream_wop_done;
     s->wop_.sock_ = sock;
     s->last_read_ = s->last_write_ = mux__now(loop);
-    mux__link_insert(&streams->open, &s->link_);
-    loop->active++; /* the stream itself, until its close callback */
+    mux__handle_open(loop, streams, &s->link_, &s->flags_); /* counted until its close ends */
     return 0;
 }
 

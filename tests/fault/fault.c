@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
@@ -482,4 +484,19 @@ long mux_fault_syscall(long nr, ...)
 #undef FAULT_POINT
 #undef FAULT_SYSCALL
     return syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+int mux_fault_inotify_init1(int flags)
+{
+    return hit(P_inotify_init1) ? -1 : inotify_init1(flags);
+}
+
+int mux_fault_inotify_add_watch(int fd, const char *path, uint32_t mask)
+{
+    return hit(P_inotify_add_watch) ? -1 : inotify_add_watch(fd, path, mask);
+}
+
+int mux_fault_stat(const char *path, struct stat *st)
+{
+    return hit(P_stat) ? -1 : stat(path, st);
 }

@@ -1139,6 +1139,96 @@ static void case_static(struct cx *c)
     rmdir(dir);
 }
 
+/* ---- case: file-system watchers and cleanup ---- */
+
+struct fs_case {
+    struct cx *c;
+    int heard, polled, cleaned;
+};
+
+static void fs_heard(mux_loop_t *loop, mux_fs_event_t *w, const char *name, unsigned events,
+                     int status)
+{
+    (void)loop;
+    struct fs_case *s = w->data;
+    if (status < 0)
+        note(s->c, status); /* watching ended: the watcher is stopped */
+    else if (events & MUX_FS_OVERFLOW)
+        note(s->c, -ENOBUFS); /* events lost: told, as a failure the case stops on */
+    else if (name && strcmp(name, "new") == 0 && (events & MUX_FS_CREATE))
+        s->heard++;
+}
+
+static void fs_polled(mux_loop_t *loop, mux_fs_poll_t *w, int status, const mux_fs_stat_t *prev,
+                      const mux_fs_stat_t *curr)
+{
+    (void)loop, (void)prev;
+    struct fs_case *s = w->data;
+    if (status < 0 && status != -ENOENT) /* missing before it is written: expected */
+        note(s->c, status);
+    else if (curr->size == 3)
+        s->polled++;
+}
+
+static void fs_cleanup(mux_loop_t *loop, mux_cleanup_t *w)
+{
+    (void)loop;
+    ((struct fs_case *)w->data)->cleaned++;
+}
+
+static void case_fs(struct cx *c)
+{
+    char dir[] = "/tmp/iomux-fault-XXXXXX", path[64];
+    if (!mkdtemp(dir)) {
+        bad(c, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    snprintf(path, sizeof path, "%s/new", dir);
+    static struct fs_case s; /* the cleanup watcher runs when the sweep closes the loop */
+    static mux_cleanup_t cl;
+    s = (struct fs_case){.c = c};
+    mux_fs_event_t fe;
+    mux_fs_poll_t fp;
+    int fe_on = 0, fp_on = 0;
+    if (note(c, mux_fs_event_init(&fe, fs_heard, dir)) < 0)
+        goto out;
+    fe.data = &s;
+    if (note(c, mux_fs_poll_init(&fp, fs_polled, path, 2000000)) < 0)
+        goto out_fe;
+    fp.data = &s;
+    mux_cleanup_init(&cl, fs_cleanup);
+    cl.data = &s;
+    mux_cleanup_start(&c->loop, &cl);
+    int r = mux_fs_event_start(&c->loop, &fe);
+    if (r != -ENOTSUP && note(c, r) < 0)
+        goto out_fp;
+    fe_on = r == 0;
+    if (note(c, mux_fs_poll_start(&c->loop, &fp)) < 0)
+        goto out_fp;
+    fp_on = 1;
+    FILE *f = fopen(path, "w");
+    if (!f || fputs("abc", f) < 0 || fclose(f) != 0) {
+        bad(c, "writing %s", path);
+        goto out_fp;
+    }
+    if (fe_on)
+        spin(c, &s.heard, 1, 1, "the new file heard");
+    spin(c, &s.polled, 1, 1, "the new file polled");
+    if (!c->err && !c->bad)
+        c->complete = 1;
+out_fp:
+    if (fe_on)
+        mux_fs_event_stop(&c->loop, &fe);
+    if (fp_on)
+        mux_fs_poll_stop(&c->loop, &fp);
+    mux_fs_poll_free(&fp);
+out_fe:
+    mux_fs_event_free(&fe);
+out:
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- case: fork ---- */
 
 struct fork_case {
@@ -1238,7 +1328,7 @@ static const struct {
     {"loop", case_loop},     {"io", case_io},         {"timers", case_timers},
     {"signal", case_signal}, {"stream", case_stream}, {"stream_pool", case_stream_pool},
     {"fork", case_fork},     {"bulk", case_bulk},     {"v6", case_v6},
-    {"http", case_http},     {"static", case_static},
+    {"http", case_http},     {"static", case_static}, {"fs", case_fs},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
