@@ -51,6 +51,11 @@ def server_path(p):
     return "Z:" + p.replace("/", "\\") if WINE else p
 
 
+def server_cmd(*args):
+    """The command line that runs the server with `args` (under Wine when it is Windows')."""
+    return ([WINE] if WINE else []) + [HTTPD] + list(args)
+
+
 def check(cond, what):
     global failures
     if not cond:
@@ -92,9 +97,9 @@ def start(root, *flags, limits=None):
     """Starts iomux-httpd on a free port (with RLIMIT_NOFILE set to `limits`, a (soft,
     hard) pair); returns (process, port)."""
     pre = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, limits)) if limits else None
-    cmd = ([WINE] if WINE else []) + [HTTPD, "--root", server_path(root), "--port", "0"]
-    proc = subprocess.Popen(cmd + list(flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=pre)
+    cmd = server_cmd("--root", server_path(root), "--port", "0", *flags)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=pre)
     line = proc.stdout.readline()
     check(line.startswith("listening on 127.0.0.1:"), "the server says where it listens: " + line)
     return proc, int(line.split()[2].split(":")[1])
@@ -236,14 +241,14 @@ def run_watch_root(root):
     put(path, "AAAA")
     st = os.stat(path)
     times = (st.st_atime_ns, st.st_mtime_ns)
-    probe = subprocess.run([HTTPD, "--root", root, "--port", "0", "--watch-root", "--help"],
-                           capture_output=True, text=True, timeout=10)
+    probe = subprocess.run(server_cmd("--root", server_path(root), "--port", "0", "--watch-root",
+                                      "--help"), capture_output=True, text=True, timeout=10)
     check(probe.returncode == 0 and "--watch-root" in probe.stdout, "--watch-root is known")
-    if subprocess.run([HTTPD, "--version"], capture_output=True).returncode != 0 or \
+    if subprocess.run(server_cmd("--version"), capture_output=True).returncode != 0 or \
             not os.path.exists("/proc/sys/fs/inotify"):
         print("NOTE: --watch-root not checked: this system has no inotify")
         return
-    proc = subprocess.Popen([HTTPD, "--root", root, "--port", "0", "--watch-root"],
+    proc = subprocess.Popen(server_cmd("--root", server_path(root), "--port", "0", "--watch-root"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if not line:  # refused at start: this build has no notifications (the portable build)

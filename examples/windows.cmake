@@ -41,4 +41,10 @@ if(IOMUX_TESTS)
       ENVIRONMENT "${env}" LABELS "example;windows;${b}" TIMEOUT 180
       SKIP_RETURN_CODE 77 FIXTURES_REQUIRED wine)
   endforeach()
+  # iomux-httpd with TransmitFile for its files (src/backend/iocp.c: not Wine's default).
+  add_test(NAME iocp-transmitfile.example_iomux_httpd
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/iomux-httpd-test.py $<TARGET_FILE:iomux-httpd>)
+  set_tests_properties(iocp-transmitfile.example_iomux_httpd PROPERTIES
+    ENVIRONMENT "${wine_env};IOMUX_BACKEND=iocp;IOMUX_IOCP_FILES=transmitfile;IOMUX_TEST_WINE=${IOMUX_WINE}"
+    LABELS "example;windows;iocp" TIMEOUT 180 SKIP_RETURN_CODE 77 FIXTURES_REQUIRED wine)
 endif()
