@@ -1193,10 +1193,6 @@ static void huge_fd_cb(mux_loop_t *loop, mux_io_t *w, unsigned revents)
  * the fd as invalid, and a forked child's first run does no work per number either (it used
  * to walk, and so map, the whole table). select cannot watch it and says so at once. */
 TEST(io_watcher_on_a_huge_unopened_fd_costs_little_memory_even_after_fork) {
-#ifdef _WIN32
-    SKIP("Windows has no such thing: its select limits how many sockets it watches, not "
-         "their values");
-#endif
     enum { HUGE_FD = 1 << 24 };
     const uint64_t slack = 32u << 20;
     mux_loop_t loop;
@@ -1210,6 +1206,20 @@ TEST(io_watcher_on_a_huge_unopened_fd_costs_little_memory_even_after_fork) {
     int r = mux_io_start(&loop, &w);
     statm(&size1, &res1);
     CHECK_LT((int64_t)(size1 - size0), (int64_t)slack); /* signed: memory may shrink too */
+#ifdef _WIN32
+    /* Windows' select limits how many sockets, not their values; and there is no fork: the
+     * loop itself finds that the number names no socket, at little cost. (Under Wine,
+     * /proc/self/statm is the Linux process's that runs the program, on drive Z:.) */
+    CHECK_EQ(r, 0);
+    for (int i = 0; i < 3 && !got; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    statm(&size1, &res1);
+    CHECK_LT((int64_t)(res1 - res0), (int64_t)slack);
+    CHECK(got & MUX_ERROR);
+    CHECK_EQ(mux_io_is_active(&w), 0);
+    loop_close(&loop);
+    return;
+#endif
     if (loop_is(&loop, "select")) {
         CHECK_EQ(r, -EINVAL); /* past FD_SETSIZE */
         loop_close(&loop);

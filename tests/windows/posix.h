@@ -304,11 +304,31 @@ static inline int win_rlimit(int what, struct rlimit *r)
                  "(RLIMIT_NOFILE; handles are limited by memory alone)");
 }
 
+/* dup of a socket: a second handle for the same socket (WSADuplicateSocket), as a second
+ * descriptor is one; a file's with the C runtime's _dup. */
 static inline int win_dup(int fd)
 {
-    (void)fd;
-    harness_skip("Windows has no such thing: a socket cannot be duplicated into a second "
-                 "descriptor number (dup)");
+    if (!win_is_socket(fd))
+        return _dup(fd);
+    WSAPROTOCOL_INFOW info;
+    if (WSADuplicateSocketW((SOCKET)(unsigned)fd, GetCurrentProcessId(), &info) != 0) {
+        errno = win_sock_errno();
+        return -1;
+    }
+    SOCKET s = WSASocketW(FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, &info, 0,
+                          WSA_FLAG_OVERLAPPED);
+    if (s == INVALID_SOCKET) {
+        errno = win_sock_errno();
+        return -1;
+    }
+    return (int)s;
+}
+
+/* dup2: a handle's value cannot be chosen on Windows. */
+static inline int win_dup2(int fd, int to)
+{
+    (void)fd, (void)to;
+    harness_skip("Windows has no such thing: a handle's value cannot be chosen (dup2)");
 }
 
 static inline void *win_mmap(void *a, size_t len, int prot, int flags, int fd, long off)
@@ -550,6 +570,123 @@ static inline int uname(struct utsname *u)
     return 0;
 }
 
+/* ---- child processes: this program again, ending with a code ----
+ *
+ * Windows has no fork: a case's child is this program started again with IOMUX_TEST_CHILD in
+ * its environment, the code to exit with at once, or "wait" to wait until it is ended; a
+ * constructor reads it before the harness's main. The starter keeps the process's handle,
+ * as a zombie keeps a POSIX child's status, until waitpid or waitid takes it. */
+#define P_PID   1
+#define WEXITED 4
+#define WNOWAIT 0x01000000
+typedef struct {
+    int si_pid, si_status;
+} siginfo_t;
+typedef int id_t;
+
+__attribute__((constructor)) static void win_child_main(void)
+{
+    char v[32];
+    DWORD n = GetEnvironmentVariableA("IOMUX_TEST_CHILD", v, sizeof v);
+    if (n == 0 || n >= sizeof v)
+        return;
+    if (strcmp(v, "wait") == 0)
+        for (;;)
+            Sleep(INFINITE);
+    ExitProcess((UINT)atoi(v));
+}
+
+/* The children started and not yet waited for: id and handle. */
+static struct {
+    int pid;
+    HANDLE h;
+} win_children[64];
+
+/* Starts a child that exits with `code` (or waits to be ended, for a negative one); its id. */
+static inline int win_spawn(int code)
+{
+    static SRWLOCK lock = SRWLOCK_INIT; /* the environment is the process's */
+    char exe[MAX_PATH], v[16];
+    DWORD n = GetModuleFileNameA(NULL, exe, sizeof exe);
+    if (n == 0 || n >= sizeof exe)
+        return -1;
+    snprintf(v, sizeof v, code < 0 ? "wait" : "%d", code);
+    STARTUPINFOA si;
+    PROCESS_INFORMATION pi;
+    memset(&si, 0, sizeof si);
+    si.cb = sizeof si;
+    AcquireSRWLockExclusive(&lock);
+    SetEnvironmentVariableA("IOMUX_TEST_CHILD", v);
+    BOOL ok = CreateProcessA(exe, NULL, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi);
+    SetEnvironmentVariableA("IOMUX_TEST_CHILD", NULL);
+    ReleaseSRWLockExclusive(&lock);
+    if (!ok)
+        return -1;
+    CloseHandle(pi.hThread);
+    for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++)
+        if (!win_children[i].h) {
+            win_children[i].pid = (int)pi.dwProcessId;
+            win_children[i].h = pi.hProcess;
+            return (int)pi.dwProcessId;
+        }
+    CloseHandle(pi.hProcess);
+    return (int)pi.dwProcessId;
+}
+
+/* pause: a child's wait to be ended (nothing but its end comes on Windows). */
+static inline int win_pause(void)
+{
+    Sleep(INFINITE);
+    return -1;
+}
+
+/* The handle of a child win_spawn started and nobody waited for, or NULL. */
+static inline HANDLE win_child_handle(int pid)
+{
+    for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++)
+        if (win_children[i].h && win_children[i].pid == pid)
+            return win_children[i].h;
+    return NULL;
+}
+
+/* waitpid for a child win_spawn started: its exit code as the status (WEXITSTATUS is the
+ * status itself there), its handle let go; -1 with ECHILD for another. */
+static inline int win_waitpid(int pid, int *status, int opts)
+{
+    for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++) {
+        if (!win_children[i].h || win_children[i].pid != pid)
+            continue;
+        if (WaitForSingleObject(win_children[i].h, opts & WNOHANG ? 0 : INFINITE) != WAIT_OBJECT_0)
+            return 0;
+        DWORD code = 0;
+        GetExitCodeProcess(win_children[i].h, &code);
+        if (status)
+            *status = (int)code;
+        CloseHandle(win_children[i].h);
+        win_children[i].h = NULL;
+        return pid;
+    }
+    errno = ECHILD;
+    return -1;
+}
+
+/* waitid(P_PID, pid, info, WEXITED | WNOWAIT): waits for the child's end and leaves it to be
+ * waited for again. */
+static inline int win_waitid(int pid, siginfo_t *info)
+{
+    for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++)
+        if (win_children[i].h && win_children[i].pid == pid &&
+            WaitForSingleObject(win_children[i].h, INFINITE) == WAIT_OBJECT_0) {
+            DWORD code = 0;
+            GetExitCodeProcess(win_children[i].h, &code);
+            info->si_pid = pid;
+            info->si_status = (int)code;
+            return 0;
+        }
+    errno = ECHILD;
+    return -1;
+}
+
 /* The C runtime opens files as text by default (LF written as CRLF): the cases write bytes. */
 __attribute__((constructor)) static void win_binary_files(void)
 {
@@ -572,11 +709,13 @@ __attribute__((constructor)) static void win_binary_files(void)
 #define getrlimit win_rlimit
 #define setrlimit win_rlimit
 #define dup win_dup
-#define dup2(a, b) win_dup(a)
+#define dup2(a, b) win_dup2(a, b)
 #define mmap win_mmap
 #define munmap(p, l) 0
 #define posix_memalign win_posix_memalign
-#define waitpid(p, s, o) (errno = ECHILD, -1)
+#define waitpid(p, s, o) win_waitpid(p, s, o)
+#define pause() win_pause()
+#define waitid(t, p, i, o) win_waitid(p, i)
 #define kill(p, s) win_kill(p, s)
 #define sigaction(s, a, o) win_sigaction(s, a, o)
 #define raise(s) win_raise(s)

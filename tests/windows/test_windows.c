@@ -187,45 +187,20 @@ TEST(windows_console_resize_is_sigwinch) {
     loop_close(&loop);
 }
 
-/* ---- child processes: this program again, ending with a code ----------------------------
+/* ---- child processes: this program again, ending with a code ---------------------------
  *
- * A child is this program started again with IOMUX_TEST_CHILD in its environment: the code to
- * exit with at once, or "wait" to wait until it is ended. A constructor reads it before the
- * harness's main. */
+ * A child is this program started again (tests/windows/posix.h, win_spawn): it exits at once
+ * with the code given, or waits until it is ended (-1). Its handle is kept here, as its
+ * creator's. */
 
-__attribute__((constructor)) static void wchild_main(void)
-{
-    char v[32];
-    DWORD n = GetEnvironmentVariableA("IOMUX_TEST_CHILD", v, sizeof v);
-    if (n == 0 || n >= sizeof v)
-        return;
-    if (strcmp(v, "wait") == 0)
-        for (;;)
-            Sleep(INFINITE);
-    ExitProcess((UINT)atoi(v));
-}
-
-/* Starts a child (`code`, or "wait" for -1); its id, and its handle in *h. */
+/* Starts a child (`code`, or -1 to wait); its id, and its handle in *h. */
 static int wchild(int code, HANDLE *h)
 {
-    static SRWLOCK lock = SRWLOCK_INIT; /* the environment is the process's */
-    char exe[MAX_PATH], v[16];
-    DWORD n = GetModuleFileNameA(NULL, exe, sizeof exe);
-    CHECK(n > 0 && n < sizeof exe);
-    snprintf(v, sizeof v, code < 0 ? "wait" : "%d", code);
-    STARTUPINFOA si;
-    PROCESS_INFORMATION pi;
-    memset(&si, 0, sizeof si);
-    si.cb = sizeof si;
-    AcquireSRWLockExclusive(&lock);
-    CHECK(SetEnvironmentVariableA("IOMUX_TEST_CHILD", v));
-    BOOL ok = CreateProcessA(exe, NULL, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi);
-    SetEnvironmentVariableA("IOMUX_TEST_CHILD", NULL);
-    ReleaseSRWLockExclusive(&lock);
-    CHECK(ok);
-    CloseHandle(pi.hThread);
-    *h = pi.hProcess;
-    return (int)pi.dwProcessId;
+    int pid = win_spawn(code);
+    CHECK_GT(pid, 0);
+    *h = win_child_handle(pid);
+    CHECK(*h != NULL);
+    return pid;
 }
 
 struct wreaped {
@@ -241,34 +216,10 @@ static void wchild_cb(mux_loop_t *loop, mux_child_t *w, int pid, int status)
     r->active_in_cb = mux_loop_active(loop);
 }
 
-/* A process's end reaches its watcher with its exit code, once; the watcher has stopped
- * itself before its callback. */
-TEST(windows_child_watcher_reports_the_exit_code) {
-    mux_loop_t loop;
-    loop_open(&loop);
-    HANDLE h;
-    int pid = wchild(42, &h);
-    struct wreaped r = {0};
-    mux_child_t w;
-    CHECK_EQ(mux_child_init(&w, wchild_cb, pid), 0);
-    w.data = &r;
-    CHECK_EQ(mux_child_start(&loop, &w), 0);
-    CHECK_EQ(mux_child_start(&loop, &w), -EBUSY);
-    CHECK_EQ(mux_loop_active(&loop), 1);
-    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* the watcher stopped itself */
-    CHECK_EQ(r.calls, 1);
-    CHECK_EQ(r.pid, pid);
-    CHECK_EQ(r.status, 42);
-    CHECK_EQ(r.active_in_cb, 0);
-    CHECK_EQ(mux_child_stop(&loop, &w), 0);
-    CloseHandle(h);
-    loop_close(&loop);
-}
-
-/* A process that ended before its watcher started is reported all the same (its creator's
- * handle keeps it, and its code, there); never from inside the start. One ended by
- * TerminateProcess has the code its killer gave it. */
-TEST(windows_child_ended_before_the_watcher_started_is_reported) {
+/* A process ended by TerminateProcess before its watcher started is reported all the same
+ * (its creator's handle keeps it, and its code, there), with the code its killer gave it;
+ * never from inside the start. (test_child.c has the processes that exit by themselves.) */
+TEST(windows_child_killed_before_the_watcher_started_is_reported) {
     mux_loop_t loop;
     loop_open(&loop);
     HANDLE h1, h2;
@@ -291,8 +242,8 @@ TEST(windows_child_ended_before_the_watcher_started_is_reported) {
     CHECK_EQ(r2.calls, 1);
     CHECK_EQ(r2.pid, p2);
     CHECK_EQ(r2.status, 9);
-    CloseHandle(h1);
-    CloseHandle(h2);
+    CHECK_EQ(waitpid(p1, NULL, 0), p1);
+    CHECK_EQ(waitpid(p2, NULL, 0), p2);
     loop_close(&loop);
 }
 
@@ -315,7 +266,7 @@ TEST(windows_child_watcher_stopped_first_is_never_called) {
     sleep_ms(50);
     CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 0);
     CHECK_EQ(r.calls, 0);
-    CloseHandle(h);
+    CHECK_EQ(waitpid(pid, NULL, 0), pid);
     loop_close(&loop);
 }
 
@@ -368,7 +319,7 @@ THREAD_TEST(windows_child_watchers_in_two_threads_each_hear_their_own) {
         CHECK_EQ(t[i].r.calls, 1);
         CHECK_EQ(t[i].r.pid, t[i].pid);
         CHECK_EQ(t[i].r.status, 10 + i);
-        CloseHandle(h[i]);
+        CHECK_EQ(waitpid(t[i].pid, NULL, 0), t[i].pid);
         loop_close(&t[i].loop);
     }
 }

@@ -10,17 +10,14 @@
 # close on them, skips for what has no counterpart) and tests/windows/include standing in for
 # the POSIX headers.
 set(win_skipped_files
-  test_child.c "Windows has no such thing: no fork to make the cases' children with (the \
-cases for processes there are in tests/windows/test_windows.c)"
   test_uring.c "Windows has no such thing: io_uring is Linux's"
-  test_rtsig.c "Windows has no such thing: real-time signals are Linux's"
-  test_fs.c
-  "fs_event: ReadDirectoryChangesW is not written yet (start says -ENOTSUP), and the fs_poll case uses POSIX file calls")
+  test_rtsig.c "Windows has no such thing: real-time signals are Linux's")
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
   test_periodic.c test_hooks.c test_async.c test_ref.c test_cleanup.c test_stream.c test_stream_read.c
   test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
   test_stream_errors.c test_listener.c test_http_parser.c test_http_server.c test_http_static.c
-  test_chan.c test_multiloop.c test_signal.c test_event.c windows/test_windows.c)
+  test_chan.c test_multiloop.c test_signal.c test_event.c test_fs.c test_child.c
+  windows/test_windows.c)
 
 set(win_sources harness.c ${win_ported_files})
 set(win_all_files ${win_ported_files})
