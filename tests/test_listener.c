@@ -61,7 +61,12 @@ TEST(stream_listener_thousand_concurrent_connections_each_echo) {
         snprintf(msg[i], sizeof msg[i], "connection %04d says hello", i);
         client_start(&loop, &c[i], &srv.addr, srv.addrlen, msg[i]);
     }
+#ifdef _WIN32 /* Wine: every connection's round trips go through its one server */
+    uint64_t end = mono_ns() + 30000 * MS;
+    harness_watchdog(60);
+#else
     uint64_t end = mono_ns() + 8000 * MS;
+#endif
     int closed = 0;
     while (closed < MANY || srv.peers_closed < MANY) {
         CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
@@ -71,7 +76,7 @@ TEST(stream_listener_thousand_concurrent_connections_each_echo) {
         if (mono_ns() > end) {
             fprintf(stderr, "clients done %d, accepted %d, server closed %d\n", closed,
                     srv.accepted, srv.peers_closed);
-            harness_fail(__FILE__, __LINE__, "1000 echoes within 8 s", NULL);
+            harness_fail(__FILE__, __LINE__, "1000 echoes in time", NULL);
         }
     }
     for (int i = 0; i < MANY; i++)
