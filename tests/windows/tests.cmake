@@ -102,3 +102,20 @@ foreach(src IN LISTS win_all_files)
     endforeach()
   endforeach()
 endforeach()
+
+# libevent's own regression cases against libiomux-event (tests/libevent/README.md), built for
+# Windows as libevent builds them there and run under Wine on each backend.
+set(regress_dir ${CMAKE_BINARY_DIR}/libevent-regress)
+set(regress_libs "$<TARGET_FILE:iomux_event_static> $<TARGET_FILE:iomux_static> -static -lws2_32 -lmswsock -lntdll -lbcrypt -lpthread")
+add_test(NAME core.libevent_regress_build
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/libevent/run-regress build ${regress_dir}
+          ${CMAKE_C_COMPILER} "-g -O1" ${regress_libs})
+set_tests_properties(core.libevent_regress_build PROPERTIES
+  TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS "core;libevent;windows" FIXTURES_SETUP libevent_regress)
+foreach(b IN LISTS IOMUX_BACKENDS)
+  add_test(NAME ${b}.libevent_regress
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/libevent/run-regress run ${regress_dir} ${b})
+  set_tests_properties(${b}.libevent_regress PROPERTIES
+    ENVIRONMENT "${wine_env};IOMUX_TEST_WINE=${IOMUX_WINE}" TIMEOUT 600 SKIP_RETURN_CODE 77
+    LABELS "${b};libevent;windows" FIXTURES_REQUIRED "libevent_regress;wine")
+endforeach()

@@ -94,6 +94,11 @@ EVX_EXPORT int event_config_set_max_dispatch_interval(struct event_config *cfg,
 
 int evx_backend_features(const char *name)
 {
+#ifdef _WIN32
+    /* Windows' backends watch sockets only, as libevent's there; iocp's readiness costs
+     * O(1) per event (the AFD driver's poll requests), select's O(n). */
+    return strcmp(name, "iocp") == 0 ? EV_FEATURE_O1 : 0;
+#endif
     /* Every iomux backend watches any fd: one the kernel cannot poll (a regular file) is
      * reported ready on every turn, as poll does. Only epoll has a real edge trigger. */
     if (strcmp(name, "epoll") == 0)

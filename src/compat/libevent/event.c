@@ -377,6 +377,10 @@ EVX_EXPORT int event_add(struct event *ev, const struct timeval *tv)
             ev->ev_x_ |= EVX_TIMER;
         }
         uint64_t ns = ns_of(tv);
+        /* The timeout counts from now: outside the loop (or without its time cache) the
+         * loop's time is the last turn's, however long ago, where libevent reads the clock. */
+        if (!base->running_loop || (base->flags & EVENT_BASE_FLAG_NO_CACHE_TIME))
+            mux_now_update(&base->loop);
         if (mux_timer_set_repeat(&ev->ev_timer_, ns) < 0 ||
             mux_timer_again(&base->loop, &ev->ev_timer_) < 0) {
             evx_warn("event_add: could not start the timeout");
