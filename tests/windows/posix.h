@@ -331,10 +331,25 @@ static inline int win_dup2(int fd, int to)
     harness_skip("Windows has no such thing: a handle's value cannot be chosen (dup2)");
 }
 
+/* mmap of anonymous zero pages, read-only, as the cases map them: VirtualAlloc's, which
+ * Windows gives as zero pages too; munmap gives them back. */
 static inline void *win_mmap(void *a, size_t len, int prot, int flags, int fd, long off)
 {
-    (void)a, (void)len, (void)prot, (void)flags, (void)fd, (void)off;
-    harness_skip("Windows has no such thing: no mmap (the case maps more than 2 GiB)");
+    (void)a, (void)prot, (void)off;
+    if (!(flags & MAP_ANONYMOUS) || fd != -1)
+        harness_skip("Windows has no such thing: no mmap of a file descriptor");
+    void *p = VirtualAlloc(NULL, len, MEM_RESERVE | MEM_COMMIT, PAGE_READONLY);
+    if (!p) {
+        errno = ENOMEM;
+        return MAP_FAILED;
+    }
+    return p;
+}
+
+static inline int win_munmap(void *p, size_t len)
+{
+    (void)len;
+    return VirtualFree(p, 0, MEM_RELEASE) ? 0 : -1;
 }
 
 static inline int win_posix_memalign(void **p, size_t align, size_t len)
@@ -711,7 +726,7 @@ __attribute__((constructor)) static void win_binary_files(void)
 #define dup win_dup
 #define dup2(a, b) win_dup2(a, b)
 #define mmap win_mmap
-#define munmap(p, l) 0
+#define munmap(p, l) win_munmap(p, l)
 #define posix_memalign win_posix_memalign
 #define waitpid(p, s, o) win_waitpid(p, s, o)
 #define pause() win_pause()
