@@ -200,7 +200,8 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
     size_t size = (size_t)sb->size;
     int keep = size && (size <= MUX_HTTP_STATIC_INLINE ||
                         (size <= MUX__FCACHE_MEM_FILE && c->mem + size <= MUX__FCACHE_MEM));
-    if (keep && (!(e->data = malloc(size)) || (*err = mux__fs_read_at(fd, e->data, size, 0)) != 0)) {
+    if (keep &&
+        (!(e->data = malloc(size)) || (*err = mux__fs_read_at(fd, e->data, size, 0)) != 0)) {
         mux__fentry_unref(e); /* closes fd */
         return NULL;
     }

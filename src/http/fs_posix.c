@@ -29,7 +29,9 @@ static void mux__fs_from(const struct stat *s, struct mux__fs_stat *sb)
     sb->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec;
     sb->dev = (uint64_t)s->st_dev;
     sb->ino = (uint64_t)s->st_ino;
-    sb->kind = S_ISREG(s->st_mode) ? MUX__FS_REG : S_ISDIR(s->st_mode) ? MUX__FS_DIR : MUX__FS_OTHER;
+    sb->kind = S_ISREG(s->st_mode)   ? MUX__FS_REG
+               : S_ISDIR(s->st_mode) ? MUX__FS_DIR
+                                     : MUX__FS_OTHER;
 }
 
 int mux__fs_root_open(const char *root, char **real)
@@ -165,7 +167,8 @@ int mux__fs_read_file(const char *path, size_t max, char **out, size_t *len)
 uint32_t mux__fs_default_max_open(uint32_t cap)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 4 >= cap)
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur / 4 >= cap)
         return cap;
     return rl.rlim_cur < 4 ? 1 : (uint32_t)(rl.rlim_cur / 4);
 }

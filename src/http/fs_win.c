@@ -246,7 +246,8 @@ int mux__fs_stat(int file, struct mux__fs_stat *sb)
     BY_HANDLE_FILE_INFORMATION fi;
     if (!GetFileInformationByHandle(h, &fi))
         return mux__fs_errno(GetLastError());
-    uint64_t t = (uint64_t)fi.ftLastWriteTime.dwHighDateTime << 32 | fi.ftLastWriteTime.dwLowDateTime;
+    FILETIME w = fi.ftLastWriteTime;
+    uint64_t t = (uint64_t)w.dwHighDateTime << 32 | w.dwLowDateTime;
     sb->size = (uint64_t)fi.nFileSizeHigh << 32 | fi.nFileSizeLow;
     sb->mtime_ns = ((int64_t)t - 116444736000000000LL) * 100; /* 100 ns steps since 1601 */
     sb->dev = fi.dwVolumeSerialNumber;

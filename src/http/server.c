@@ -1285,7 +1285,11 @@ MUX_EXPORT int mux_http_respond_file(mux_http_exchange_t *x, int status,
     if (fd < 0 || off < 0 || len > (uint64_t)(INT64_MAX - off) || len > SIZE_MAX)
         return -EINVAL;
     struct mux__body b = {
-        .len = (size_t)len, .fd = mux__file_os(fd), .off = (uint64_t)off, .done = done, .arg = arg};
+        .len = (size_t)len,
+        .fd = mux__file_os(fd),
+        .off = (uint64_t)off,
+        .done = done,
+        .arg = arg};
     return mux__respond(x, status, headers, nheaders, &b);
 }
 
