@@ -1562,6 +1562,8 @@ MUX_EXPORT int mux_http_server_drain(mux_http_server_t *pub, uint64_t timeout_ns
         return -EINVAL;
     if (srv->closing)
         return -EALREADY;
+    /* From the call, not from the loop's last turn (a drain is rare: one clock read). */
+    mux_now_update(srv->loop);
     int r = mux_timer_start(srv->loop, &srv->drain_timer, timeout_ns, 0);
     if (r != 0)
         return r;
