@@ -9,7 +9,6 @@ the write timeout has closed the stuck ones (within 4 s; without the timeout it 
 forever). Then a client that connects and says nothing must be closed by the server within
 4 s. Exit 0 when both hold.
 """
-import os
 import socket
 import subprocess
 import sys

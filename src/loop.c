@@ -104,10 +104,12 @@ static void mux__dispatch(struct mux__loop *loop, struct mux__whdr *h, unsigned 
     }
 }
 
-static void mux__invoke_pending(struct mux__loop *loop)
+/* Runs the pending queue; returns how many entries it held, those queued meanwhile included. */
+static uint32_t mux__invoke_pending(struct mux__loop *loop)
 {
     /* npend is re-read each time: callbacks queue tasks (an upper layer's completions). */
-    for (uint32_t i = 0; i < loop->npend; i++) {
+    uint32_t i = 0;
+    for (; i < loop->npend; i++) {
         struct mux__pending p = loop->pend[i];
         if (!p.w)
             continue;
@@ -123,6 +125,7 @@ static void mux__invoke_pending(struct mux__loop *loop)
         }
     }
     loop->npend = 0;
+    return i;
 }
 
 /* ---- wake-up descriptor ------------------------------------------------------------- */
@@ -552,8 +555,13 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         if (mode == MUX_RUN_DEFAULT && (mux__refs(loop) == 0 || (loop->stop && !first)))
             break;
         if (loop->prepares.count) {
-            mux__hooks_queue(loop, &loop->prepares);
-            mux__invoke_pending(loop);
+            mux__hooks_queue(loop, &loop->prepares); /* after the run above: npend was 0 */
+            uint32_t hooks = loop->npend;
+            /* More entries than prepare watchers: a prepare callback's work was done at once
+             * (a write that went out in full) and its callback ran, which for MUX_RUN_ONCE
+             * is this run's event as above. */
+            if (mux__invoke_pending(loop) > hooks && mode == MUX_RUN_ONCE)
+                mode = MUX_RUN_NOWAIT;
         }
         if (loop->changes >= 0) {
             mux__fd_apply(loop);

@@ -278,6 +278,22 @@ uint64_t prng_next(uint64_t *state)
 void __gcov_dump(void);
 #endif
 
+#ifdef IOMUX_TEST_COVERAGE
+static void dump_and_die(int sig)
+{
+    __gcov_dump();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+#endif
+
+void child_keep_coverage_on_abort(void)
+{
+#ifdef IOMUX_TEST_COVERAGE
+    signal(SIGABRT, dump_and_die);
+#endif
+}
+
 void child_exit(int code)
 {
 #ifdef IOMUX_TEST_COVERAGE

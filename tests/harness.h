@@ -37,6 +37,9 @@ unsigned harness_watchdog(unsigned seconds); /* re-arms the per-case alarm (0: o
 /* Ends a forked child with _exit(code), after writing its coverage counts in a build with
  * --coverage (which _exit alone would drop). */
 _Noreturn void child_exit(int code);
+/* In a forked child that is to end by abort(): its coverage counts are written first, in a
+ * build with --coverage (nothing otherwise). */
+void child_keep_coverage_on_abort(void);
 
 #define HARNESS_CASE_(name, kind)                                                          \
     static void test_##name(void);                                                         \

@@ -14,61 +14,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "event_fixture.h"
 #include "harness.h"
-
-static char last_warning[512];
-static int warnings;
-
-static void record_log(int severity, const char *msg)
-{
-    if (severity >= EVENT_LOG_WARN) {
-        warnings++;
-        snprintf(last_warning, sizeof last_warning, "%s", msg);
-    }
-}
-
-/* A base on the backend the harness runs this case on (IOMUX_BACKEND), every other
- * method avoided, so that the case runs on each backend in turn. */
-static struct event_base *base_open(void)
-{
-    const char *want = getenv("IOMUX_BACKEND");
-    struct event_config *cfg = event_config_new();
-    CHECK(cfg != NULL);
-    for (const char **m = event_get_supported_methods(); want && *m; m++)
-        if (strcmp(*m, want) != 0)
-            CHECK_EQ(event_config_avoid_method(cfg, *m), 0);
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_IGNORE_ENV);
-    struct event_base *base = event_base_new_with_config(cfg);
-    event_config_free(cfg);
-    CHECK(base != NULL);
-    if (want)
-        CHECK_STR_EQ(event_base_get_method(base), want);
-    event_set_log_callback(record_log);
-    warnings = 0;
-    return base;
-}
-
-static void base_close(struct event_base *base)
-{
-    event_base_free(base);
-    event_set_log_callback(NULL);
-}
-
-static void count_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd, (void)what;
-    (*(int *)arg)++;
-}
 
 /* A timeout added outside the loop counts from when it was added, not from the loop's last
  * turn: a program that worked a while between two runs of its loop (filling a socket, say)
  * had every such timeout fire at once. */
 TEST(event_timeout_added_outside_the_loop_counts_from_now) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int n = 0;
     CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1); /* a turn: the loop's time is now */
     sleep_ms(300);
-    struct event *ev = evtimer_new(base, count_cb, &n);
+    struct event *ev = evtimer_new(base, evt_count_cb, &n);
     struct timeval tv = {0, 100 * 1000};
     CHECK_EQ(evtimer_add(ev, &tv), 0);
     uint64_t t0 = mono_ns();
@@ -76,31 +33,31 @@ TEST(event_timeout_added_outside_the_loop_counts_from_now) {
     CHECK_EQ(n, 1);
     CHECK_GE(mono_ns() - t0, 90 * MS); /* the clock's reading may come just before t0 */
     event_free(ev);
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(event_add_of_a_never_assigned_event_is_refused_with_a_warning) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     struct event ev;
     memset(&ev, 0xa5, sizeof ev); /* stack garbage, as an unassigned event would hold */
     CHECK_EQ(event_add(&ev, NULL), -1);
-    CHECK_EQ(warnings, 1);
-    CHECK(strstr(last_warning, "never assigned") != NULL);
+    CHECK_EQ(evt_warnings, 1);
+    CHECK(strstr(evt_last_warning, "never assigned") != NULL);
     CHECK_EQ(event_del(&ev), -1);
     CHECK_EQ(event_initialized(&ev), 0);
     CHECK_EQ(event_add(NULL, NULL), -1);
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(event_assign_of_a_pending_event_is_refused_and_leaves_it_working) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2], n = 0, m = 0;
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     struct event ev;
-    CHECK_EQ(event_assign(&ev, base, sv[0], EV_READ, count_cb, &n), 0);
+    CHECK_EQ(event_assign(&ev, base, sv[0], EV_READ, evt_count_cb, &n), 0);
     CHECK_EQ(event_add(&ev, NULL), 0);
-    CHECK_EQ(event_assign(&ev, base, sv[0], EV_READ, count_cb, &m), -1);
-    CHECK(strstr(last_warning, "pending") != NULL);
+    CHECK_EQ(event_assign(&ev, base, sv[0], EV_READ, evt_count_cb, &m), -1);
+    CHECK(strstr(evt_last_warning, "pending") != NULL);
     CHECK_EQ(write(sv[1], "x", 1), 1);
     CHECK_EQ(event_base_loop(base, EVLOOP_ONCE), 0);
     CHECK_EQ(n, 1);
@@ -108,24 +65,24 @@ TEST(event_assign_of_a_pending_event_is_refused_and_leaves_it_working) {
     CHECK_EQ(event_pending(&ev, EV_READ, NULL), 0); /* not persistent: deleted before its call */
     close(sv[0]);
     close(sv[1]);
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(event_add_of_an_fd_beyond_the_descriptor_limit_fails_at_once) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int n = 0;
-    struct event *ev = event_new(base, 1 << 30, EV_READ, count_cb, &n);
+    struct event *ev = event_new(base, 1 << 30, EV_READ, evt_count_cb, &n);
     CHECK(ev != NULL);
     CHECK_EQ(event_add(ev, NULL), -1);
-    CHECK(strstr(last_warning, "fd 1073741824") != NULL);
+    CHECK(strstr(evt_last_warning, "fd 1073741824") != NULL);
     CHECK_EQ(event_pending(ev, EV_READ, NULL), 0);
-    struct event *sig = evsignal_new(base, 0, count_cb, &n);
+    struct event *sig = evsignal_new(base, 0, evt_count_cb, &n);
     CHECK(sig != NULL);
     CHECK_EQ(event_add(sig, NULL), -1);
     event_free(ev);
     event_free(sig);
     CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1); /* nothing was added */
-    base_close(base);
+    evt_base_close(base);
 }
 
 static int order[8], norder;
@@ -137,7 +94,7 @@ static void order_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 TEST(priorities_run_most_urgent_first_and_are_checked) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     CHECK_EQ(event_base_priority_init(base, 3), 0);
     CHECK_EQ(event_base_get_npriorities(base), 3);
     struct event ev[3];
@@ -158,7 +115,7 @@ TEST(priorities_run_most_urgent_first_and_are_checked) {
     CHECK_EQ(order[0], 2);
     CHECK_EQ(order[1], 1);
     CHECK_EQ(order[2], 0);
-    base_close(base);
+    evt_base_close(base);
 }
 
 static void *break_later(void *arg)
@@ -170,21 +127,21 @@ static void *break_later(void *arg)
 }
 
 THREAD_TEST(loopbreak_from_another_thread_wakes_a_base_with_nothing_added) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, break_later, base), 0);
     CHECK_EQ(event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY), 0);
     CHECK_EQ(event_base_got_break(base), 1);
     CHECK_EQ(event_base_got_exit(base), 0);
     CHECK_EQ(pthread_join(t, NULL), 0);
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(persistent_timeout_counts_from_each_activation) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2], n = 0;
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct event *ev = event_new(base, sv[0], EV_READ | EV_PERSIST, count_cb, &n);
+    struct event *ev = event_new(base, sv[0], EV_READ | EV_PERSIST, evt_count_cb, &n);
     struct timeval tv = {0, 150 * 1000};
     CHECK_EQ(event_add(ev, &tv), 0);
     char c;
@@ -208,23 +165,23 @@ TEST(persistent_timeout_counts_from_each_activation) {
     event_free(ev);
     close(sv[0]);
     close(sv[1]);
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(event_base_free_gives_back_events_of_event_base_once_that_never_ran) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int n = 0, sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     struct timeval hour = {3600, 0};
-    CHECK_EQ(event_base_once(base, -1, EV_TIMEOUT, count_cb, &n, &hour), 0);
-    CHECK_EQ(event_base_once(base, sv[0], EV_READ, count_cb, &n, NULL), 0);
-    CHECK_EQ(event_base_once(base, -1, EV_TIMEOUT, count_cb, &n, NULL), 0); /* active at once */
-    CHECK_EQ(event_base_once(base, -1, EV_SIGNAL, count_cb, &n, NULL), -1);
-    CHECK_EQ(event_base_once(base, sv[0], EV_READ | EV_PERSIST, count_cb, &n, NULL), -1);
+    CHECK_EQ(event_base_once(base, -1, EV_TIMEOUT, evt_count_cb, &n, &hour), 0);
+    CHECK_EQ(event_base_once(base, sv[0], EV_READ, evt_count_cb, &n, NULL), 0);
+    CHECK_EQ(event_base_once(base, -1, EV_TIMEOUT, evt_count_cb, &n, NULL), 0); /* active at once */
+    CHECK_EQ(event_base_once(base, -1, EV_SIGNAL, evt_count_cb, &n, NULL), -1);
+    CHECK_EQ(event_base_once(base, sv[0], EV_READ | EV_PERSIST, evt_count_cb, &n, NULL), -1);
     CHECK_EQ(event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED), 2);
     CHECK_EQ(event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE), 1);
     /* The sanitizer's leak check fails the case if the three are not freed. */
-    base_close(base);
+    evt_base_close(base);
     CHECK_EQ(n, 0);
     close(sv[0]);
     close(sv[1]);
@@ -244,10 +201,12 @@ static int stop_at_3_fn(const struct event_base *b, const struct event *ev, void
 }
 
 TEST(foreach_visits_added_and_active_events_and_stops_on_nonzero) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int n = 0, seen = 0;
-    struct event *t1 = evtimer_new(base, count_cb, &n), *t2 = evtimer_new(base, count_cb, &n);
-    struct event *idle = evtimer_new(base, count_cb, &n), *act = evtimer_new(base, count_cb, &n);
+    struct event *t1 = evtimer_new(base, evt_count_cb, &n);
+    struct event *t2 = evtimer_new(base, evt_count_cb, &n);
+    struct event *idle = evtimer_new(base, evt_count_cb, &n);
+    struct event *act = evtimer_new(base, evt_count_cb, &n);
     struct timeval tv = {10, 0};
     CHECK_EQ(evtimer_add(t1, &tv), 0);
     CHECK_EQ(evtimer_add(t2, &tv), 0);
@@ -260,15 +219,15 @@ TEST(foreach_visits_added_and_active_events_and_stops_on_nonzero) {
     CHECK_EQ(seen, 3);
     event_free(t1), event_free(t2), event_free(idle), event_free(act);
     CHECK_EQ(n, 0);
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(active_by_fd_activates_only_the_matching_directions) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2], r = 0, w = 0;
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct event *re = event_new(base, sv[0], EV_READ | EV_PERSIST, count_cb, &r);
-    struct event *we = event_new(base, sv[0], EV_WRITE | EV_PERSIST, count_cb, &w);
+    struct event *re = event_new(base, sv[0], EV_READ | EV_PERSIST, evt_count_cb, &r);
+    struct event *we = event_new(base, sv[0], EV_WRITE | EV_PERSIST, evt_count_cb, &w);
     CHECK_EQ(event_add(re, NULL), 0);
     event_base_active_by_fd(base, sv[0], EV_READ);
     event_base_active_by_fd(base, sv[1], EV_READ);
@@ -279,7 +238,7 @@ TEST(active_by_fd_activates_only_the_matching_directions) {
     event_free(we);
     close(sv[0]);
     close(sv[1]);
-    base_close(base);
+    evt_base_close(base);
 }
 
 static void del_self_cb(evutil_socket_t fd, short what, void *arg)
@@ -289,35 +248,36 @@ static void del_self_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 TEST(a_callback_may_free_its_own_event) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct event *ev = event_new(base, sv[0], EV_READ | EV_PERSIST, del_self_cb, event_self_cbarg());
+    struct event *ev =
+        event_new(base, sv[0], EV_READ | EV_PERSIST, del_self_cb, event_self_cbarg());
     CHECK(event_get_callback_arg(ev) == ev);
     CHECK_EQ(event_add(ev, NULL), 0);
     CHECK_EQ(write(sv[1], "x", 1), 1);
     CHECK_EQ(event_base_dispatch(base), 1); /* ran, freed, then nothing was left */
     close(sv[0]);
     close(sv[1]);
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(edge_triggered_and_level_triggered_events_on_one_fd_are_refused) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2], n = 0;
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct event *et = event_new(base, sv[0], EV_READ | EV_ET, count_cb, &n);
-    struct event *lt = event_new(base, sv[0], EV_WRITE, count_cb, &n);
+    struct event *et = event_new(base, sv[0], EV_READ | EV_ET, evt_count_cb, &n);
+    struct event *lt = event_new(base, sv[0], EV_WRITE, evt_count_cb, &n);
     CHECK_EQ(event_add(et, NULL), 0);
     CHECK_EQ(event_add(lt, NULL), -1);
-    CHECK(strstr(last_warning, "mix edge-triggered") != NULL);
+    CHECK(strstr(evt_last_warning, "mix edge-triggered") != NULL);
     CHECK_EQ(event_del(et), 0);
     CHECK_EQ(event_add(lt, NULL), 0); /* alone on the fd now */
     event_free(et);
     event_free(lt);
     close(sv[0]);
     close(sv[1]);
-    base_close(base);
+    evt_base_close(base);
 }
 
 static int inner_result;
@@ -332,7 +292,7 @@ static void reenter_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 TEST(reentrant_event_base_loop_is_refused_and_running_event_is_known) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     struct event ev;
     CHECK_EQ(event_assign(&ev, base, -1, 0, reenter_cb, base), 0);
     CHECK(event_base_get_running_event(base) == NULL);
@@ -340,10 +300,10 @@ TEST(reentrant_event_base_loop_is_refused_and_running_event_is_known) {
     inner_result = 0;
     CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1); /* 1: nothing left afterwards */
     CHECK_EQ(inner_result, -1);
-    CHECK(strstr(last_warning, "reentrant") != NULL);
+    CHECK(strstr(evt_last_warning, "reentrant") != NULL);
     CHECK(seen_running == &ev);
     CHECK(event_base_get_running_event(base) == NULL);
-    base_close(base);
+    evt_base_close(base);
 }
 
 /* ---- bufferevents, evbuffers and listeners ---- */
@@ -433,7 +393,7 @@ static void sink_read(struct bufferevent *bev, void *arg)
 }
 
 TEST(bufferevent_echo_moves_4_mib_intact_and_reports_eof) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     short echo_what = 0;
@@ -455,7 +415,7 @@ TEST(bufferevent_echo_moves_4_mib_intact_and_reports_eof) {
     CHECK_EQ(p.got, p.want);
     CHECK_EQ(p.sum, 0);
     CHECK_EQ(echo_what, BEV_EVENT_READING | BEV_EVENT_EOF);
-    base_close(base);
+    evt_base_close(base);
 }
 
 struct accept_ctx {
@@ -494,7 +454,7 @@ static void client_event(struct bufferevent *bev, short what, void *arg)
 }
 
 TEST(listener_and_connecting_bufferevent_talk_over_tcp) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     struct accept_ctx c = {.base = base};
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
     struct evconnlistener *lev = evconnlistener_new_bind(
@@ -510,11 +470,11 @@ TEST(listener_and_connecting_bufferevent_talk_over_tcp) {
     CHECK_EQ(event_base_dispatch(base), 1);
     CHECK_EQ(c.client_what, BEV_EVENT_CONNECTED);
     CHECK_STR_EQ(c.got, "hello");
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(bufferevent_connect_refused_reports_an_error_event) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int s = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
     socklen_t len = sizeof sin;
@@ -529,7 +489,7 @@ TEST(bufferevent_connect_refused_reports_an_error_event) {
     CHECK_EQ(c.client_what, BEV_EVENT_ERROR);
     bufferevent_free(client);
     CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1);
-    base_close(base);
+    evt_base_close(base);
 }
 
 static void count_read(struct bufferevent *bev, void *arg)
@@ -539,7 +499,7 @@ static void count_read(struct bufferevent *bev, void *arg)
 }
 
 TEST(bufferevent_stops_reading_at_its_high_watermark_and_resumes_below_it) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2], calls = 0;
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     struct bufferevent *bev = bufferevent_socket_new(base, sv[0], 0); /* sv[0] stays ours */
@@ -566,11 +526,11 @@ TEST(bufferevent_stops_reading_at_its_high_watermark_and_resumes_below_it) {
     CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1);
     close(sv[0]);
     close(sv[1]);
-    base_close(base);
+    evt_base_close(base);
 }
 
 TEST(bufferevent_read_timeout_reports_timeout_and_disables_reading) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     struct accept_ctx c = {.base = base};
@@ -585,7 +545,7 @@ TEST(bufferevent_read_timeout_reports_timeout_and_disables_reading) {
     bufferevent_free(bev);
     CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1);
     close(sv[1]);
-    base_close(base);
+    evt_base_close(base);
 }
 
 /* Every bufferevent of a base reads into one shared buffer and copies out at once: many
@@ -614,7 +574,7 @@ static void many_sink_read(struct bufferevent *bev, void *arg)
 
 TEST(bufferevents_reading_at_once_each_get_their_own_bytes) {
     enum { N = 40, LEN = 200000 };
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[N][2], left = N;
     struct bufferevent *echo[N], *sink[N];
     struct many_sink k[N];
@@ -642,7 +602,7 @@ TEST(bufferevents_reading_at_once_each_get_their_own_bytes) {
         bufferevent_free(echo[c]);
         bufferevent_free(sink[c]);
     }
-    base_close(base);
+    evt_base_close(base);
 }
 
 /* A bufferevent set to read more than 16 KB at a time reads into chunks of its own: one
@@ -677,7 +637,7 @@ static size_t burst_through(struct event_base *base, int fd, struct big_reader *
 }
 
 TEST(bufferevent_max_single_read_sets_how_much_one_read_takes) {
-    struct event_base *base = base_open();
+    struct event_base *base = evt_base_open();
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     int sz = 1 << 20;
@@ -695,5 +655,5 @@ TEST(bufferevent_max_single_read_sets_how_much_one_read_takes) {
     CHECK_EQ(burst_through(base, sv[1], &r, 20000), 16384);
     bufferevent_free(bev);
     close(sv[1]);
-    base_close(base);
+    evt_base_close(base);
 }

@@ -191,6 +191,58 @@ TEST(prepare_and_check_surround_the_wait) {
     close(sv[1]);
 }
 
+/* A prepare callback that writes to a stream: where the write goes out at once (the readiness
+ * backends send before they wait), its callback runs before the wait, and MUX_RUN_ONCE must
+ * not then block for another event (mux_run's rule for callbacks that were already due);
+ * on io_uring the write completes in the wait. Either way the run returns with it done. */
+struct prep_write {
+    mux_stream_t s;
+    mux_write_t req;
+    mux_buf_t buf;
+    int written, status;
+};
+
+static void pw_written(mux_write_t *req, int status)
+{
+    struct prep_write *pw = req->data;
+    pw->written++;
+    pw->status = status;
+}
+
+static void pw_prepare(mux_loop_t *loop, mux_prepare_t *p)
+{
+    struct prep_write *pw = p->data;
+    CHECK_EQ(mux_prepare_stop(loop, p), 0);
+    pw->buf = mux_buf_init("prep", 4);
+    pw->req.data = pw;
+    CHECK_EQ(mux_write(&pw->s, &pw->req, &pw->buf, 1, pw_written), 0);
+}
+
+TEST(a_write_from_a_prepare_callback_ends_a_run_once_without_another_event) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct prep_write pw = {.written = 0};
+    CHECK_EQ(mux_stream_open(&loop, &pw.s, sv[0]), 0);
+    mux_prepare_t p;
+    CHECK_EQ(mux_prepare_init(&p, pw_prepare), 0);
+    p.data = &pw;
+    CHECK_EQ(mux_prepare_start(&loop, &p), 0);
+    harness_watchdog(5);
+    for (int i = 0; i < 10 && !pw.written; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
+    CHECK_EQ(pw.written, 1);
+    CHECK_EQ(pw.status, 0);
+    char got[8];
+    CHECK_EQ(read(sv[1], got, sizeof got), 4);
+    CHECK_EQ(memcmp(got, "prep", 4), 0);
+    CHECK_EQ(mux_stream_close(&pw.s, NULL), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    loop_close(&loop);
+    close(sv[1]);
+}
+
 /* fork: the child's loop notices the fork by itself (pthread_atfork), calls its fork
  * watcher once, and still works; the parent's loop is unaffected. The child reports what
  * it saw through its exit code, which the parent collects with a child watcher. */

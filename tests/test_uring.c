@@ -62,6 +62,9 @@ CORE_TEST(uring_refused_by_kernel_falls_back_to_epoll_and_named_uring_fails) {
     CHECK_EQ(unsetenv("IOMUX_BACKEND"), 0);
     check_refusal("EPERM", -EPERM);   /* io_uring_disabled, or seccomp's EPERM */
     check_refusal("ENOSYS", -ENOSYS); /* seccomp's ENOSYS, or a kernel without it */
+    check_refusal("EACCES", -EACCES); /* a security module's refusal */
+    check_refusal("95", -95);         /* any other errno, by number */
+    check_refusal("nonsense", -EPERM); /* not a name or a number: EPERM */
 }
 
 /* uring opens when asked for, and the default is the first backend of the build's

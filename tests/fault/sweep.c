@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1009,7 +1010,7 @@ static void http_run(struct cx *c, mux_http_handler_cb handler, const char *req,
         goto out;
     }
     size_t sent = 0, reqlen = strlen(req);
-    char got[1024];
+    char got[4096]; /* every answer of a case, the static case's listing page included */
     size_t ngot = 0;
     int eof = 0;
     uint64_t end = mono_ms() + 2000;
@@ -1091,8 +1092,9 @@ static void sc_handler(mux_http_exchange_t *x)
         note(hc->c, r);
 }
 
-/* Four answers: the index, a range of a small file (sent from the cache's copy), a 304,
- * and the end of a file too big to be kept (sent from its descriptor). */
+/* Five answers: the index, a range of a small file (sent from the cache's copy), a 304,
+ * the end of a file too big to be kept (sent from its descriptor), and the listing of a
+ * directory without an index (MUX_HTTP_STATIC_AUTOINDEX). */
 static int sc_done(const char *got)
 {
     const char *a = strstr(got, "<p>index</p>");
@@ -1100,7 +1102,9 @@ static int sc_done(const char *got)
     const char *d = b ? strstr(b, "\r\n\r\nbcd") : NULL;
     const char *e = d ? strstr(d, "HTTP/1.1 304 ") : NULL;
     const char *f = e ? strstr(e, "HTTP/1.1 206 ") : NULL;
-    return f && strstr(f, "\r\n\r\n0123456789");
+    const char *g = f ? strstr(f, "\r\n\r\n0123456789") : NULL;
+    const char *h = g ? strstr(g, "HTTP/1.1 200 ") : NULL;
+    return h && strstr(h, "listed.txt</a>");
 }
 
 static void case_static(struct cx *c)
@@ -1121,21 +1125,34 @@ static void case_static(struct cx *c)
         if (!f || fputs(texts[i], f) < 0 || fclose(f) != 0)
             bad(c, "writing %s", path);
     }
+    snprintf(path, sizeof path, "%s/sub", dir); /* a directory without an index: listed */
+    if (mkdir(path, 0700) != 0)
+        bad(c, "mkdir %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/sub/listed.txt", dir);
+    FILE *lf = fopen(path, "w");
+    if (!lf || fclose(lf) != 0)
+        bad(c, "writing %s", path);
     memset(&sc_files, 0, sizeof sc_files);
+    sc_files.flags = MUX_HTTP_STATIC_AUTOINDEX;
     if (!c->bad && note(c, mux_http_static_init(&sc_files, dir)) == 0) {
         http_run(c, sc_handler,
                  "GET / HTTP/1.1\r\nHost: t\r\n\r\n"
                  "GET /f.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=1-3\r\n\r\n"
                  "GET /f.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Fri, 01 Jan 2100 "
                  "00:00:00 GMT\r\n\r\n"
-                 "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=-10\r\n\r\n",
-                 sc_done, 4);
+                 "GET /big.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=-10\r\n\r\n"
+                 "GET /sub/ HTTP/1.1\r\nHost: t\r\n\r\n",
+                 sc_done, 5);
         mux_http_static_close(&sc_files);
     }
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         unlink(path);
     }
+    snprintf(path, sizeof path, "%s/sub/listed.txt", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    rmdir(path);
     rmdir(dir);
 }
 

@@ -6,11 +6,14 @@
  * main/, signal/ and et/, run by libevent's tinytest. */
 #include "util-internal.h"
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/event_compat.h>
+#include <event2/listener.h>
 #include <event2/thread.h>
 #include <event2/util.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +25,9 @@
 #include <windows.h>
 #endif
 
+#include "evbuffer-internal.h"
 #include "regress.h"
+#include "regress_testutils.h"
 
 /* regress.c defines these itself, and the extracted definitions always include them
  * (extract.py's RUNNER_GLOBALS); weak here for an older extraction, where the system has weak
@@ -53,6 +58,67 @@ pid_t regress_fork(void)
     return fork();
 }
 #endif
+
+int evutil_socket_connect_(evutil_socket_t *fd, const struct sockaddr *sa, int socklen)
+{
+    int made = *fd < 0;
+    if (made && ((*fd = socket(sa->sa_family, SOCK_STREAM, 0)) < 0 ||
+                 evutil_make_socket_nonblocking(*fd) < 0))
+        goto fail;
+    if (connect(*fd, sa, (socklen_t)socklen) == 0)
+        return 1;
+    if (errno == EINPROGRESS || errno == EINTR)
+        return 0;
+    if (errno == ECONNREFUSED)
+        return 2;
+fail:
+    if (made && *fd >= 0) {
+        int err = errno;
+        close(*fd);
+        errno = err;
+    }
+    if (made)
+        *fd = -1;
+    return -1;
+}
+
+int regress_get_listener_addr(struct evconnlistener *lev, struct sockaddr *sa,
+                              ev_socklen_t *socklen)
+{
+    evutil_socket_t fd = evconnlistener_get_fd(lev);
+    return fd < 0 ? -1 : getsockname(fd, sa, socklen);
+}
+
+/* libevent's own check walks its chains. This one checks what the public API shows of
+ * them: the extents evbuffer_peek lists add up to the length, no empty one stands before
+ * one with data (libevent keeps empty chains at the end only), and the contiguous space is
+ * the first extent. */
+int evbuffer_validate_(struct evbuffer *buf)
+{
+    size_t len = evbuffer_get_length(buf), sum = 0;
+    int n = evbuffer_peek(buf, -1, NULL, NULL, 0), empty = 0, ok = n >= 0;
+    struct evbuffer_iovec *v = calloc(n > 0 ? (size_t)n : 1, sizeof *v);
+    if (!v)
+        exit(1);
+    if (ok && evbuffer_peek(buf, -1, NULL, v, n) != n)
+        ok = 0;
+    for (int i = 0; ok && i < n; i++) {
+        if (v[i].iov_len && empty)
+            ok = 0; /* data behind an empty extent */
+        empty |= v[i].iov_len == 0;
+        sum += v[i].iov_len;
+    }
+    if (ok && sum != len)
+        ok = 0;
+    if (ok && evbuffer_get_contiguous_space(buf) != (n > 0 ? v[0].iov_len : 0))
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "evbuffer_validate_: %d extents, %zu bytes in them, length %zu, "
+                        "contiguous space %zu\n",
+                n, sum, len, evbuffer_get_contiguous_space(buf));
+    free(v);
+    return ok;
+}
 
 int regress_make_tmpfile(const void *data, size_t len, char **filename_out)
 {
@@ -200,12 +266,8 @@ static int legacy_test_cleanup(const struct testcase_t *tc, void *ptr)
 
 const struct testcase_setup_t legacy_setup = {legacy_test_setup, legacy_test_cleanup};
 
-static struct testgroup_t groups[] = {
-    {"main/", main_testcases},
-    {"signal/", signal_testcases},
-    {"et/", edgetriggered_testcases},
-    END_OF_GROUPS,
-};
+/* The groups' table, written by extract.py (groups.c): one per libevent test file's table. */
+extern struct testgroup_t regress_groups[];
 
 int main(int argc, const char **argv)
 {
@@ -228,5 +290,5 @@ int main(int argc, const char **argv)
     }
     if (getenv("EVENT_DEBUG_MODE"))
         event_enable_debug_mode();
-    return tinytest_main(argc, argv, groups) ? 1 : 0;
+    return tinytest_main(argc, argv, regress_groups) ? 1 : 0;
 }

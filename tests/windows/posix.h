@@ -157,9 +157,20 @@ static inline int win_close(int fd)
     return -1;
 }
 
+/* fcntl on a socket: F_GETFD says FD_CLOEXEC where the handle is not inherited (what
+ * close-on-exec is on Windows); F_GETFL cannot say whether a socket is non-blocking (Windows
+ * has no query for FIONBIO), so it is 0; F_SETFL sets FIONBIO. */
 static inline int win_fcntl(int fd, int cmd, ...)
 {
-    if (cmd == F_GETFL || cmd == F_GETFD || cmd == F_SETFD)
+    if (cmd == F_GETFD) {
+        DWORD f;
+        if (!win_is_socket(fd) || !GetHandleInformation((HANDLE)(uintptr_t)(unsigned)fd, &f)) {
+            errno = EBADF;
+            return -1;
+        }
+        return f & HANDLE_FLAG_INHERIT ? 0 : FD_CLOEXEC;
+    }
+    if (cmd == F_GETFL || cmd == F_SETFD)
         return win_is_socket(fd) ? 0 : -1;
     va_list ap;
     va_start(ap, cmd);
@@ -466,6 +477,20 @@ static inline void *win_memmem(const void *h, size_t hl, const void *n, size_t n
             return (void *)p;
     return NULL;
 }
+
+/* dprintf, which Windows' C runtime lacks: to a C runtime descriptor. */
+static inline int win_dprintf(int fd, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    return n < 0 ? n : (int)win_write(fd, buf, (size_t)n);
+}
+#define dprintf win_dprintf
 
 static inline struct tm *win_gmtime_r(const time_t *t, struct tm *tm)
 {

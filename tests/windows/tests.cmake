@@ -16,10 +16,11 @@ set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_time
   test_periodic.c test_hooks.c test_async.c test_ref.c test_cleanup.c test_stream.c test_stream_read.c
   test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
   test_stream_errors.c test_listener.c test_http_parser.c test_http_server.c test_http_static.c
-  test_chan.c test_multiloop.c test_signal.c test_event.c test_fs.c test_child.c
-  windows/test_windows.c)
+  test_chan.c test_multiloop.c test_signal.c test_event.c test_event_util.c test_event_buffer.c
+  test_event_base.c test_event_bufferevent.c test_event_listener.c test_event_alloc.c test_fs.c
+  test_child.c windows/test_windows.c)
 
-set(win_sources harness.c ${win_ported_files})
+set(win_sources harness.c event_fixture.c ${win_ported_files})
 set(win_all_files ${win_ported_files})
 list(LENGTH win_skipped_files n)
 math(EXPR last "${n} - 1")

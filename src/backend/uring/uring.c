@@ -107,6 +107,14 @@
  *   (probed through IORING_OP_SEND_ZC) a stream reading into a pool keeps one multishot
  *   receive armed, across read stops too; IOMUX_URING_STREAMS=oneshot submits a receive per
  *   buffer instead.
+ * - ThreadSanitizer cannot see the rings come and go: liburing maps and unmaps them with raw
+ *   system calls, not libc's mmap and munmap, which the sanitizer intercepts to reset what it
+ *   knows of the memory. The history of a closed loop's ring then outlives it, and a new ring
+ *   that another thread maps at the same address has its first writes reported as racing
+ *   with the dead ring's. The unmap does happen before the new mapping (the kernel hands the
+ *   address out again only after it), so a sanitized build tells the sanitizer that, page by
+ *   page: a release on every page of a ring before it is unmapped, an acquire on every page
+ *   of a new ring (mux__uring_tsan_*; nothing at all in other builds).
  * - Tests: IOMUX_TEST_URING_REFUSE=EPERM (or ENOSYS, or a number) makes open, and the new
  *   ring of a fork's child, fail as a refusing kernel would; IOMUX_URING_ENTRIES=n (2 to
  *   4096, else open fails with -EINVAL) sizes the SQ ring to n entries and the CQ ring to 2n,
@@ -121,6 +129,65 @@
 #include <unistd.h>
 
 #include "backend/uring/uring.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define MUX__URING_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MUX__URING_TSAN 1
+#endif
+#endif
+#ifdef MUX__URING_TSAN
+#include <sanitizer/tsan_interface.h>
+
+/* Calls `fn` with the first byte of every page of [p, p + len). */
+static void mux__uring_tsan_pages(void *p, size_t len, void (*fn)(void *))
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t off = 0; off < len; off += page)
+        fn((char *)p + off);
+}
+
+/* Every page of the ring's mappings: the SQ ring, the CQ ring (unless the kernel gave one
+ * mapping for both) and the SQEs. */
+static void mux__uring_tsan_each(struct io_uring *ring, void (*fn)(void *))
+{
+    mux__uring_tsan_pages(ring->sq.ring_ptr, ring->sq.ring_sz, fn);
+    if (ring->cq.ring_ptr != ring->sq.ring_ptr)
+        mux__uring_tsan_pages(ring->cq.ring_ptr, ring->cq.ring_sz, fn);
+    mux__uring_tsan_pages(ring->sq.sqes, ring->sq.ring_entries * sizeof *ring->sq.sqes, fn);
+}
+
+/* A new ring: whatever was mapped at its pages before, and unmapped, happened before it. */
+static void mux__uring_tsan_mapped(struct io_uring *ring)
+{
+    mux__uring_tsan_each(ring, __tsan_acquire);
+}
+
+/* A ring about to be unmapped: everything done with it happens before a later mapping of
+ * its pages. */
+static void mux__uring_tsan_unmapping(struct io_uring *ring)
+{
+    mux__uring_tsan_each(ring, __tsan_release);
+}
+#else
+static inline void mux__uring_tsan_mapped(struct io_uring *ring)
+{
+    (void)ring;
+}
+
+static inline void mux__uring_tsan_unmapping(struct io_uring *ring)
+{
+    (void)ring;
+}
+#endif
+
+/* Unmaps the ring and closes its fd. */
+static void mux__uring_exit(struct mux__uring *st)
+{
+    mux__uring_tsan_unmapping(&st->ring);
+    io_uring_queue_exit(&st->ring);
+}
 
 #ifndef IORING_SETUP_SUBMIT_ALL
 #define IORING_SETUP_SUBMIT_ALL (1U << 7)
@@ -228,8 +295,9 @@ static int mux__uring_setup(struct mux__uring *st)
             continue; /* an older kernel: try with fewer flags */
         if (err != 0)
             return err;
+        mux__uring_tsan_mapped(&st->ring);
         if ((p.features & MUX__URING_FEATURES) != MUX__URING_FEATURES) {
-            io_uring_queue_exit(&st->ring);
+            mux__uring_exit(st);
             return -ENOSYS;
         }
         st->skip = p.features & IORING_FEAT_CQE_SKIP ? IOSQE_CQE_SKIP_SUCCESS : 0;
@@ -255,7 +323,7 @@ static int mux__uring_open(struct mux__loop *loop)
     err = mux__uring_ops_open(st);
     if (err != 0) {
         mux__uring_ops_close(st);
-        io_uring_queue_exit(&st->ring);
+        mux__uring_exit(st);
         free(st);
         return err;
     }
@@ -281,7 +349,7 @@ static void mux__uring_close(struct mux__loop *loop)
     struct mux__uring *st = loop->bdata;
     mux__uring_ops_close(st);
     if (st->ring_ok)
-        io_uring_queue_exit(&st->ring);
+        mux__uring_exit(st);
     free(st->rearm);
     free(st);
     loop->bdata = NULL;
@@ -301,7 +369,7 @@ static int mux__uring_renew(struct mux__loop *loop, int lost)
         mux__uring_reap(loop);
     mux__uring_ops_drop_ring(loop, lost);
     if (st->ring_ok)
-        io_uring_queue_exit(&st->ring);
+        mux__uring_exit(st);
     st->ring_ok = 0;
     st->nrearm = st->ndone = 0;
     mux__fd_forget_kernel(loop);

@@ -426,9 +426,10 @@ EVX_EXPORT int event_base_loop(struct event_base *base, int flags)
         }
         /* Callbacks ran in the turn itself (io events of a one-priority base, bufferevents)
          * or from the queue now: as libevent, EVLOOP_ONCE ends once some ran and none is
-         * left, EVLOOP_NONBLOCK once a turn found nothing to run. */
+         * left, EVLOOP_NONBLOCK once a turn found nothing to run. One that ran in the turn
+         * and broke the loop is the last: what the turn queued waits for the next loop. */
         int ran = base->ndirect > 0;
-        if (base->nactive && run_active(base) > 0)
+        if (base->nactive && !breaking(base) && run_active(base) > 0)
             ran = 1;
         if ((flags & EVLOOP_ONCE) && !base->nactive && ran)
             break;

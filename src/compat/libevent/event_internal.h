@@ -91,7 +91,6 @@ void evx_bev_flush_all(struct event_base *base);
 
 /* Logging (libevent's "[warn] ..." to stderr, or the program's callback). */
 void evx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void evx_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Logs at EVENT_LOG_ERR, calls the fatal callback (or abort()); does not return. */
 void evx_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 

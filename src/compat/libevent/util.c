@@ -21,7 +21,6 @@
 
 static event_log_cb log_cb;
 static event_fatal_cb fatal_cb;
-static int debug_logging;
 
 static void vlog(int severity, const char *fmt, va_list ap)
 {
@@ -40,16 +39,6 @@ void evx_warn(const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     vlog(EVENT_LOG_WARN, fmt, ap);
-    va_end(ap);
-}
-
-void evx_debug(const char *fmt, ...)
-{
-    if (!debug_logging)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vlog(EVENT_LOG_DEBUG, fmt, ap);
     va_end(ap);
 }
 
@@ -76,7 +65,8 @@ EVX_EXPORT void event_set_fatal_callback(event_fatal_cb cb)
 
 EVX_EXPORT void event_enable_debug_logging(ev_uint32_t which)
 {
-    debug_logging = which != 0;
+    /* libevent's debug messages tell what happens inside it; iomux has none to give. */
+    (void)which;
 }
 
 EVX_EXPORT void event_enable_debug_mode(void)
@@ -283,10 +273,10 @@ EVX_EXPORT int evutil_parse_sockaddr_port(const char *str, struct sockaddr *out,
     memcpy(host, str, (size_t)(end - str));
     host[end - str] = '\0';
     long p = 0;
-    if (port) {
+    if (port) { /* a port that is written must be one a peer can have: 1 to 65535 */
         char *stop;
         p = strtol(port, &stop, 10);
-        if (!*port || *stop || p < 0 || p > 65535)
+        if (!*port || *stop || p < 1 || p > 65535)
             return -1;
     }
     struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)p)};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The headers libevent's regress.c and regress_et.c include, for the preprocessed
- * definitions tests/libevent/extract.py takes out of them. */
+/* The headers libevent's regression files include, for the preprocessed definitions
+ * tests/libevent/extract.py takes out of them. */
 #include <sys/types.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -12,6 +12,10 @@
 #else
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <sys/resource.h>
 #include <netdb.h>
@@ -33,7 +37,12 @@
 #include <event2/event_compat.h>
 #include <event2/util.h>
 #include <event2/thread.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
 #include "event-internal.h"
+#include "evbuffer-internal.h"
+#include "regress_testutils.h"
 
 /* glibc spells these members as macros; the preprocessed definitions have them spelled out. */
 #undef sa_handler

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Stand-in for libevent's internal util-internal.h, for its regression tests built by
  * tests/libevent/run-regress: the few helpers those tests use that are not library state
- * (character classes, a weak random generator, a sleep), written for iomux. */
+ * (character classes, printf formats, a weak random generator, a sleep, a connect), written
+ * for iomux (regress_runner.c). */
 #ifndef IOMUX_REGRESS_UTIL_INTERNAL_H
 #define IOMUX_REGRESS_UTIL_INTERNAL_H
 
@@ -56,6 +57,43 @@
 #define EVUTIL_SHUT_WR SHUT_WR
 #define EVUTIL_SHUT_BOTH SHUT_RDWR
 #endif
+
+/* printf formats; libiomux-event's <event2/util.h> has some of them, libevent's none */
+#ifndef EV_I64_FMT
+#define EV_I64_FMT "%lld"
+#endif
+#ifndef EV_U64_FMT
+#define EV_U64_FMT "%llu"
+#endif
+#ifndef EV_I64_ARG
+#define EV_I64_ARG(x) ((long long)(x))
+#endif
+#ifndef EV_U64_ARG
+#define EV_U64_ARG(x) ((unsigned long long)(x))
+#endif
+#ifndef EV_SOCK_FMT
+#define EV_SOCK_FMT "%d"
+#endif
+#ifndef EV_SOCK_ARG
+#define EV_SOCK_ARG(x) (x)
+#endif
+#ifndef EV_SIZE_FMT
+#define EV_SIZE_FMT "%zu"
+#endif
+#ifndef EV_SSIZE_FMT
+#define EV_SSIZE_FMT "%zd"
+#endif
+#ifndef EV_SIZE_ARG
+#define EV_SIZE_ARG(x) (x)
+#endif
+#ifndef EV_SSIZE_ARG
+#define EV_SSIZE_ARG(x) (x)
+#endif
+
+struct sockaddr;
+/* Connects *fd (a new non-blocking TCP socket when *fd < 0): 1 connected, 0 in progress,
+ * 2 refused, -1 another error (a socket it made is closed again and *fd set to -1). */
+int evutil_socket_connect_(evutil_socket_t *fd, const struct sockaddr *sa, int socklen);
 
 struct evutil_weakrand_state {
     ev_uint32_t seed;
