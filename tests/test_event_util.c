@@ -145,6 +145,44 @@ CORE_TEST(evutil_sockaddr_cmp_orders_by_family_then_address_then_port) {
     CHECK_EQ(evutil_sockaddr_cmp(&u1, &u2, 1), 0);
 }
 
+/* ---- addresses ---- */
+
+/* A numeric host's results name their protocol and socket type, which Windows' getaddrinfo
+ * leaves 0 (found by libevent's util/getaddrinfo case under Wine). */
+CORE_TEST(evutil_getaddrinfo_fills_in_the_protocol_and_the_socket_type) {
+    struct evutil_addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    CHECK_EQ(evutil_getaddrinfo("1.2.3.4", "8080", &hints, &ai), 0);
+    CHECK(ai != NULL);
+    CHECK_EQ(ai->ai_socktype, SOCK_STREAM);
+    CHECK_EQ(ai->ai_protocol, IPPROTO_TCP);
+    evutil_freeaddrinfo(ai);
+    hints.ai_socktype = SOCK_DGRAM;
+    CHECK_EQ(evutil_getaddrinfo("127.0.0.1", "53", &hints, &ai), 0);
+    CHECK_EQ(ai->ai_protocol, IPPROTO_UDP);
+    evutil_freeaddrinfo(ai);
+    /* Neither asked for: one result per socket type, TCP and UDP, as libevent gives. */
+    hints.ai_socktype = 0;
+    hints.ai_protocol = 0;
+    CHECK_EQ(evutil_getaddrinfo("1.2.3.4", NULL, &hints, &ai), 0);
+    int tcp = 0, udp = 0;
+    for (struct evutil_addrinfo *a = ai; a; a = a->ai_next) {
+        tcp += a->ai_socktype == SOCK_STREAM && a->ai_protocol == IPPROTO_TCP;
+        udp += a->ai_socktype == SOCK_DGRAM && a->ai_protocol == IPPROTO_UDP;
+    }
+    CHECK_EQ(tcp, 1);
+    CHECK_EQ(udp, 1);
+    evutil_freeaddrinfo(ai);
+    hints.ai_socktype = 0; /* and the socket type from the protocol */
+    hints.ai_protocol = IPPROTO_UDP;
+    CHECK_EQ(evutil_getaddrinfo("127.0.0.1", "53", &hints, &ai), 0);
+    CHECK_EQ(ai->ai_socktype, SOCK_DGRAM);
+    CHECK_EQ(ai->ai_protocol, IPPROTO_UDP);
+    evutil_freeaddrinfo(ai);
+}
+
 /* ---- strings ---- */
 
 CORE_TEST(evutil_snprintf_always_terminates_and_returns_the_full_length) {

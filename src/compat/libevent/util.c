@@ -344,14 +344,116 @@ EVX_EXPORT int evutil_ascii_strcasecmp(const char *s1, const char *s2)
     return evutil_ascii_strncasecmp(s1, s2, (size_t)-1);
 }
 
+/* Fills in a result's protocol from its socket type, and its socket type from its protocol,
+ * where the system left them 0, as libevent's getaddrinfo does. */
+static void evx_ai_infer(struct evutil_addrinfo *ai)
+{
+    for (; ai; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+            continue;
+        if (ai->ai_socktype == 0)
+            ai->ai_socktype = ai->ai_protocol == IPPROTO_TCP   ? SOCK_STREAM
+                              : ai->ai_protocol == IPPROTO_UDP ? SOCK_DGRAM
+                                                               : 0;
+        if (ai->ai_protocol == 0)
+            ai->ai_protocol = ai->ai_socktype == SOCK_STREAM  ? IPPROTO_TCP
+                              : ai->ai_socktype == SOCK_DGRAM ? IPPROTO_UDP
+                                                              : 0;
+    }
+}
+
+#ifdef _WIN32
+/* Windows' getaddrinfo gives a numeric host with neither socket type nor protocol asked for
+ * as one result of no socket type, where libevent (and Linux) give one per socket type: TCP
+ * and UDP. Then the system is asked once for each, and the results are copied into one list
+ * of this library's own (each node one allocation: the node, its address, its name), which
+ * evutil_freeaddrinfo frees; a node of the system's is never in it. */
+#define EVX_AI_OURS 0x40000000 /* in ai_flags: a node of the copied list */
+
+static struct evutil_addrinfo *evx_ai_copy(const struct evutil_addrinfo *ai,
+                                           struct evutil_addrinfo ***tail)
+{
+    for (; ai; ai = ai->ai_next) {
+        size_t name = ai->ai_canonname ? strlen(ai->ai_canonname) + 1 : 0;
+        struct evutil_addrinfo *c = malloc(sizeof *c + ai->ai_addrlen + name);
+        if (!c)
+            return NULL;
+        *c = *ai;
+        c->ai_flags |= EVX_AI_OURS;
+        c->ai_addr = (struct sockaddr *)(c + 1);
+        memcpy(c->ai_addr, ai->ai_addr, ai->ai_addrlen);
+        c->ai_canonname = name ? (char *)c->ai_addr + ai->ai_addrlen : NULL;
+        if (name)
+            memcpy(c->ai_canonname, ai->ai_canonname, name);
+        c->ai_next = NULL;
+        **tail = c;
+        *tail = &c->ai_next;
+    }
+    return (struct evutil_addrinfo *)1; /* not NULL: done */
+}
+
+static int evx_ai_each_type(const char *node, const char *serv,
+                            const struct evutil_addrinfo *hints, struct evutil_addrinfo **res)
+{
+    static const int types[2][2] = {{SOCK_STREAM, IPPROTO_TCP}, {SOCK_DGRAM, IPPROTO_UDP}};
+    struct evutil_addrinfo *out = NULL, **tail = &out;
+    int err = 0;
+    for (int i = 0; i < 2 && err == 0; i++) {
+        struct evutil_addrinfo h = *hints, *one = NULL;
+        h.ai_socktype = types[i][0];
+        h.ai_protocol = types[i][1];
+        err = getaddrinfo(node, serv, &h, &one);
+        if (err == 0) {
+            evx_ai_infer(one);
+            if (!evx_ai_copy(one, &tail))
+                err = EAI_MEMORY;
+            freeaddrinfo(one);
+        }
+    }
+    if (err != 0) {
+        evutil_freeaddrinfo(out);
+        out = NULL;
+    }
+    *res = out;
+    return err;
+}
+#endif
+
+/* The system's getaddrinfo, with the protocols and socket types libevent's gives. */
 EVX_EXPORT int evutil_getaddrinfo(const char *node, const char *serv,
                                   const struct evutil_addrinfo *hints, struct evutil_addrinfo **res)
 {
-    return getaddrinfo(node, serv, hints, res);
+#ifdef _WIN32
+    struct evutil_addrinfo none;
+    memset(&none, 0, sizeof none);
+    const struct evutil_addrinfo *want = hints ? hints : &none;
+    if (node && want->ai_socktype == 0 && want->ai_protocol == 0) {
+        struct evutil_addrinfo h = *want, *probe = NULL;
+        h.ai_flags |= AI_NUMERICHOST;
+        if (getaddrinfo(node, serv, &h, &probe) == 0) { /* a numeric host */
+            freeaddrinfo(probe);
+            return evx_ai_each_type(node, serv, want, res);
+        }
+    }
+#endif
+    int err = getaddrinfo(node, serv, hints, res);
+    if (err == 0)
+        evx_ai_infer(*res);
+    return err;
 }
 
 EVX_EXPORT void evutil_freeaddrinfo(struct evutil_addrinfo *ai)
 {
+#ifdef _WIN32
+    if (ai && (ai->ai_flags & EVX_AI_OURS)) {
+        while (ai) {
+            struct evutil_addrinfo *next = ai->ai_next;
+            free(ai);
+            ai = next;
+        }
+        return;
+    }
+#endif
     freeaddrinfo(ai);
 }
 
