@@ -5,7 +5,7 @@
 set(IOMUX_BACKENDS iocp select)
 set(IOMUX_BACKEND_SOURCES src/backend/iocp.c src/backend/winselect.c)
 set(IOMUX_PLATFORM_SOURCES src/platform/win.c src/signal_win.c src/child_win.c
-  src/fs_event_none.c)
+  src/fs_event_win.c)
 set(IOMUX_HTTP_SOURCES src/http/parser.c src/http/static.c src/http/mime.c src/http/server.c
   src/http/files.c src/http/listing.c src/http/fs_win.c)
 # Windows 10's declarations (GetSystemTimePreciseAsFileTime, WSA_FLAG_NO_HANDLE_INHERIT).

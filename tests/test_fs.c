@@ -80,11 +80,6 @@ static void fs_start(mux_loop_t *loop, mux_fs_event_t *w, const char *path, stru
     CHECK_EQ(mux_fs_event_init(w, heard_cb, path), 0);
     w->data = h;
     int err = mux_fs_event_start(loop, w);
-#ifdef _WIN32
-    if (err == -ENOTSUP)
-        SKIP("fs_event is not written for Windows yet (ReadDirectoryChangesW): its start says "
-             "-ENOTSUP there, and fs_poll serves");
-#endif
     if (err == -ENOTSUP)
         SKIP("this build has no file-system notifications (inotify is Linux's; the portable "
              "POSIX build has none): fs_poll serves there");
@@ -123,10 +118,22 @@ TEST(fs_event_directory_entries_are_reported_by_name) {
     run_for(&loop, &h.calls, 5000, "the new entry");
     run_until_count(&loop, (int *)heard_of(&h, "a"), MUX_FS_CREATE | MUX_FS_CHANGE, 5000,
                     "its write");
+#ifdef _WIN32 /* a mode there is the read-only attribute: set, then cleared for the removal */
+    CHECK_EQ(chmod(a, 0444), 0);
+    int before = h.calls;
+    run_until_count(&loop, &h.calls, before + 1, 5000, "the mode change");
+    CHECK(*heard_of(&h, "a") & MUX_FS_ATTRIB);
+    *heard_of(&h, "a") = 0;
+    CHECK_EQ(chmod(a, 0644), 0);
+    before = h.calls;
+    run_until_count(&loop, &h.calls, before + 1, 5000, "the mode change back");
+    CHECK_EQ(*heard_of(&h, "a"), MUX_FS_ATTRIB);
+#else
     CHECK_EQ(chmod(a, 0600), 0);
     int before = h.calls;
     run_until_count(&loop, &h.calls, before + 1, 5000, "the mode change");
     CHECK(*heard_of(&h, "a") & MUX_FS_ATTRIB);
+#endif
     CHECK_EQ(rename(a, b), 0);
     before = h.calls;
     run_until_count(&loop, &h.calls, before + 2, 5000, "the rename, both names");
@@ -167,14 +174,37 @@ TEST(fs_event_file_events_coalesce_and_its_removal_stops_the_watcher) {
     CHECK_EQ(mux_loop_active(&loop), 0);
     CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* nothing keeps it running */
     CHECK_EQ(mux_fs_event_free(&w), 0);
-    /* A watched directory removed: gone too. */
-    char sub[128];
+    rm_tree(dir);
+    loop_finish(&loop);
+}
+
+/* A watched directory removed: MUX_FS_GONE, the watcher stopped. */
+TEST(fs_event_watched_directory_removed_is_gone) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    char dir[64], sub[128];
+    fs_dir(dir, sizeof dir);
     fs_path(sub, sizeof sub, dir, "sub");
     CHECK_EQ(mkdir(sub, 0755), 0);
+    mux_fs_event_t w;
+    struct heard h;
     fs_start(&loop, &w, sub, &h);
     CHECK_EQ(rmdir(sub), 0);
+#ifdef _WIN32
+    if (win_is_wine()) {
+        uint64_t end = mono_ns() + 1000 * MS;
+        while (!h.gone && mono_ns() < end)
+            run_ms(&loop, 20);
+        if (!h.gone)
+            SKIP("Wine does not implement it: Wine removes a directory that has open handles "
+                 "(the watcher's) only when the last one closes, as Windows did before its "
+                 "POSIX deletion semantics, and completes no ReadDirectoryChangesW of it "
+                 "meanwhile (Windows completes them)");
+    }
+#endif
     run_for(&loop, &h.gone, 5000, "the directory's removal");
     CHECK_EQ(*heard_of(&h, "sub") & MUX_FS_GONE, MUX_FS_GONE);
+    CHECK_EQ(mux_fs_event_is_active(&w), 0);
     CHECK_EQ(mux_fs_event_free(&w), 0);
     rm_tree(dir);
     loop_finish(&loop);
@@ -306,6 +336,9 @@ static void many_cb(mux_loop_t *loop, mux_fs_event_t *w, const char *name, unsig
 }
 
 TEST(fs_event_ten_thousand_files_all_heard_or_an_overflow) {
+#ifdef _WIN32 /* Wine's server makes each of the 20,000 files: 10 s alone, 50 s beside others */
+    alarm(110);
+#endif
     int fds_before = 0;
     for (int fd = 0; fd < 1024; fd++)
         fds_before += fcntl(fd, F_GETFD) >= 0;

@@ -466,6 +466,13 @@ static inline int win_sigaction(int sig, const struct sigaction *sa, struct siga
     return 0;
 }
 
+/* Whether this runs under Wine (its ntdll exports wine_get_version). */
+static inline int win_is_wine(void)
+{
+    HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+    return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
+}
+
 /* memmem, which Windows' C runtime lacks. */
 static inline void *win_memmem(const void *h, size_t hl, const void *n, size_t nl)
 {

@@ -60,9 +60,10 @@ target_compile_definitions(iomux-tests PRIVATE IOMUX_TEST_BACKENDS="${backends_c
 # elsewhere, Wine included (src/backend/iocp.c says why).
 set(win_file_sources test_stream_file.c test_http_server.c test_http_static.c)
 
-# Cases that keep Wine's one server busy for seconds (5,000 loopback TCP pairs), which every
-# other Wine process waits on: they run alone.
-set(win_serial_cases io_ten_thousand_fds_only_written_ones_fire)
+# Cases that keep Wine's one server busy for seconds (5,000 loopback TCP pairs; 20,000 files
+# made and removed), which every other Wine process waits on: they run alone.
+set(win_serial_cases io_ten_thousand_fds_only_written_ones_fire
+  fs_event_ten_thousand_files_all_heard_or_an_overflow)
 
 # Wine: its own prefix in the build tree, made (and its server started, kept for a minute
 # after the last program) by the first test, which every other one waits for.
