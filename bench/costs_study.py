@@ -19,7 +19,8 @@ from benchlib import (FLOOR, Cell, Study as Base, COST_EXCLUDED, baseline_arg, b
                       callgrind_cmd, callgrind_ir, callgrind_unavailable, calls_diff,
                       driver_order, end_line, failed_line, fmt_dur, keep_callgrind, log,
                       parse_strace, plain, strace_run)
-from echo_study import IDLE, ECHO_WATCHERS, echo_order, run_echo_one, with_idle_timeout
+from echo_study import (IDLE, ECHO_WATCHERS, URING_FLOOR, echo_order, run_echo_one,
+                        with_idle_timeout)
 
 # Each unit runs for L and for COST_FACTOR * L units (Poller rounds, chained writes, chain
 # iterations of n restarts each, or seconds of echoing), under callgrind; then under strace
@@ -29,11 +30,13 @@ COST_LENGTHS = {"poller-1": 1000, "poller-100": 100, "chain": 2000, "chain-timeo
                 "restart": 20, "echo": 0.5}
 COST_STRACE_LENGTHS = {"poller-1": 100, "poller-100": 10, "chain": 300, "chain-timeouts": 300,
                        "restart": 3, "echo": 0.5}
+ECHO_MANY_LENGTH = 2  # the echo unit's L in seconds at more than one session (--sessions)
 # rows: the drivers and echo servers measured (None: every one the mode's backends and
 # peers allow); the quick run keeps the floors, iomux on epoll and io_uring, its libevent
 # emulation and the peers, which is what the back-to-back pairs' ties need.
-QUICK_ROWS = ["raw-epoll", "raw-uring", "iomux-epoll", "iomux-uring", "iomux-event-epoll",
-              "iomux-io", "libev", "libevent", "libuv", "asio"]
+QUICK_ROWS = ["raw-epoll", "raw-uring", "raw-uring-multi", "iomux-epoll", "iomux-uring",
+              "iomux-uring-edge", "iomux-event-epoll", "iomux-io", "libev", "libevent", "libuv",
+              "asio"]
 MODES = {
     "smoke": dict(n=100, units=["poller-1", "echo"], lengths={"poller-1": 100, "echo": 0.2},
                   strace=None, block=128, backends=["epoll", "uring"], peers=False, rows=None),
@@ -144,19 +147,20 @@ def cost_driver(runner, drv, unit, cfg, transport, lengths, slengths, outdir):
 
 def cost_echo(runner, name, cfg, lengths, slengths, outdir):
     """One echo server: two runs under callgrind, two under strace, each with the client
-    echoing for that many seconds. Returns the row, or None (failure recorded)."""
-    ecfg = dict(block=cfg["block"])
+    echoing for that many seconds over cfg["sessions"] sessions (1 unless --sessions names
+    another count). Returns the row, or None (failure recorded)."""
+    ecfg, s = dict(block=cfg["block"]), cfg["sessions"]
     row = dict(ir=[], echoes=[], commands=[])
     for secs in lengths:
         out = os.path.join(outdir, f"echo.{name}.{secs}s")
-        r = run_echo_one(runner, name, 1, ecfg, -1, seconds=secs, warmup=0,
+        r = run_echo_one(runner, name, s, ecfg, -1, seconds=secs, warmup=0,
                          callgrind_out=out, study="costs")
         ir, files = callgrind_ir(out)
         keep_callgrind(files, runner.keep_callgrind and r is not None and ir is not None)
         if r is None:
             return None
         if ir is None:
-            return cost_failed(runner, name, "tcp", 1, "no callgrind output",
+            return cost_failed(runner, name, "tcp", s, "no callgrind output",
                                r["server_cmd"], "costs")
         row["ir"].append(ir)
         row["echoes"].append(r["echoes_total"])
@@ -165,7 +169,7 @@ def cost_echo(runner, name, cfg, lengths, slengths, outdir):
             row["server_stop"] = r["server_stop"]
     units = row["echoes"][1] - row["echoes"][0]
     if units <= 0:
-        return cost_failed(runner, name, "tcp", 1, f"echoes did not grow with the run "
+        return cost_failed(runner, name, "tcp", s, f"echoes did not grow with the run "
                            f"length: {row['echoes']}", row["commands"][1])
     row["units"] = units
     row["per_length"] = (row["ir"][1] - row["ir"][0]) / units  # per echo
@@ -173,14 +177,14 @@ def cost_echo(runner, name, cfg, lengths, slengths, outdir):
         calls, echoes = [], []
         for secs in slengths:
             path = os.path.join(outdir, f"strace.echo.{name}.{secs}s.txt")
-            r = run_echo_one(runner, name, 1, ecfg, -1, seconds=secs, warmup=0,
+            r = run_echo_one(runner, name, s, ecfg, -1, seconds=secs, warmup=0,
                              strace_path=path, study="costs")
             c = parse_strace(path) if r and os.path.exists(path) else None
             if os.path.exists(path):
                 os.unlink(path)
             if c is None:
                 return None if r is None else cost_failed(
-                    runner, name, "tcp", 1, "no strace count", r["server_cmd"])
+                    runner, name, "tcp", s, "no strace count", r["server_cmd"])
             calls.append(c)
             echoes.append(r["echoes_total"])
             row.setdefault("strace_commands", []).append(f"{r['server_cmd']} & {r['cmd']}")
@@ -205,6 +209,7 @@ def summarize(runner, cfg, units, measured, transport, do_strace):
     commands."""
     n = cfg["n"]
     res = dict(transport=transport, n=n, factor=COST_FACTOR, block=cfg["block"],
+               sessions=cfg["sessions"],
                excluded=list(COST_EXCLUDED), floor=FLOOR, units={})
     for unit in units:
         u = COST_UNITS[unit]
@@ -213,7 +218,13 @@ def summarize(runner, cfg, units, measured, transport, do_strace):
         slo = (cfg["strace"] or {}).get(unit) if do_strace else None
         slengths = [slo, slo * COST_FACTOR] if slo else None
         rows = measured.get(unit, {})
-        res["units"][unit] = dict(title=u["title"], unit=u["unit"], what=u["what"],
+        title, what = u["title"], u["what"]
+        if unit == "echo" and (cfg["sessions"] != 1 or cfg["block"] != 128):
+            sessions = (f"{cfg['sessions']:,} session{'s' if cfg['sessions'] != 1 else ''}"
+                        f" of {cfg['block']:,}-byte blocks")
+            title = f"Echo round trip, {sessions}"
+            what = what.replace("1 session of 128-byte blocks", sessions)
+        res["units"][unit] = dict(title=title, unit=u["unit"], what=what,
                                   lengths=lengths, strace_lengths=slengths, rows=rows)
         minus = res["units"].get(u.get("minus"), {}).get("rows", {})
         for name, row in list(rows.items()):
@@ -248,6 +259,10 @@ def summarize(runner, cfg, units, measured, transport, do_strace):
 def costs_reproduce(args, mode, units, names):
     cmd = ["bench/run", "--build", build_arg(args)] + (["--full"] if mode == "full" else []) + [
         "--study", "costs", "--units", ",".join(units)]
+    if "echo" in units and args.sessions:
+        cmd += ["--sessions", args.sessions.split(",")[0]]
+    if "echo" in units and args.block:
+        cmd += ["--block", str(args.block)]
     if args.transport:
         cmd += ["--transport", args.transport.split(",")[0]]
     if names:
@@ -286,7 +301,49 @@ def costs_table(entry, order):
     return "\n".join(lines)
 
 
-def costs_md(args, mode, costs, names, enames, want):
+URING_IR_TARGET = 1.3  # iomux-uring's instructions per echo over the io_uring floor's
+URING_ENTER_TARGET = 1.05  # io_uring_enter per echo, at most
+
+
+def uring_floor_lines(rows, sessions=1):
+    """iomux-uring against the io_uring floor in the echo unit: (lines, misses)."""
+    mine, floor = rows.get("iomux-uring"), rows.get(URING_FLOOR)
+    if not mine or not floor or not floor.get("per_unit"):
+        return [], []
+    ratio = mine["per_unit"] / floor["per_unit"]
+    enters = [r.get("syscalls", {}).get("io_uring_enter") for r in (mine, floor)]
+    lines = [f"`iomux-uring` over `{URING_FLOOR}` (the io_uring floor): {mine['per_unit']:,.1f} "
+             f"against {floor['per_unit']:,.1f} instructions per echo, {ratio:.2f}x (target: "
+             f"at most {URING_IR_TARGET}x)"]
+    misses = []
+    if ratio > URING_IR_TARGET:
+        misses.append(f"costs echo (S = {sessions:,}): iomux-uring {ratio:.2f}x {URING_FLOOR}'s "
+                      f"instructions per echo, over {URING_IR_TARGET}x")
+    if None not in enters:
+        lines[0] += (f"; `io_uring_enter` per echo {enters[0]:.2f} against {enters[1]:.2f} "
+                     f"(target: at most {URING_ENTER_TARGET})" + (
+                         ". At one session every server that sends through the ring gets its "
+                         "send's completion at once, in the enter that submitted it, and waits "
+                         "for the next block in a second one" if sessions == 1 else
+                         f", at {sessions:,} sessions"))
+        if enters[0] > URING_ENTER_TARGET:
+            misses.append(f"costs echo (S = {sessions:,}): iomux-uring {enters[0]:.2f} "
+                          f"io_uring_enter per echo (the floor {enters[1]:.2f}), over "
+                          f"{URING_ENTER_TARGET}")
+    return [lines[0] + ".", ""], misses
+
+
+def uring_floor_md(rows, sessions=1):
+    return uring_floor_lines(rows, sessions)[0]
+
+
+def unit_names(unit, names, drivers):
+    """The drivers a unit has a row for: the edge-triggered ones run study 1's units only."""
+    return [n for n in names if COST_UNITS[unit]["study"] != "chain" or
+            not drivers.get(n, {}).get("edge")]
+
+
+def costs_md(args, mode, costs, names, enames, want, drivers):
     md = ["## Cost table: user-space instructions per unit (callgrind)", "",
           "User-space instructions per unit of work, counted by valgrind's callgrind (the "
           "`Ir` total of its output files, summed when a process dumps more than once), as "
@@ -310,7 +367,7 @@ def costs_md(args, mode, costs, names, enames, want):
              else ""), ""]
     for unit, entry in costs["units"].items():
         order = (echo_order(set(entry["rows"]) | set(enames)) if unit == "echo" else
-                 driver_order(set(entry["rows"]) | set(names)))
+                 driver_order(set(entry["rows"]) | set(unit_names(unit, names, drivers))))
         what = entry["what"]
         md += [f"### {entry['title']}: instructions per {entry['unit']}", "",
                what[:1].upper() + what[1:] + ".", "", "```",
@@ -324,6 +381,8 @@ def costs_md(args, mode, costs, names, enames, want):
         md += ["```", "", costs_table(entry, order), ""]
         if COST_UNITS[unit].get("note"):
             md += [COST_UNITS[unit]["note"] + ".", ""]
+        if unit == "echo":
+            md += uring_floor_md(entry["rows"], costs.get("sessions", 1))
         stops = [k for k, v in entry["rows"].items() if "server_stop" in v]
         if stops:
             md += ["Under valgrind, " + ", ".join(f"`{k}`" for k in stops) + " did not exit on "
@@ -333,10 +392,10 @@ def costs_md(args, mode, costs, names, enames, want):
     return md
 
 
-def print_costs(costs, names, enames):
+def print_costs(costs, names, enames, drivers):
     for unit, entry in costs["units"].items():
         order = (echo_order(set(entry["rows"]) | set(enames)) if unit == "echo" else
-                 driver_order(set(entry["rows"]) | set(names)))
+                 driver_order(set(entry["rows"]) | set(unit_names(unit, names, drivers))))
         lo, hi = entry["lengths"]
         runs = (f"windows of {lo} s and {hi} s" if unit == "echo" else
                 f"runs of {lo:,} and {hi:,} {COST_UNITS[unit]['length'].lstrip('-')}")
@@ -357,6 +416,19 @@ class Study(Base):
     def __init__(self, ctx):
         super().__init__(ctx)
         args, runner, cfg, want = self.args, self.runner, self.cfg, ctx.want
+        # The echo unit runs at one session of the mode's block unless --sessions (its first
+        # count) and --block say otherwise: iomux-uring's targets against the io_uring floor
+        # are also set at 100 to 10,000 sessions and at 16 KB.
+        cfg["sessions"] = int(args.sessions.split(",")[0]) if args.sessions else 1
+        if args.block:
+            cfg["block"] = args.block
+        if cfg["sessions"] > 1:
+            # Under callgrind a server of many sessions echoes a few thousand blocks a second
+            # and its start-up (every accept) is longer: half a second is too short a window
+            # for the difference of two runs to be the echoes' own.
+            cfg["lengths"] = dict(cfg["lengths"], echo=ECHO_MANY_LENGTH)
+            if cfg.get("strace"):
+                cfg["strace"] = dict(cfg["strace"], echo=ECHO_MANY_LENGTH)
         units = args.units.split(",") if args.units else (cfg["units"] or list(COST_UNITS))
         unknown = [u for u in units if u not in COST_UNITS]
         if unknown:
@@ -382,7 +454,7 @@ class Study(Base):
                     self.enames.append(n)
             elif rows and own not in rows:
                 continue
-            elif own in (FLOOR, ECHO_WATCHERS) or (own.startswith("iomux-") and (
+            elif own in (FLOOR, URING_FLOOR, ECHO_WATCHERS) or (own.startswith("iomux-") and (
                     cfg["backends"] is None or own.split("-", 1)[1] in cfg["backends"])) or (
                     cfg["peers"] and not own.startswith(("iomux-", "raw-"))):
                 self.enames.append(n)
@@ -420,7 +492,8 @@ class Study(Base):
         cells = []
         for unit in self.units:
             self.rows[unit] = {}
-            for name in (self.enames if unit == "echo" else self.names):
+            for name in (self.enames if unit == "echo" else
+                         unit_names(unit, self.names, self.runner.drivers)):
                 est = 4.0 if unit == "echo" else 1.5
                 cells.append(Cell(f"costs {unit} {name}", est,
                                   lambda u=unit, name=name: self.run_row(u, name)))
@@ -465,14 +538,16 @@ class Study(Base):
 
     def report_md(self, out):
         if self.result:
+            echo = self.result["units"].get("echo", {}).get("rows", {})
             return costs_md(self.args, self.mode, self.result, self.names, self.enames,
-                            self.ctx.want), []
+                            self.ctx.want, self.runner.drivers), uring_floor_lines(
+                                echo, self.cfg["sessions"])[1]
         return ["## Cost table: user-space instructions per unit (callgrind)", "",
                 f"Not measured: {self.why or 'no row ran'}.", ""], []
 
     def print_tables(self):
         if self.result:
-            print_costs(self.result, self.names, self.enames)
+            print_costs(self.result, self.names, self.enames, self.runner.drivers)
 
     def smoke_summary(self):
         costs = self.result

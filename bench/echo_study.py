@@ -16,9 +16,10 @@ import sys
 import tempfile
 
 import echo_small
+import echo_uring
 from benchlib import (BASE, FLOOR, Cell, Study as Base, build_arg, baseline_arg,
-                      callgrind_cmd, end_line, fd_kinds, log, median, parse_strace, plain,
-                      plot, read_line, shown_path, table_md)
+                      callgrind_cmd, end_line, fd_kinds, log, median, paired, parse_strace,
+                      plain, plot, ratio_stats, read_line, shown_path, table_md)
 
 MODES = {
     "smoke": dict(sessions=[1, 10], seconds=1, warmup=0.2, block=16384, reps=1,
@@ -47,6 +48,8 @@ ECHO_BEV_TARGET = 0.9  # libiomux-event's bufferevent server's MB/s over the flo
 ECHO_URING_ABOVE_FROM = 100  # ... and iomux-uring above the floor from this many sessions
 IDLE = "+idle"  # the cost table's iomux-epoll echo server with its default idle timeout
 ECHO_WATCHERS = "iomux-io"  # iomux's readiness watchers in libev's idiom: runs with the floor
+URING_FLOOR = "raw-uring"  # the hand-written io_uring echo server: the io_uring floor
+SERVER_BACKEND = {URING_FLOOR: "uring"}  # the kernel instance a built server must hold
 SELECT_MAX_SESSIONS = 1000  # select's FD_SETSIZE (1024) less the server's own fds
 
 
@@ -57,8 +60,8 @@ def iomux_echo_servers(build, drivers_all):
     servers, skipped = {}, []
     iomux = os.path.join(build, "echo-server")
     for name, d in sorted(drivers_all.items()):
-        if d.get("family") != "iomux":
-            continue
+        if d.get("family") != "iomux" or d.get("edge"):
+            continue  # one echo server per backend: the edge-triggered drivers have none
         backend = plain(name).split("-", 1)[1]
         if not os.path.exists(iomux):
             skipped.append((name, f"{iomux} not built"))
@@ -110,7 +113,8 @@ def discover_echo(build, drivers_all):
                 log(f"run: FAIL echo server {parts[1]} does not reach the library it claims: "
                     f"{(out.stdout + out.stderr).strip()}")
                 sys.exit(1)
-            servers[parts[1]] = dict(cmd=[exe], env={}, expect=None, backend="epoll",
+            servers[parts[1]] = dict(cmd=[exe], env={}, expect=None,
+                                     backend=SERVER_BACKEND.get(parts[1], "epoll"),
                                      identity=out.stdout.strip())
     if client and not os.path.exists(client):
         client = None
@@ -118,9 +122,9 @@ def discover_echo(build, drivers_all):
 
 
 def echo_order(names):
-    rank = {"raw-epoll": 0, "iomux-epoll": 1, "iomux-uring": 2}  # +idle after its server
+    rank = {"raw-epoll": 0, URING_FLOOR: 1, "iomux-epoll": 2, "iomux-uring": 3}  # +idle after
     return sorted(names, key=lambda d: (rank.get(plain(d).removesuffix(IDLE),
-                                                 3 if d.startswith("iomux") else 4), d))
+                                                 4 if d.startswith("iomux") else 5), d))
 
 
 
@@ -311,6 +315,34 @@ def echo_misses(t, sessions):
     return misses
 
 
+def floors_md(t, sessions):
+    """The two floors against each other, and iomux-uring against the io_uring floor, from the
+    timed runs (paired within each repetition): which mechanism is ahead at each S."""
+    pairs = [(URING_FLOOR, FLOOR, "the io_uring floor over the epoll floor"),
+             ("iomux-uring", URING_FLOOR, "iomux-uring over the io_uring floor")]
+    lines = []
+    for metric, better in (("mbps", "higher"), ("cpu_ms_per_mb", "lower")):
+        byd = t.get(metric, {})
+        for a, b, words in pairs:
+            cells = []
+            for s in sessions:
+                x, y = byd.get(a, {}).get(s), byd.get(b, {}).get(s)
+                st = ratio_stats(paired(x["byrep"], y["byrep"])) if x and y else None
+                cells.append("—" if not st or st["ratio"] is None else
+                             f"{st['ratio']:.2f}x ({st['rmin']:.2f}–{st['rmax']:.2f})")
+            if any(c != "—" for c in cells):
+                lines.append(f"| {words} | {metric_words(metric)[0]} ({better} is better) | "
+                             + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    return ["### The two floors, and iomux-uring against the io_uring floor", "",
+            f"`{URING_FLOOR}` is io_uring written by hand; `{FLOOR}` is epoll written by hand. "
+            "Ratios paired within each repetition, as the tables above; the back-to-back pairs "
+            "below settle them.", "",
+            "| ratio | metric | " + " | ".join(f"S={s:,}" for s in sessions) + " |",
+            "|---|---|" + "---|" * len(sessions)] + lines + [""]
+
+
 def echo_reproduce(args, cfg, reps, names=None):
     cmd = ["bench/run", "--build", build_arg(args), "--study", "echo", "--sessions",
            ",".join(map(str, cfg["sessions"])), "--seconds", str(cfg["seconds"]),
@@ -349,6 +381,7 @@ def echo_md(args, out, runner, tables, skips, cfg, reps, names, syscalls):
         md += [f"Ratio to {FLOOR}, paired within each repetition ({better} is better):", "",
                table_md(t[metric], ss, names, skips, key, True,
                         mark_mb if metric == "mbps" else lambda d, n, s: False), ""]
+    md += floors_md(t, ss)
     if "mbps" in t:
         def series(metric, field):
             return {d: [(n, s[field]) for n, s in byn.items() if s[field] is not None]
@@ -475,6 +508,7 @@ class Study(Base):
             if args.sessions:
                 scfg["sessions"] = cfg["sessions"]
             self.small = echo_small.Study(runner, args, scfg, self.names, self.reps)
+        self.uring = echo_uring.Pairs(runner, args, echo_uring.MODES[self.mode], self.names)
 
     def known(self):
         return set(self.runner.echo_servers)
@@ -490,6 +524,8 @@ class Study(Base):
                          f"(--full or --drivers runs them)")
         if self.small:
             lines.append(self.small.banner())
+        if self.uring.banner():
+            lines.append(self.uring.banner())
         return "\n".join(lines)
 
     def reproduce(self):
@@ -508,6 +544,7 @@ class Study(Base):
                                       lambda s=s, name=name, rep=rep: self.run_one(name, s, rep)))
         if self.small:
             cells += self.small.schedule()
+        cells += self.uring.schedule()
         if self.mode != "smoke" and not self.args.no_syscalls and cfg["strace"]:
             for s in cfg["strace"]:
                 for name in names:
@@ -567,6 +604,9 @@ class Study(Base):
         ctx = self.ctx
         md, missed = echo_md(self.args, out, self.runner, ctx.tables, ctx.skips, self.cfg,
                              self.reps, self.names, self.syscalls)
+        umd, umissed = self.uring.report_md()
+        md += umd
+        missed += umissed
         if self.small:
             smd, smissed = self.small.report_md(out)
             md += smd
@@ -583,6 +623,7 @@ class Study(Base):
                              key, False))
                 log(table_md(et[metric], self.cfg["sessions"], self.names, self.ctx.skips,
                              key, True, lambda d, n, s: False))
+        self.uring.print_tables()
         if self.small:
             self.small.print_tables()
 
@@ -592,12 +633,14 @@ class Study(Base):
         mb = sum(r["echoes_total"] * r["block"] for r in echoes) / 1e6
         lines = [f"echo: {len(echoes)} runs, {mb:,.0f} MB echoed and every byte checked; "
                  f"servers run: {', '.join(self.names)}"]
-        return lines + (self.small.smoke_summary() if self.small else [])
+        return lines + (self.small.smoke_summary() if self.small else []) + \
+            self.uring.smoke_summary()
 
     def json_parts(self):
         out = {"echo_syscalls": self.syscalls}
         if self.small:
             out[self.small.NAME] = self.small.json()
+        out[self.uring.NAME] = self.uring.json()
         return out
 
     def baseline_blocks(self):

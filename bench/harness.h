@@ -35,6 +35,10 @@ struct bench_driver {
     const char *name;    /* unique in the suite: "raw-epoll", "iomux-poll", "libev" */
     const char *variant; /* passed to the driver's functions: a backend name, or NULL */
     int max_fd;          /* the driver cannot watch fds >= max_fd (select), or 0 */
+    /* 1: edge-triggered watchers, which report a slot once per write. Only study 1 runs
+     * such a driver: its callback empties the slot every round, where study 2 may leave a
+     * second token behind that no edge would ever report. */
+    int edge;
     /* Returns NULL when the driver can run on this machine, else a static reason. */
     const char *(*unavailable)(const char *variant);
     /* Writes "<library> <version> (<where the calls go>)" into buf and returns 0 when the

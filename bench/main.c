@@ -42,7 +42,7 @@ static int list(void)
         else
             printf(",\"identity_ok\":%s", ok == 0 ? "true" : "false");
         json_str("identity", id);
-        printf(",\"max_fd\":%d}\n", d->max_fd);
+        printf(",\"max_fd\":%d%s}\n", d->max_fd, d->edge ? ",\"edge\":true" : "");
     }
     return 0;
 }
@@ -149,6 +149,10 @@ int main(int argc, char **argv)
         printf("}\n");
         bench_print_head(study, &o);
         printf(",\"skip\":\"fd %d >= %d (FD_SETSIZE)\"}\n", bench_fds_max(), d->max_fd);
+    } else if (d->edge && run != bench_study_poller) {
+        printf("}\n");
+        bench_print_head(study, &o);
+        printf(",\"skip\":\"edge-triggered watchers run study 1 only\"}\n");
     } else {
         printf("}\n");
         run(&o);

@@ -4,8 +4,8 @@
 # signal and child watchers, and the HTTP module's file system), and Winsock.
 set(IOMUX_BACKENDS iocp select)
 set(IOMUX_BACKEND_SOURCES src/backend/iocp.c src/backend/winselect.c)
-set(IOMUX_PLATFORM_SOURCES src/platform/win.c src/signal_win.c src/child_win.c
-  src/fs_event_win.c)
+set(IOMUX_PLATFORM_SOURCES src/platform/win.c src/platform/thread_win.c src/platform/dgram_win.c
+  src/signal_win.c src/child_win.c src/process/spawn_win.c src/fs_event_win.c)
 set(IOMUX_HTTP_SOURCES src/http/parser.c src/http/static.c src/http/mime.c src/http/server.c
   src/http/files.c src/http/listing.c src/http/fs_win.c)
 # Windows 10's declarations (GetSystemTimePreciseAsFileTime, WSA_FLAG_NO_HANDLE_INHERIT).

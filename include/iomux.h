@@ -71,6 +71,21 @@ const char *mux_version_string(void);
  * as "EINVAL: invalid argument"; an unknown code gives "unknown error". Never NULL. */
 const char *mux_strerror(int err);
 
+/* Errors of name resolution (include/iomux/work.h): getaddrinfo's EAI_* codes, negative as
+ * errno values are and outside their range (mux_strerror names them). EAI_MEMORY comes as
+ * -ENOMEM, and EAI_SYSTEM as the system's negative errno. */
+enum {
+    MUX_EAI_AGAIN = -3001,    /* a temporary failure: no resolver answered in time */
+    MUX_EAI_BADFLAGS = -3002, /* hints with flags the resolver does not take */
+    MUX_EAI_FAIL = -3003,     /* a failure that asking again will not mend */
+    MUX_EAI_FAMILY = -3004,   /* an address family the resolver does not know */
+    MUX_EAI_NODATA = -3005,   /* the name exists, with no address of the asked kind */
+    MUX_EAI_NONAME = -3006,   /* the name or service is not known */
+    MUX_EAI_SERVICE = -3007,  /* the service is not known for the socket type */
+    MUX_EAI_SOCKTYPE = -3008, /* a socket type the resolver does not know */
+    MUX_EAI_OVERFLOW = -3009, /* a name did not fit its buffer (getnameinfo) */
+};
+
 /* ---------------------------------------------------------------------------------------
  * Loop
  * ------------------------------------------------------------------------------------ */
@@ -173,6 +188,8 @@ enum {
     MUX_HANDLE_CLEANUP,  /* mux_cleanup_t (not reported by mux_loop_walk: it runs at close) */
     MUX_HANDLE_FS_EVENT, /* mux_fs_event_t */
     MUX_HANDLE_FS_POLL,  /* mux_fs_poll_t */
+    MUX_HANDLE_PROCESS,  /* mux_process_t (include/iomux/process.h) */
+    MUX_HANDLE_UDP,      /* mux_udp_t (include/iomux/udp.h) */
 };
 typedef void (*mux_walk_cb)(mux_loop_t *loop, int kind, void *handle, void *arg);
 /* Calls `cb` once for every active watcher and every stream, listener and channel that is
@@ -666,6 +683,8 @@ struct mux__task {
     void (*run_)(struct mux__task *t);
 };
 
+struct mux__dbatch; /* private: a batch of datagrams (src/backend/backend.h) */
+
 /* Private: one operation (receive, send, accept, connect, shutdown) handed to the loop's
  * backend, which runs it natively (io_uring, IOCP) or emulates it with non-blocking system
  * calls (readiness backends). src/backend/backend.h has the contract. */
@@ -691,7 +710,8 @@ struct mux__op {
             uint64_t off;
             uint32_t len;
             int fd;
-        } file; /* send from a file */
+        } file;                   /* send from a file */
+        struct mux__dbatch *dgram; /* datagrams to receive or send (include/iomux/udp.h) */
     } a_;
     union {
         mux_io_t io;   /* the readiness emulation's watcher */

@@ -58,6 +58,16 @@ static const struct {
     {ECONNABORTED, "ECONNABORTED: connection aborted"},
     {EPROTO, "EPROTO: protocol error"},
     {EIO, "EIO: input/output error"},
+    /* name resolution's, which are not errno values */
+    {-MUX_EAI_AGAIN, "EAI_AGAIN: temporary failure in name resolution"},
+    {-MUX_EAI_BADFLAGS, "EAI_BADFLAGS: bad flags in the lookup's hints"},
+    {-MUX_EAI_FAIL, "EAI_FAIL: non-recoverable failure in name resolution"},
+    {-MUX_EAI_FAMILY, "EAI_FAMILY: address family not supported by the resolver"},
+    {-MUX_EAI_NODATA, "EAI_NODATA: the name has no address of the asked kind"},
+    {-MUX_EAI_NONAME, "EAI_NONAME: name or service not known"},
+    {-MUX_EAI_SERVICE, "EAI_SERVICE: service not supported for the socket type"},
+    {-MUX_EAI_SOCKTYPE, "EAI_SOCKTYPE: socket type not supported by the resolver"},
+    {-MUX_EAI_OVERFLOW, "EAI_OVERFLOW: a name did not fit its buffer"},
     /* further codes a Windows error maps to (platform/win.c) */
     {EINPROGRESS, "EINPROGRESS: operation in progress"},
     {EMSGSIZE, "EMSGSIZE: message too long"},

@@ -108,14 +108,20 @@ struct mux__loop {
     uint32_t noref;       /* active watchers that are parts of those handles (MUX__W_NOREF) */
     uint32_t unrefd;      /* of `active`, those the caller unreferenced (mux_unref) */
     uint8_t running;      /* inside mux_run */
-    uint8_t stop;         /* mux_loop_stop was called */
-    uint8_t forked;       /* fork work to do at the top of the next iteration */
-    uint8_t recheck;      /* children to reap: do not block */
-    uint8_t woken;        /* the wake-up descriptor was readable */
+    union {
+        struct {
+            uint8_t stop;    /* mux_loop_stop was called */
+            uint8_t forked;  /* fork work to do at the top of the next iteration */
+            uint8_t recheck; /* children to reap: do not block */
+            uint8_t woken;   /* the wake-up descriptor was readable */
+        };
+        uint32_t attention; /* any of the four, in one load: the next wait does not block */
+    };
     uint8_t ops_unpark;   /* an operation's owner takes its parked completions again */
     uint8_t clock_set;    /* the wall clock was set (timerfd) */
     uint8_t clock_jumped; /* periodics must be rescheduled */
     uint8_t reapply;      /* the backend refused the loop's own fd: apply it again */
+    uint8_t choosing;     /* the backend is opening as the automatic choice, not named */
     unsigned caps;        /* MUX__CAP_*: the backend's, as its open narrowed them */
     int error;            /* a failure found while gathering, returned by mux_run */
     unsigned fork_gen;

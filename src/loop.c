@@ -309,7 +309,9 @@ static int mux__open_backend(struct mux__loop *loop, const mux_loop_options_t *o
             continue; /* opt-in: only when named */
         loop->backend = mux__backends[i];
         loop->caps = loop->backend->caps;
+        loop->choosing = 1; /* a backend may decline to be the default (uring's rule) */
         err = loop->backend->open(loop);
+        loop->choosing = 0;
         if (err == 0)
             return 0;
     }
@@ -492,8 +494,8 @@ static int64_t mux__min_timeout(int64_t a, int64_t b)
 /* How long the next wait may block: -1 for no limit, 0 to only poll. */
 static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
 {
-    if (mode == MUX_RUN_NOWAIT || loop->stop || loop->npend || loop->recheck || loop->woken ||
-        loop->idles.count || mux__refs(loop) == 0 || loop->forked)
+    if (mode == MUX_RUN_NOWAIT || loop->attention || loop->npend || loop->idles.count ||
+        mux__refs(loop) == 0)
         return 0;
     if (loop->timers.n == 0 && loop->periodics.n == 0)
         return -1;
@@ -504,7 +506,8 @@ static int64_t mux__wait_timeout(struct mux__loop *loop, int mode)
     return loop->periodics.n ? mux__min_timeout(t, mux__periodics_timeout(loop)) : t;
 }
 
-static void mux__gather(struct mux__loop *loop)
+/* What the wait reported besides watchers' events: wake-ups, a set clock, children. */
+static __attribute__((noinline)) void mux__gather_flags(struct mux__loop *loop)
 {
     if (loop->woken) {
         loop->woken = 0;
@@ -517,6 +520,12 @@ static void mux__gather(struct mux__loop *loop)
         mux__clock_rearm(loop);
     if (loop->recheck)
         mux__children_reap(loop);
+}
+
+static void mux__gather(struct mux__loop *loop)
+{
+    if (mux__unlikely(loop->attention | loop->clock_set))
+        mux__gather_flags(loop);
     if (loop->timers.n && loop->timers.v[0].at <= mux__now(loop)) /* reads the clock */
         mux__timers_expire(loop);
     if (loop->periodics.n)

@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/utsname.h>
+#endif
 
 #include "backend/backend.h"
 #include "harness.h"
@@ -262,11 +265,30 @@ CORE_TEST(loop_opens_every_compiled_backend_by_name) {
     }
 }
 
-/* The default: the first backend that opens, an opt-in one (MUX__CAP_NAMED_ONLY) passed by. */
+/* io_uring declines to be the automatic choice on a kernel before 6.1 (docs/backends.md,
+ * "How the default is chosen"; test_uring.c tests the rule itself). */
+static int declines_default(const char *name)
+{
+#if defined(__linux__)
+    struct utsname u;
+    unsigned major = 0, minor = 0;
+    if (strcmp(name, "uring") != 0 || uname(&u) != 0 ||
+        sscanf(u.release, "%u.%u", &major, &minor) < 1)
+        return 0;
+    return major < 6 || (major == 6 && minor < 1);
+#else
+    (void)name;
+    return 0;
+#endif
+}
+
+/* The default: the first backend that opens, an opt-in one (MUX__CAP_NAMED_ONLY) passed by,
+ * and io_uring on a kernel its rule declines. */
 static const char *first_openable(void)
 {
     for (size_t i = 0; mux__backends[i]; i++)
         if (!(mux__backends[i]->caps & MUX__CAP_NAMED_ONLY) &&
+            !declines_default(mux__backends[i]->name) &&
             mux_backend_probe(mux__backends[i]->name) == 0)
             return mux__backends[i]->name;
     return NULL;

@@ -550,30 +550,54 @@ TEST(event_base_dump_events_lists_every_added_and_active_event) {
     struct event *wr = event_new(base, sv[0], EV_WRITE | EV_CLOSED, evt_count_cb, &n);
     struct event *sig = evsignal_new(base, SIGUSR1, evt_count_cb, &n);
     struct event *act = evtimer_new(base, evt_count_cb, &n);
+    struct event *tm = evtimer_new(base, evt_count_cb, &n);
     CHECK_EQ(event_add(rd, NULL), 0);
     CHECK_EQ(event_add(wr, NULL), 0);
     CHECK_EQ(event_add(sig, NULL), 0);
+    struct timeval ten = {10, 0}, at;
+    CHECK_EQ(event_add(tm, &ten), 0);
+    CHECK_EQ(event_pending(tm, EV_TIMEOUT, &at), EV_TIMEOUT);
     event_active(act, EV_TIMEOUT, 1);
+    event_active(rd, EV_READ, 1);
     FILE *f = tmpfile(); /* not open_memstream, which Windows lacks */
     CHECK(f != NULL);
     event_base_dump_events(base, f);
     event_base_dump_events(base, NULL); /* nowhere to write: nothing */
-    char text[1024];
+    char text[2048];
     rewind(f);
     size_t len = fread(text, 1, sizeof text - 1, f);
     text[len] = '\0';
     CHECK_EQ(fclose(f), 0);
-    char want[1024];
+    /* The deadline is on the wall clock, worked out from what is left of the timer when it
+     * is asked: within 100 ms of event_pending's answer, it is written as that answer. */
+    char *stamp = strstr(text, "Timeout=");
+    CHECK(stamp != NULL);
+    long sec = 0;
+    int usec = 0;
+    CHECK_EQ(sscanf(stamp, "Timeout=%ld.%d", &sec, &usec), 2);
+    long diff_us = (sec - (long)at.tv_sec) * 1000000 + (usec - (int)at.tv_usec);
+    CHECK_LT(labs(diff_us), 100000);
+    char fixed[64];
+    int flen = snprintf(fixed, sizeof fixed, "Timeout=%ld.%06d", (long)at.tv_sec, (int)at.tv_usec);
+    CHECK_EQ(strspn(stamp + 8, "0123456789."), (size_t)flen - 8);
+    memcpy(stamp, fixed, (size_t)flen);
+    /* libevent's format, which its test/check-dumpevents.py reads: the inserted events with
+     * the wall-clock deadline, then the active ones. */
+    char want[2048];
+    int pri = event_get_priority(rd);
     snprintf(want, sizeof want,
-             "Events (backend %s), 3 added, 1 active:\n"
+             "Inserted events:\n"
+             "  %p [fd  -1] Timeout=%ld.%06d\n"
              "  %p [sig %d] Signal Persist\n"
-             "  %p [fd %d] Write EOF\n"
-             "  %p [fd %d] Read Persist\n"
-             "  %p [fd -1] Active\n",
-             event_base_get_method(base), (void *)sig, SIGUSR1, (void *)wr, sv[0], (void *)rd,
-             sv[0], (void *)act);
+             "  %p [fd  %d] Write EOF\n"
+             "  %p [fd  %d] Read Persist\n"
+             "Active events:\n"
+             "  %p [fd  %d, priority=%d] Read active\n"
+             "  %p [fd  -1, priority=%d] Timeout active\n",
+             (void *)tm, (long)at.tv_sec, (int)at.tv_usec, (void *)sig, SIGUSR1, (void *)wr,
+             sv[0], (void *)rd, sv[0], (void *)rd, sv[0], pri, (void *)act, pri);
     CHECK_STR_EQ(text, want);
-    event_free(rd), event_free(wr), event_free(sig), event_free(act);
+    event_free(rd), event_free(wr), event_free(sig), event_free(act), event_free(tm);
     close(sv[0]);
     close(sv[1]);
     evt_base_close(base);

@@ -148,8 +148,8 @@ TEST(a_bufferevent_on_a_bad_descriptor_is_refused_with_a_warning) {
     CHECK_NE(errno, 0);
     CHECK_EQ(bufferevent_socket_connect(bev, NULL, 0), -1);
     bufferevent_free(bev); /* never had a stream: freed at once */
-    /* Streams are sockets: a pipe is refused, and stays the caller's. */
-#ifdef _WIN32 /* the cases' pipes are socket pairs there: a file's handle is no socket */
+#ifdef _WIN32 /* a handle that is no socket (a disk file's) is refused, and stays the caller's:
+               * bufferevents on pipes and ptys are POSIX's (bev_fd.c) */
     char tmp[] = "/tmp/iomux-bev-XXXXXX";
     int fd = mkstemp(tmp);
     CHECK_GE(fd, 0);
@@ -160,10 +160,14 @@ TEST(a_bufferevent_on_a_bad_descriptor_is_refused_with_a_warning) {
     _close(fd);
     unlink(tmp);
 #else
+    /* A descriptor that is no socket (a pipe) is taken, as libevent takes it, and stays the
+     * caller's without BEV_OPT_CLOSE_ON_FREE. */
     int p[2];
     make_pipe(p);
-    CHECK(bufferevent_socket_new(base, p[0], 0) == NULL);
-    CHECK(strstr(evt_last_warning, "(fd ") != NULL);
+    bev = bufferevent_socket_new(base, p[0], 0);
+    CHECK(bev != NULL);
+    CHECK_EQ(bufferevent_getfd(bev), p[0]);
+    bufferevent_free(bev);
     CHECK_GE(fcntl(p[0], F_GETFD), 0);
     close(p[0]);
     close(p[1]);
@@ -278,7 +282,7 @@ TEST(bufferevent_watermarks_and_priorities_read_back_as_set) {
     CHECK_EQ(bufferevent_priority_set(bev, 2), 0);
     CHECK_EQ(bufferevent_priority_set(bev, 3), -1);
     CHECK_EQ(bufferevent_priority_set(bev, -1), -1);
-    CHECK_EQ(bufferevent_get_priority(bev), 1); /* callbacks run as the stream delivers */
+    CHECK_EQ(bufferevent_get_priority(bev), 2); /* what was set, as libevent answers */
     CHECK_EQ(bufferevent_set_max_single_read(bev, (1u << 30) + 1), -1);
     CHECK_EQ(bufferevent_set_max_single_read(bev, 0), 0); /* the default again */
     CHECK_EQ(bufferevent_get_max_single_read(bev), 16384);
@@ -312,6 +316,9 @@ TEST(bufferevent_max_single_read_changed_while_reading_takes_effect_at_once) {
 /* ---- timeouts and failures ---- */
 
 TEST(a_write_timeout_ends_a_write_the_peer_never_takes) {
+    /* The timeout counts from the loop's time, read when the base opened (as libev's do):
+     * at a load of 16 the lines before the dispatch took 20 ms, so the start is taken here. */
+    uint64_t t0 = mono_ns();
     struct event_base *base = evt_base_open();
     int sv[2];
     make_socketpair(sv);
@@ -324,7 +331,6 @@ TEST(a_write_timeout_ends_a_write_the_peer_never_takes) {
     CHECK_EQ(bufferevent_set_timeouts(bev, NULL, &wt), 0); /* on the open stream */
     static char big[1 << 20];
     CHECK_EQ(bufferevent_write(bev, big, sizeof big), 0);
-    uint64_t t0 = mono_ns();
     CHECK_EQ(event_base_dispatch(base), 1);
     CHECK_EQ(what, BEV_EVENT_WRITING | BEV_EVENT_TIMEOUT);
     CHECK_GE(mono_ns() - t0, 90 * MS);

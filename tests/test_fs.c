@@ -336,9 +336,9 @@ static void many_cb(mux_loop_t *loop, mux_fs_event_t *w, const char *name, unsig
 }
 
 TEST(fs_event_ten_thousand_files_all_heard_or_an_overflow) {
-#ifdef _WIN32 /* Wine's server makes each of the 20,000 files: 10 s alone, 50 s beside others */
-    alarm(110);
-#endif
+    /* 20,000 files written and removed under the sanitizers take 3 s on a quiet machine and
+     * more than the harness's 20 s at a load of 18: the watchdog waits longer here. */
+    harness_watchdog(240);
     int fds_before = 0;
     for (int fd = 0; fd < 1024; fd++)
         fds_before += fcntl(fd, F_GETFD) >= 0;
@@ -368,7 +368,7 @@ TEST(fs_event_ten_thousand_files_all_heard_or_an_overflow) {
         }
         /* Everything the kernel queued is read: the last file's removal comes last. */
         int all = 0;
-        uint64_t end = mono_ns() + 20000 * MS;
+        uint64_t end = mono_ns() + 60000 * MS;
         while (!all && mono_ns() < end) {
             run_ms(&loop, 20);
             all = m.overflows > 0 || (m.seen[MANY - 1] & MUX_FS_DELETE);

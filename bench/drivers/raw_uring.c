@@ -5,7 +5,13 @@
  * again); multishot polls only fire on new wake-ups. Re-arms are queued in the submission
  * ring and flushed by the next dispatch's io_uring_submit, so a round costs one
  * io_uring_enter. Stop only marks the slot, as in raw_epoll.c: a completion for a stopped
- * slot is simply not re-armed. */
+ * slot is simply not re-armed.
+ *
+ * raw-uring-multi (variant "multi") is the edge-triggered loop: one multishot POLL_ADD
+ * (IORING_POLL_ADD_MULTI) per fd, armed once; each wake-up of the file posts a CQE, and
+ * nothing is re-armed unless the kernel ended the request (a CQE without IORING_CQE_F_MORE).
+ * A dispatch with nothing to re-arm makes no system call at all. Study 1 only (harness.h,
+ * `edge`): the floor of iomux's MUX_EDGE watchers on io_uring. */
 #include "../harness.h"
 #include "raw_timers.h"
 
@@ -18,6 +24,7 @@
 enum { WANTED = 1, IN_FLIGHT = 2 };
 
 static const struct bench_setup *setup;
+static int multi; /* raw-uring-multi: multishot requests */
 static struct io_uring ring;
 static unsigned char *state;
 static struct raw_timers timers;
@@ -38,8 +45,8 @@ static const char *unavailable(const char *variant)
 
 static int identify(const char *variant, char *buf, size_t len)
 {
-    (void)variant;
-    snprintf(buf, len, "io_uring(7), one-shot POLL_ADD through liburing");
+    snprintf(buf, len, "io_uring(7), %s POLL_ADD through liburing",
+             variant ? "multishot" : "one-shot");
     return 0;
 }
 
@@ -53,7 +60,10 @@ static int arm(size_t i)
         if (!(sqe = io_uring_get_sqe(&ring)))
             return -EBUSY;
     }
-    io_uring_prep_poll_add(sqe, setup->fd[i], POLLIN);
+    if (multi)
+        io_uring_prep_poll_multishot(sqe, setup->fd[i], POLLIN);
+    else
+        io_uring_prep_poll_add(sqe, setup->fd[i], POLLIN);
     io_uring_sqe_set_data64(sqe, i);
     state[i] |= IN_FLIGHT;
     return 0;
@@ -61,7 +71,7 @@ static int arm(size_t i)
 
 static int open_(const char *variant, const struct bench_setup *s)
 {
-    (void)variant;
+    multi = variant != NULL;
     struct io_uring_params p = {.flags = IORING_SETUP_CQSIZE};
     unsigned cq = 4096;
     while (cq < 2 * s->n && cq < 65536)
@@ -107,7 +117,9 @@ static int dispatch(void)
         for (unsigned k = 0; k < n; k++) {
             size_t i = (size_t)io_uring_cqe_get_data64(cqes[k]);
             int res = cqes[k]->res;
-            state[i] &= (unsigned char)~IN_FLIGHT;
+            int ended = !(cqes[k]->flags & IORING_CQE_F_MORE); /* always, for one-shot */
+            if (ended)
+                state[i] &= (unsigned char)~IN_FLIGHT;
             if (!(state[i] & WANTED))
                 continue;
             if (res < 0)
@@ -116,7 +128,7 @@ static int dispatch(void)
                 bench_readable(i);
             if (setup->timeouts)
                 raw_timers_set(&timers, (uint32_t)i, setup->timeout_ns[i]);
-            if ((r = arm(i)) < 0)
+            if (ended && (r = arm(i)) < 0)
                 return r;
         }
         io_uring_cq_advance(&ring, n);
@@ -137,11 +149,15 @@ static int close_(void)
     return 0;
 }
 
-static const struct bench_driver driver = {
-    .name = "raw-uring", .unavailable = unavailable, .identify = identify, .open = open_,
-    .start = start, .stop = stop, .dispatch = dispatch, .close = close_};
+static const struct bench_driver drivers[] = {
+    {.name = "raw-uring", .unavailable = unavailable, .identify = identify, .open = open_,
+     .start = start, .stop = stop, .dispatch = dispatch, .close = close_},
+    {.name = "raw-uring-multi", .variant = "multi", .edge = 1, .unavailable = unavailable,
+     .identify = identify, .open = open_, .start = start, .stop = stop, .dispatch = dispatch,
+     .close = close_}};
 
-__attribute__((constructor)) static void register_driver(void)
+__attribute__((constructor)) static void register_drivers(void)
 {
-    bench_register(&driver);
+    for (size_t i = 0; i < sizeof drivers / sizeof drivers[0]; i++)
+        bench_register(&drivers[i]);
 }

@@ -294,15 +294,15 @@ int mux_http_respond_file(mux_http_exchange_t *x, int status, const mux_http_hea
  * again. Files up to 64 KB (while those kept stay under 16 MB in all) are read once into
  * the cache with the metadata, their descriptor closed, and sent from memory: up to
  * MUX_HTTP_STATIC_INLINE bytes copied after the head into one send, above that lent to it
- * without a copy. A file changed in place within the second between two checks is served
- * as it was, as its ETag and length already are. Larger bodies go from the page cache to
+ * without a copy (gathered with the head in the same send). A file changed in place within
+ * the second between two checks is served as it was, as its ETag and length already are. Larger bodies go from the page cache to
  * the socket (mux_http_respond_file), from a descriptor the cache keeps: at most
  * `max_open` of them, the least recently used closed first, and one closed too whenever an
  * open fails for want of descriptors (EMFILE, ENFILE), before trying again. The cache holds
  * up to 16384 files. One loop's, not to be shared between threads; closing it while
  * responses are in flight is allowed (the files they send stay open until they are
  * sent). */
-#define MUX_HTTP_STATIC_INLINE 16384u
+#define MUX_HTTP_STATIC_INLINE 1024u
 
 enum {
     MUX_HTTP_STATIC_DOTFILES = 0x01,  /* serve names that start with '.' (/.well-known/ is

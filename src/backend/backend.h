@@ -94,7 +94,7 @@
 /* Opt-in: the automatic choice (no name in the options or IOMUX_BACKEND) passes the backend
  * by, wherever it sits in the registry; it opens only when named (rtsig). */
 #define MUX__CAP_NAMED_ONLY   (1u << 11)
-#define MUX__CAP_OPS          0xffu      /* the operation-kind bits */
+#define MUX__CAP_OPS          0x300ffu   /* the operation-kind bits (datagrams': 16, 17) */
 
 /* mux__op.kind_ */
 enum {
@@ -106,8 +106,47 @@ enum {
     MUX__OP_CONNECT,   /* to a_.addr */
     MUX__OP_SHUTDOWN,  /* of the write side */
     MUX__OP_SENDFILE,  /* a_.file.len bytes of a_.file.fd from a_.file.off */
+    /* Datagrams (src/udp/), whose capability bits sit above the others' flags: */
+    MUX__OP_DGRAM_RECV = 16, /* up to a_.dgram->n datagrams into its messages (or a pool) */
+    MUX__OP_DGRAM_SEND = 17, /* the a_.dgram->n datagrams of its messages, in order */
 };
 #define MUX__CAP(kind) (1u << (kind))
+
+/* A datagram of an operation's batch (MUX__OP_DGRAM_*). A receive fills `len`, `flags`,
+ * `addr`/`addrlen` and `gso` of the first `res` messages; a send reads `bufs`, `nbufs`,
+ * `addr`/`addrlen` (0: the connected peer) and `gso` of the first `n`, and completes with
+ * how many went (a datagram that fails, when it is the first, fails the operation: -errno).
+ * Buffers and addresses are the owner's, read and written until the completion. */
+struct mux__dmsg {
+    const mux_buf_t *bufs;          /* send: the datagram's bytes */
+    char *buf;                      /* receive: where its bytes go, `cap` of them */
+    char *pbuf;                     /* receive from a pool: the pool buffer `buf` lies in */
+    uint32_t nbufs;                 /* send */
+    uint32_t cap;                   /* receive */
+    uint32_t len;                   /* receive: the bytes in `buf` (at most `cap`) */
+    uint16_t flags;                 /* receive: MUX__DMSG_* */
+    uint16_t gso;                   /* send: cut into datagrams of this many bytes (UDP GSO);
+                                       receive: the kernel coalesced datagrams of this size */
+    uint32_t addrlen;      /* the length of `addr` (receive: its room, then the sender's) */
+    struct sockaddr *addr; /* send: the destination (NULL: the peer); receive: the sender */
+};
+#define MUX__DMSG_TRUNC 0x1 /* the datagram was longer than `cap`: cut */
+
+/* An operation's datagrams. A receive from a pool (`pool` not NULL) takes a buffer per
+ * datagram, and puts the datagram `headroom` bytes into it (room for io_uring's header,
+ * the same on every backend); its messages' buf, pbuf and cap are set by the receive, and
+ * its owner resets every addrlen to the room of its addr before it submits. A multishot
+ * receive (MUX__OPF_MULTI) fills one message per completion, m[k], and only while k < n:
+ * the owner moves k on as it takes them, and refuses a completion when k == n. */
+struct mux__dbatch {
+    struct mux__dmsg *m;
+    uint32_t n;
+    uint32_t k;
+    uint32_t headroom;
+    uint32_t flags; /* MUX__DB_* */
+    mux_bufpool_t *pool;
+};
+#define MUX__DB_GRO 0x1 /* the socket coalesces (UDP GRO): receives ask for the segment size */
 
 /* mux__op.flags_: the owner's (set before submit) */
 #define MUX__OPF_POLL_FIRST 0x01 /* the socket is likely not ready: wait before trying */

@@ -7,9 +7,12 @@
  *
  * The cache keeps the metadata and the response fields made from it, and either the bytes
  * of a file up to MUX__FCACHE_MEM_FILE (while the bytes kept stay under MUX__FCACHE_MEM),
- * read when it is opened, or its descriptor. Up to MUX_HTTP_STATIC_INLINE the bytes are
- * copied after the head; above, they are lent to the response, which holds a reference to
- * the entry, as one whose body goes with mux_http_respond_file does: an entry dropped from
+ * read when it is opened, or its descriptor (files up to MUX__FCACHE_KEEP are always kept).
+ * Up to MUX_HTTP_STATIC_INLINE the bytes are copied after the head (a copy that small costs
+ * less than a second buffer in the send); above, they are lent to the response, which holds a
+ * reference to the entry, as one whose body goes with mux_http_respond_file does (the copy of
+ * a 4 KB file was an eighth of iomux-httpd's instructions per request, and a fifth of the
+ * time it spent outside the kernel: docs/studies.md). An entry dropped from
  * the cache (changed, evicted, or the cache closed) frees its bytes and closes its
  * descriptor once the last response that sends from it is done.
  *
@@ -36,6 +39,7 @@
 #define MUX__FCACHE_VALID    1000000000ll        /* ns between checks of a file */
 #define MUX__FCACHE_MEM_FILE (64u * 1024)        /* files kept in memory: up to this size */
 #define MUX__FCACHE_MEM      (16u * 1024 * 1024) /* and up to this many bytes in all */
+#define MUX__FCACHE_KEEP     16384u /* files kept in memory whatever the bytes kept in all */
 #define MUX__MULTIPART_READ  (1u << 20)          /* a multipart body read from a descriptor */
 
 struct mux__fentry {
@@ -53,6 +57,11 @@ struct mux__fentry {
     size_t tl;
     char *data;    /* the bytes of a small file (NULL when empty, or not kept) */
     uint32_t refs; /* the cache's, and one per response sending from it */
+    /* The fields of a 200 with the whole file, made once (ETag, Last-Modified, Accept-Ranges,
+     * Content-Type, each with its CRLF): most requests are answered with them as they are.
+     * fl is 0 when they did not fit (then they are made per response). */
+    char fields[256];
+    size_t fl;
 };
 
 struct mux__fcache {
@@ -89,6 +98,16 @@ static void mux__fentry_unref(struct mux__fentry *e)
     free(e->file);
     free(e->data);
     free(e);
+}
+
+/* Makes e->fields; returns their length, or 0 when they do not fit. */
+static size_t mux__fentry_fields(struct mux__fentry *e)
+{
+    int n = snprintf(e->fields, sizeof e->fields,
+                     "ETag: %.*s\r\n%s%.*s%sAccept-Ranges: bytes\r\nContent-Type: %.*s\r\n",
+                     (int)e->el, e->etag, e->ll ? "Last-Modified: " : "", (int)e->ll,
+                     e->lastmod, e->ll ? "\r\n" : "", (int)e->tl, e->type);
+    return n > 0 && (size_t)n < sizeof e->fields ? (size_t)n : 0;
 }
 
 /* A response that sent from the entry is done with it. */
@@ -198,7 +217,7 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
     e->fd = fd;
     e->refs = 1;
     size_t size = (size_t)sb->size;
-    int keep = size && (size <= MUX_HTTP_STATIC_INLINE ||
+    int keep = size && (size <= MUX__FCACHE_KEEP ||
                         (size <= MUX__FCACHE_MEM_FILE && c->mem + size <= MUX__FCACHE_MEM));
     if (keep &&
         (!(e->data = malloc(size)) || (*err = mux__fs_read_at(fd, e->data, size, 0)) != 0)) {
@@ -220,6 +239,7 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
     e->el = mux__http_etag(sb->size, sb->mtime_ns, e->etag);
     e->ll = mux__http_date(mux__mtime_s(sb), e->lastmod);
     e->type = mux__mime_find(c->mime, file, &e->tl);
+    e->fl = mux__fentry_fields(e);
     e->hash = mux__hash(key);
     e->next = c->b[e->hash % MUX__FCACHE_BUCKETS];
     c->b[e->hash % MUX__FCACHE_BUCKETS] = e;
@@ -631,6 +651,21 @@ static int mux__send_body(mux_http_exchange_t *x, struct mux__fentry *e, int sta
     return r;
 }
 
+/* The common answer, a 200 with the whole file from memory and the entry's fields as they
+ * were made: copied after the head when small, lent when larger (as mux__send_body). */
+static int mux__send_fields(mux_http_exchange_t *x, struct mux__fentry *e, int head)
+{
+    size_t len = (size_t)e->sb.size;
+    (void)head; /* HEAD: the same Content-Length, and no body (the server leaves it out) */
+    if (len <= MUX_HTTP_STATIC_INLINE)
+        return mux__http_respond_raw(x, 200, e->fields, e->fl, e->data, len, NULL, NULL);
+    e->refs++; /* until the response is done with the bytes */
+    int r = mux__http_respond_raw(x, 200, e->fields, e->fl, e->data, len, mux__fentry_sent, e);
+    if (r != 0)
+        mux__fentry_unref(e);
+    return r;
+}
+
 /* Answers a Range field: 416, 206 with one range or several. 1 with *rc set, or 0 when the
  * field is to be ignored (then the whole file is the answer). h[0 .. nh) are the fields so
  * far, the file's Content-Type last; h has room for two more. */
@@ -683,6 +718,9 @@ static int mux__send(mux_http_exchange_t *x, mux_http_static_t *st, struct mux__
         else if (c0 == 'r' && !range.base && mux__http_same(n, "range"))
             range = req->headers[i].value;
     }
+    /* Without a field that may change the answer, the fields made beforehand go as they are. */
+    if (!inm.base && !ims.base && !range.base && e->fl && (e->data || e->sb.size == 0))
+        return mux__send_fields(x, e, head);
     /* 304: If-None-Match, when present, decides alone. */
     int not_modified = 0;
     if (inm.base) {

@@ -110,6 +110,12 @@ int mux__http_respond_own(mux_http_exchange_t *x, int status, const mux_http_hea
                           uint32_t nheaders, const void *body, size_t len, int fd, uint64_t off,
                           void (*done)(void *arg, int status), void *arg);
 
+/* The same for a body in memory, with fields made beforehand: `fields` holds `flen` bytes of
+ * complete lines, each ending with CRLF (server.c). */
+int mux__http_respond_raw(mux_http_exchange_t *x, int status, const char *fields,
+                          size_t flen, const void *body, size_t len,
+                          void (*done)(void *arg, int status), void *arg);
+
 /* The loop an exchange's server runs on, or NULL (server.c). */
 mux_loop_t *mux__http_exchange_loop(const mux_http_exchange_t *x);
 

@@ -1031,16 +1031,31 @@ static char *mux__put(char *p, const char *s, size_t n)
     return p + n;
 }
 
+/* v in decimal: its digits counted first, then written from the last, two at a time (a
+ * division per two digits instead of per digit: every response writes its length). */
 static char *mux__put_u64(char *p, uint64_t v)
 {
-    char tmp[24];
-    int n = 0;
-    do
-        tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    while (n)
-        *p++ = tmp[--n];
-    return p;
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+                                "25262728293031323334353637383940414243444546474849"
+                                "50515253545556575859606162636465666768697071727374"
+                                "75767778798081828384858687888990919293949596979899";
+    int n = 1;
+    for (uint64_t t = v; t >= 10; t /= 10)
+        n++;
+    char *q = p + n;
+    while (v >= 100) {
+        unsigned d = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--q = pairs[d + 1];
+        *--q = pairs[d];
+    }
+    if (v >= 10) {
+        *--q = pairs[v * 2 + 1];
+        *--q = pairs[v * 2];
+    } else {
+        *--q = (char)('0' + v);
+    }
+    return p + n;
 }
 
 static int mux__field_ok(const mux_http_header_t *h)
@@ -1082,6 +1097,8 @@ struct mux__body {
     void *arg;
     int own;  /* the fields are the library's own: well formed, none of the server's */
     int lent; /* the one buffer is not copied: it stays valid until `done` */
+    const char *raw; /* own fields made beforehand, each with its CRLF (with no `headers`) */
+    size_t raw_len;
 };
 
 /* An exchange that was dropped (its connection closed, or its time up) is let go: 1, with
@@ -1112,7 +1129,7 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
     if (x->c->state != ST_HANDLER || status < 200 || status > 599 || (nheaders && !headers))
         return -EINVAL;
     struct mux__http_conn *c = x->c;
-    size_t hbytes = 0, len = b->len;
+    size_t hbytes = b->raw_len, len = b->len;
     for (uint32_t i = 0; i < nheaders; i++) {
         if (!b->own && !mux__field_ok(&headers[i]))
             return -EINVAL;
@@ -1150,12 +1167,16 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
     o->done = b->done;
     o->arg = b->arg;
     char *p = o->data;
-    const char *reason = mux__reason(status);
-    p = mux__put(p, "HTTP/1.1 ", 9);
-    p = mux__put_u64(p, (uint64_t)status);
-    *p++ = ' ';
-    p = mux__put(p, reason, strlen(reason));
-    p = mux__put(p, "\r\nDate: ", 8);
+    if (status == 200) { /* most answers: no lookup, no number to write */
+        p = mux__put(p, "HTTP/1.1 200 OK\r\nDate: ", 23);
+    } else {
+        const char *reason = mux__reason(status);
+        p = mux__put(p, "HTTP/1.1 ", 9);
+        p = mux__put_u64(p, (uint64_t)status);
+        *p++ = ' ';
+        p = mux__put(p, reason, strlen(reason));
+        p = mux__put(p, "\r\nDate: ", 8);
+    }
     const char *date = mux__date(c->srv);
     p = mux__put(p, date, c->srv->date_len);
     p = mux__put(p, "\r\n", 2);
@@ -1179,6 +1200,8 @@ static int mux__respond(mux_http_exchange_t *x, int status, const mux_http_heade
         *p++ = '\r';
         *p++ = '\n';
     }
+    if (b->raw_len)
+        p = mux__put(p, b->raw, b->raw_len);
     *p++ = '\r';
     *p++ = '\n';
     if (send_body && !file && !lend)
@@ -1262,6 +1285,24 @@ int mux__http_respond_own(mux_http_exchange_t *x, int status, const mux_http_hea
                           .own = 1,
                           .lent = fd < 0 && done != NULL};
     return mux__respond(x, status, headers, nheaders, &b);
+}
+
+int mux__http_respond_raw(mux_http_exchange_t *x, int status, const char *fields,
+                          size_t flen, const void *body, size_t len,
+                          void (*done)(void *arg, int status), void *arg)
+{
+    mux_buf_t v = {.base = (char *)(uintptr_t)body, .len = len};
+    struct mux__body b = {.v = &v,
+                          .n = 1,
+                          .len = len,
+                          .fd = -1,
+                          .done = done,
+                          .arg = arg,
+                          .own = 1,
+                          .lent = done != NULL,
+                          .raw = fields,
+                          .raw_len = flen};
+    return mux__respond(x, status, NULL, 0, &b);
 }
 
 MUX_EXPORT int mux_http_respond_v(mux_http_exchange_t *x, int status,

@@ -80,6 +80,36 @@ int mux__sock_nodelay(mux_os_sock_t sock, int on);
 /* TCP keep-alive on or off, with `idle_s` seconds before the first probe. */
 int mux__sock_keepalive(mux_os_sock_t sock, int on, unsigned idle_s);
 
+/* ---- datagram sockets (src/udp/; platform/dgram_posix.c, dgram_win.c) ---- */
+
+struct mux__dmsg; /* backend/backend.h */
+
+/* A new datagram socket of `family`, non-blocking and close-on-exec (on Windows, with the
+ * resets that ICMP port-unreachable messages cause switched off, as on POSIX). */
+int mux__sock_dgram(int family);
+/* Makes an adopted datagram socket behave as mux__sock_dgram's do. Returns its address
+ * family, -EINVAL when it is not a datagram socket, or another -errno. */
+int mux__sock_dgram_adopt(mux_os_sock_t sock);
+int mux__sock_bind(mux_os_sock_t sock, const struct sockaddr *addr, socklen_t len);
+/* setsockopt and getsockopt: 0 or -errno. */
+int mux__sock_setopt(mux_os_sock_t sock, int level, int name, const void *v, socklen_t len);
+int mux__sock_getopt(mux_os_sock_t sock, int level, int name, void *v, socklen_t *len);
+int mux__sock_peer(mux_os_sock_t sock, struct sockaddr *addr, socklen_t *len);
+/* Connects a datagram socket to `addr`, or, with NULL, dissolves its connection. */
+int mux__sock_dgram_connect(mux_os_sock_t sock, const struct sockaddr *addr, socklen_t len);
+/* Receives up to `n` datagrams into the messages (recvmmsg where the system has it): how
+ * many, or -errno (-EAGAIN: none is waiting). `gro`: the socket coalesces (UDP_GRO), and
+ * each message's `gso` says into datagrams of what size. */
+int mux__sock_recvmmsg(mux_os_sock_t sock, struct mux__dmsg *m, unsigned n, int gro);
+/* Sends the `n` datagrams of the messages in order (sendmmsg): how many went, or the
+ * first's -errno (-EAGAIN: the socket's buffer is full). A message with `gso` is cut into
+ * datagrams by the kernel (UDP_SEGMENT): only where mux__sock_gso said so. */
+int mux__sock_sendmmsg(mux_os_sock_t sock, const struct mux__dmsg *m, unsigned n);
+/* 1 when the kernel cuts a send into datagrams itself (UDP GSO) on `sock`, else 0; and
+ * whether it coalesces received ones (UDP GRO), which `on` switches. 0 or -errno. */
+int mux__sock_gso(mux_os_sock_t sock);
+int mux__sock_gro(mux_os_sock_t sock, int on);
+
 /* ---- the loop's wake-up descriptor ---- */
 
 /* An eventfd (both ends the same descriptor) or a non-blocking pipe. */

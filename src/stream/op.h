@@ -10,11 +10,13 @@
 #include "stream/bufpool.h"
 
 /* Whether the loop's backend runs `op` natively: its kind is in loop->caps and, for a pool
- * receive, the pool's buffers are in this loop's kernel ring. */
+ * receive (of a stream or of datagrams), the pool's buffers are in this loop's kernel ring. */
 static inline int mux__op_native(const struct mux__loop *loop, const struct mux__op *op)
 {
     if (!(loop->caps & MUX__CAP(op->kind_)))
         return 0;
+    if (op->kind_ == MUX__OP_DGRAM_RECV) /* from a pool in the loop's kernel ring only */
+        return op->a_.dgram->pool && mux__bufpool_native(op->a_.dgram->pool, loop);
     return op->kind_ != MUX__OP_RECV_POOL || mux__bufpool_native(op->a_.pool, loop);
 }
 

@@ -68,7 +68,8 @@ static void mux__ready_io_cb(mux_loop_t *pub, mux_io_t *w, unsigned revents);
 
 /* Receives and accepts wait for readability, the others for writability. */
 #define MUX__READ_KINDS                                                                            \
-    (MUX__CAP(MUX__OP_RECV) | MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_ACCEPT))
+    (MUX__CAP(MUX__OP_RECV) | MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_ACCEPT) |          \
+     MUX__CAP(MUX__OP_DGRAM_RECV))
 
 static unsigned mux__ready_events(const struct mux__op *op)
 {
@@ -104,7 +105,8 @@ static unsigned mux__ready_budget(const struct mux__op *op)
 {
     if (op->kind_ == MUX__OP_ACCEPT)
         return op->a_.batch;
-    return op->kind_ <= MUX__OP_RECV_POOL ? MUX__READ_BUDGET : UINT16_MAX;
+    return op->kind_ <= MUX__OP_RECV_POOL || op->kind_ == MUX__OP_DGRAM_RECV ? MUX__READ_BUDGET
+                                                                           : UINT16_MAX;
 }
 
 /* Whether the operation has completed its budget's worth in this iteration already. */
@@ -248,6 +250,44 @@ static struct mux__attempt mux__ready_accept(struct mux__op *op)
     }
 }
 
+/* Datagrams: a batch per system call (recvmmsg, sendmmsg where the system has them). A
+ * receive from a pool takes its buffers first and gives back those left empty, the last
+ * taken first, so that the pool's free list stays most recently used first. */
+static struct mux__attempt mux__ready_dgram_recv(struct mux__op *op)
+{
+    struct mux__dbatch *b = op->a_.dgram;
+    unsigned n = b->n;
+    if (b->pool) {
+        size_t size = mux__bufpool_size(b->pool);
+        for (n = 0; n < b->n; n++) {
+            char *p = mux__bufpool_get(b->pool);
+            if (!p)
+                break;
+            b->m[n].pbuf = p;
+            b->m[n].buf = p + b->headroom;
+            b->m[n].cap = (uint32_t)(size - b->headroom);
+        }
+        if (n == 0)
+            return mux__done(-ENOBUFS, NULL, 0);
+    }
+    int r = mux__sock_recvmmsg(op->sock_, b->m, n, (b->flags & MUX__DB_GRO) != 0);
+    if (b->pool)
+        for (unsigned i = n; i-- > (r > 0 ? (unsigned)r : 0);)
+            mux_bufpool_put(b->pool, b->m[i].pbuf); /* never the caller's: cannot fail */
+    if (r == -EAGAIN)
+        return MUX__AGAIN;
+    return mux__done(r, NULL, r > 0 && (unsigned)r == n ? MUX__OPC_FILLED : 0);
+}
+
+static struct mux__attempt mux__ready_dgram_send(struct mux__op *op)
+{
+    struct mux__dbatch *b = op->a_.dgram;
+    int r = mux__sock_sendmmsg(op->sock_, b->m, b->n);
+    if (r == -EAGAIN)
+        return MUX__AGAIN;
+    return mux__done(r, NULL, r >= 0 && (unsigned)r < b->n ? MUX__OPC_FULL : 0);
+}
+
 /* One attempt at the operation's system call. */
 static struct mux__attempt mux__ready_try(struct mux__op *op)
 {
@@ -264,6 +304,10 @@ static struct mux__attempt mux__ready_try(struct mux__op *op)
         return mux__ready_accept(op);
     case MUX__OP_CONNECT: /* writable: the connect has finished, one way or the other */
         return mux__done(mux__sock_error(op->sock_), NULL, 0);
+    case MUX__OP_DGRAM_RECV:
+        return mux__ready_dgram_recv(op);
+    case MUX__OP_DGRAM_SEND:
+        return mux__ready_dgram_send(op);
     default:
         return mux__done(-EINVAL, NULL, 0);
     }

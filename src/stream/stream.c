@@ -72,6 +72,7 @@ enum {
     S_CTIMEOUT = 0x20000, /* a timeout cancelled the connect: it ends with -ETIMEDOUT */
     S_RSINGLE = 0x40000,  /* a multishot receive ran the ring dry: the next is a single one */
     S_RSURPLUS = 0x80000, /* stopped, a multishot receive parked a completion: ended */
+    S_HIDDEN = 0x100000,  /* a part of a service's handle: not walked (mux__stream_hide) */
 };
 
 /* ssize_t's largest value (the signed twin of size_t), which limits.h has only on POSIX. */
@@ -85,7 +86,12 @@ static int mux__stream_valid(const mux_stream_t *s)
 
 static int mux__stream_walkable(const void *s)
 {
-    return mux__stream_valid(s);
+    return mux__stream_valid(s) && !(((const mux_stream_t *)s)->flags_ & S_HIDDEN);
+}
+
+void mux__stream_hide(mux_stream_t *s)
+{
+    s->flags_ |= S_HIDDEN;
 }
 
 /* A loop's open streams, for the walk. */
@@ -634,14 +640,15 @@ static void mux__stream_timer_cb(mux_loop_t *pub, mux_timer_t *t)
 
 /* ---- opening ----------------------------------------------------------------------- */
 
-static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
-                             unsigned flags)
+/* `adopted`: the socket is bound to the loop's backend already (a stream moved). */
+static int mux__stream_setup_as(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
+                                unsigned flags, int adopted)
 {
     int err = mux__reserve(loop); /* room to queue its task whenever it needs to */
     struct mux__handles *streams = err == 0 ? mux__handles_get(loop, &mux__stream_type) : NULL;
     if (err == 0 && !streams)
         err = -ENOMEM;
-    if (err == 0 && loop->backend->adopt)
+    if (err == 0 && !adopted && loop->backend->adopt)
         err = loop->backend->adopt(loop, sock);
     if (err != 0)
         return err;
@@ -661,6 +668,36 @@ static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_soc
     s->last_read_ = s->last_write_ = mux__now(loop);
     mux__handle_open(loop, streams, &s->link_, &s->flags_); /* counted until its close ends */
     return 0;
+}
+
+static int mux__stream_setup(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
+                             unsigned flags)
+{
+    return mux__stream_setup_as(loop, s, sock, flags, 0);
+}
+
+int mux__stream_move(mux_stream_t *from, mux_stream_t *to)
+{
+    struct mux__loop *loop = from->loop_;
+    if (!mux__stream_valid(from) || !(from->flags_ & S_CONNECTED) ||
+        (from->flags_ & (S_READING | S_RDONE | S_WDONE | S_SHUTTING | S_IN_TASK)) ||
+        mux__op_in_flight(&from->rop_) || mux__op_in_flight(&from->wop_) || from->wq_head_ ||
+        from->done_head_ || (from->timer_.h_.flags & MUX__W_ACTIVE))
+        return -EBUSY;
+    if (mux__reserve(loop) != 0) /* as setup would: then nothing fails past this point */
+        return -ENOMEM;
+    /* Nothing is in flight: the emulation's watchers go, as in a close; the socket stays. */
+    mux__ready_release(loop, &from->rop_);
+    mux__ready_release(loop, &from->wop_);
+    mux_os_sock_t sock = from->sock_;
+    unsigned flags = from->flags_ & (S_CONNECTED | S_UNIX);
+    free(from->gv_);
+    from->gv_ = NULL;
+    mux__unqueue(loop, &from->task_.h_);
+    mux__handle_close(loop, &from->link_, &from->flags_);
+    from->flags_ = 0;
+    from->loop_ = NULL;
+    return mux__stream_setup_as(loop, to, sock, flags, 1); /* reserved: it cannot fail */
 }
 
 MUX_EXPORT int mux_stream_open(mux_loop_t *pub, mux_stream_t *s, mux_os_sock_t sock)
@@ -737,11 +774,13 @@ static inline __attribute__((always_inline)) void mux__read_start(mux_stream_t *
 {
     s->read_cb_ = cb;
     s->flags_ |= S_READING;
-    s->last_read_ = mux__now(s->loop_);
     mux__stream_kick(s); /* a kept receive first, else the next one */
     mux__stream_unpark(s);
-    if (s->to_.read_ns)
-        mux__stream_deadline(s, s->to_.read_ns, s->last_read_);
+    if (s->to_.idle_ns | s->to_.read_ns) { /* no clock read for a stream without them */
+        s->last_read_ = mux__now(s->loop_);
+        if (s->to_.read_ns)
+            mux__stream_deadline(s, s->to_.read_ns, s->last_read_);
+    }
 }
 
 /* Whether `s` may start reading: 0, -EBUSY already reading, -ENOTCONN not connected. */
@@ -858,13 +897,14 @@ static int mux__write_args(const mux_stream_t *s, const mux_buf_t *bufs, unsigne
         return -EPIPE;
     if (!(s->flags_ & S_CONNECTED))
         return -ENOTCONN;
-    *left = 0;
+    size_t sum = 0;
     for (unsigned i = 0; i < nbufs; i++)
-        if (__builtin_add_overflow(*left, (size_t)bufs[i].len, left))
+        if (__builtin_add_overflow(sum, (size_t)bufs[i].len, &sum))
             return -EINVAL; /* more bytes than a size_t counts */
+    *left = sum;
     /* writev's rule: one write's bytes add up to what an ssize_t holds, so that the queue's
      * size and a write's count are never read as an error. */
-    return *left > MUX__SSIZE_MAX ? -EINVAL : 0;
+    return sum > MUX__SSIZE_MAX ? -EINVAL : 0;
 }
 
 static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
@@ -899,7 +939,8 @@ static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, 
         return 0;
     if (first) {
         s->wq_head_ = req;
-        s->last_write_ = mux__now(s->loop_);
+        if (s->to_.idle_ns | s->to_.write_ns)
+            s->last_write_ = mux__now(s->loop_);
     } else {
         s->wq_tail_->next_ = req;
     }

@@ -17,4 +17,14 @@ int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock
 int mux__write_os_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
                        int file, int64_t off, uint64_t len, mux_write_cb cb);
 
+/* Moves the connected stream `from`, idle (its connect callback has run, and nothing was
+ * asked of it since: no read, write, shutdown or timeout), to `to` on the same loop: `to`
+ * opens with `from`'s socket, and `from` is done at once, its socket left open, with no close
+ * callback (the dialer's winning attempt). 0, -EBUSY (`from` is not so), -ENOMEM. */
+int mux__stream_move(mux_stream_t *from, mux_stream_t *to);
+
+/* Leaves the open stream `s` out of mux_loop_walk: it is a part of a service's own (a dial's
+ * attempt), which the caller never saw and must not close. */
+void mux__stream_hide(mux_stream_t *s);
+
 #endif

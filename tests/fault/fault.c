@@ -8,9 +8,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +384,62 @@ int mux_fault_sigaction(int sig, const struct sigaction *sa, struct sigaction *o
 int mux_fault_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
 {
     return hit(P_pthread_atfork) ? errno : pthread_atfork(prepare, parent, child);
+}
+
+int mux_fault_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                             void *arg)
+{
+    return hit(P_pthread_create) ? errno : pthread_create(t, attr, fn, arg);
+}
+
+/* The resolver fails as it does when a file it needs cannot be opened: EAI_SYSTEM, errno. */
+int mux_fault_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+                          struct addrinfo **res)
+{
+    return hit(P_getaddrinfo) ? EAI_SYSTEM : getaddrinfo(node, service, hints, res);
+}
+
+int mux_fault_getnameinfo(const struct sockaddr *sa, socklen_t len, char *host, socklen_t hlen,
+                          char *serv, socklen_t slen, int flags)
+{
+    return hit(P_getnameinfo) ? EAI_SYSTEM : getnameinfo(sa, len, host, hlen, serv, slen, flags);
+}
+
+int mux_fault_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return hit(P_posix_spawn) ? errno : posix_spawn(pid, path, fa, attr, argv, envp);
+}
+
+int mux_fault_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return hit(P_posix_spawnp) ? errno : posix_spawnp(pid, file, fa, attr, argv, envp);
+}
+
+int mux_fault_socketpair(int domain, int type, int protocol, int sv[2])
+{
+    return hit(P_socketpair) ? -1 : socketpair(domain, type, protocol, sv);
+}
+
+int mux_fault_waitid(idtype_t idtype, id_t id, siginfo_t *si, int options)
+{
+    return hit(P_waitid) ? -1 : waitid(idtype, id, si, options);
+}
+
+int mux_fault_kill(pid_t pid, int sig)
+{
+    return hit(P_kill) ? -1 : kill(pid, sig);
+}
+
+int mux_fault_recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t)
+{
+    return hit(P_recvmmsg) ? -1 : recvmmsg(fd, v, n, flags, t);
+}
+
+int mux_fault_sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+    return hit(P_sendmmsg) ? -1 : sendmmsg(fd, v, n, flags);
 }
 
 int mux_fault_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *ss)

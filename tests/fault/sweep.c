@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -40,6 +41,9 @@
 #include "fault.h"
 #include "iomux.h"
 #include "iomux/http.h"
+#include "iomux/process.h"
+#include "iomux/udp.h"
+#include "iomux/work.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -950,6 +954,369 @@ out:;
     spin(c, &v.closed, want, 0, "the close callbacks");
 }
 
+/* ---- case: the worker pool, the resolver and a dial by name ---- */
+
+struct work_case {
+    struct cx *c;
+    mux_work_t w;
+    mux_getaddrinfo_t gai;
+    mux_getnameinfo_t gni;
+    mux_dial_t d;
+    mux_stream_t s;
+    mux_listener_t l;
+    int worked, done, looked, named, dialled, accepted, lclosed, sclosed;
+    int lopen, sopen;
+};
+
+static void wc_work(mux_work_t *w)
+{
+    ((struct work_case *)w->data)->worked = 1;
+}
+
+static void wc_done(mux_work_t *w, int status)
+{
+    struct work_case *wc = w->data;
+    if (note(wc->c, status) == 0 && !wc->worked)
+        bad(wc->c, "the work was called back without having run");
+    wc->done = 1;
+}
+
+static void wc_looked(mux_getaddrinfo_t *req, int status, struct addrinfo *ai)
+{
+    struct work_case *wc = req->data;
+    if (note(wc->c, status) == 0 &&
+        (!ai || ai->ai_family != AF_INET ||
+         ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr != htonl(INADDR_LOOPBACK)))
+        bad(wc->c, "localhost did not resolve to 127.0.0.1");
+    mux_freeaddrinfo(ai);
+    wc->looked = 1;
+}
+
+static void wc_named(mux_getnameinfo_t *req, int status, const char *host, const char *serv)
+{
+    struct work_case *wc = req->data;
+    if (note(wc->c, status) == 0 && (strcmp(host, "127.0.0.1") != 0 || strcmp(serv, "80") != 0))
+        bad(wc->c, "127.0.0.1:80 named %s:%s", host, serv);
+    wc->named = 1;
+}
+
+static void wc_dialled(mux_dial_t *d, int status)
+{
+    struct work_case *wc = d->data;
+    if (note(wc->c, status) == 0)
+        wc->sopen = 1;
+    wc->dialled = 1;
+}
+
+static void wc_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
+{
+    struct work_case *wc = l->data;
+    if (note(wc->c, status) == 0) {
+        close(sock);
+        wc->accepted = 1;
+    }
+}
+
+static void wc_lclosed(mux_listener_t *l)
+{
+    ((struct work_case *)l->data)->lclosed = 1;
+}
+
+static void wc_sclosed(mux_stream_t *s)
+{
+    ((struct work_case *)s->data)->sclosed = 1;
+}
+
+static void wc_nop(mux_work_t *w)
+{
+    (void)w;
+}
+
+static void wc_barrier(mux_work_t *w, int status)
+{
+    (void)status;
+    *(int *)w->data = 1;
+}
+
+static void case_work(struct cx *c)
+{
+    static struct work_case wc;
+    memset(&wc, 0, sizeof wc);
+    wc.c = c;
+    char port[16];
+    socklen_t slen;
+    /* One pool thread: the order of the calls is the same in every run. */
+    if (note(c, mux_work_pool_size(1)) < 0)
+        return;
+    wc.w.data = &wc;
+    if (note(c, mux_work_queue(&c->loop, &wc.w, wc_work, wc_done)) < 0 ||
+        !spin(c, &wc.done, 1, 1, "the work's callback") || c->err)
+        goto out;
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+    wc.gai.data = &wc;
+    if (note(c, mux_getaddrinfo(&c->loop, &wc.gai, wc_looked, "localhost", "80", &hints)) < 0 ||
+        !spin(c, &wc.looked, 1, 1, "the lookup of localhost") || c->err)
+        goto out;
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(80)};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    wc.gni.data = &wc;
+    if (note(c, mux_getnameinfo(&c->loop, &wc.gni, wc_named, (struct sockaddr *)&sin, sizeof sin,
+                                NI_NUMERICHOST | NI_NUMERICSERV)) < 0 ||
+        !spin(c, &wc.named, 1, 1, "the names of 127.0.0.1:80") || c->err)
+        goto out;
+    sin.sin_port = 0;
+    slen = sizeof sin;
+    wc.l.data = &wc;
+    if (note(c, mux_listen(&c->loop, &wc.l, (struct sockaddr *)&sin, sizeof sin, NULL,
+                           wc_accept)) < 0)
+        goto out;
+    wc.lopen = 1;
+    if (note(c, mux_listener_address(&wc.l, (struct sockaddr *)&sin, &slen)) < 0)
+        goto out;
+    snprintf(port, sizeof port, "%u", ntohs(sin.sin_port));
+    wc.d.data = &wc;
+    wc.s.data = &wc;
+    mux_dial_options_t o = {.family = AF_INET};
+    if (note(c, mux_dial(&c->loop, &wc.d, &wc.s, "localhost", port, &o, wc_dialled)) < 0 ||
+        !spin(c, &wc.dialled, 1, 1, "the dial") || c->err)
+        goto out;
+    spin(c, &wc.accepted, 1, 1, "the dialled connection");
+    if (!c->err && !c->bad)
+        c->complete = 1;
+out:;
+    /* Whatever is still pending after a failure is cancelled, and called back. */
+    mux_work_cancel(&wc.w);
+    mux_getaddrinfo_cancel(&wc.gai);
+    mux_getnameinfo_cancel(&wc.gni);
+    mux_dial_cancel(&wc.d);
+    int want = 0;
+    if (wc.lopen)
+        want += mux_listener_close(&wc.l, wc_lclosed) == 0;
+    uint64_t end = mono_ms() + 2000;
+    int sclose = 0;
+    /* The dial's losing attempts close an iteration after its callback. */
+    while (mux_loop_active(&c->loop) > 0 && mono_ms() < end) {
+        if (wc.sopen && !sclose) /* a dial that succeeded after the cancel */
+            want += sclose = mux_stream_close(&wc.s, wc_sclosed) == 0;
+        mux_run(&c->loop, MUX_RUN_ONCE);
+    }
+    if (wc.sclosed + wc.lclosed < want)
+        bad(c, "waited 2 s for the close callbacks (%d of %d)", wc.sclosed + wc.lclosed, want);
+    /* A lookup cancelled while it ran goes on in the pool's one thread, its file open: a
+     * request queued after it runs once it is over, before the descriptors are counted. */
+    mux_work_t barrier;
+    int barrier_done = 0;
+    barrier.data = &barrier_done;
+    if (mux_work_queue(&c->loop, &barrier, wc_nop, wc_barrier) == 0)
+        while (!barrier_done && mono_ms() < end + 2000)
+            mux_run(&c->loop, MUX_RUN_ONCE);
+}
+
+/* ---- case: datagram sockets ---- */
+
+/* A client sends five datagrams and one GSO send of three to a server that echoes them from a
+ * pool; the client reads the eight answers into its own buffers. */
+struct udp_case {
+    struct cx *c;
+    mux_udp_t srv, cli;
+    int sopen, copen, closed, answers, echoed;
+    mux_bufpool_t pool;
+    uint32_t slots[16];
+    char mem[16][512];
+    mux_udp_send_t echo[16], req[6];
+    mux_buf_t ebuf[16], out[6];
+    char data[6][64], rbuf[4][512];
+    mux_udp_addr_t srv_addr;
+    socklen_t srv_len;
+};
+
+static void uc_echo_sent(mux_udp_send_t *req, int status)
+{
+    struct udp_case *uc = ((mux_udp_t *)req->data)->data;
+    note(uc->c, status);
+    mux_bufpool_put(&uc->pool, uc->ebuf[req - uc->echo].base - MUX_UDP_POOL_HEADROOM);
+}
+
+static void uc_srv_rx(mux_udp_t *u, int status, const mux_dgram_t *d)
+{
+    struct udp_case *uc = u->data;
+    if (note(uc->c, status) < 0)
+        return;
+    int i = uc->echoed++ % 16;
+    uc->ebuf[i] = mux_buf_init(d->base, d->len);
+    uc->echo[i].data = u;
+    if (note(uc->c, mux_udp_send(u, &uc->echo[i], &uc->ebuf[i], 1, d->addr, d->addrlen,
+                                 uc_echo_sent)) < 0)
+        mux_bufpool_put(&uc->pool, d->buf);
+}
+
+static void uc_cli_rx(mux_udp_t *u, int status, const mux_dgram_t *d)
+{
+    struct udp_case *uc = u->data;
+    if (note(uc->c, status) < 0)
+        return;
+    if (d->len != 16 || d->base[0] != 'q')
+        bad(uc->c, "answer %d: %zu bytes, '%c'", uc->answers, d->len, d->base[0]);
+    uc->answers++;
+}
+
+static void uc_sent(mux_udp_send_t *req, int status)
+{
+    note(((struct udp_case *)req->data)->c, status);
+}
+
+static void uc_closed(mux_udp_t *u)
+{
+    ((struct udp_case *)u->data)->closed++;
+}
+
+static void case_udp(struct cx *c)
+{
+    static struct udp_case uc;
+    memset(&uc, 0, sizeof uc);
+    uc.c = c;
+    mux_bufpool_init(&uc.pool, uc.mem, sizeof uc.mem[0], 16, uc.slots);
+    struct sockaddr_in lo = {.sin_family = AF_INET};
+    lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    uc.srv.data = uc.cli.data = &uc;
+    if (note(c, mux_udp_bind(&c->loop, &uc.srv, (struct sockaddr *)&lo, sizeof lo, 0)) < 0)
+        goto out;
+    uc.sopen = 1;
+    if (note(c, mux_udp_bind(&c->loop, &uc.cli, (struct sockaddr *)&lo, sizeof lo, 0)) < 0)
+        goto out;
+    uc.copen = 1;
+    uc.srv_len = sizeof uc.srv_addr;
+    mux_buf_t rb[4];
+    for (int i = 0; i < 4; i++)
+        rb[i] = mux_buf_init(uc.rbuf[i], sizeof uc.rbuf[i]);
+    if (note(c, mux_udp_address(&uc.srv, &uc.srv_addr.sa, &uc.srv_len)) < 0 ||
+        note(c, mux_udp_recv_start_pool(&uc.srv, &uc.pool, uc_srv_rx)) < 0 ||
+        note(c, mux_udp_recv_start(&uc.cli, rb, 4, uc_cli_rx)) < 0)
+        goto out;
+    for (int i = 0; i < 6; i++) {
+        memset(uc.data[i], 'q', sizeof uc.data[i]);
+        uc.req[i].data = &uc;
+        int r = i < 5 ? (uc.out[i] = mux_buf_init(uc.data[i], 16),
+                         mux_udp_send(&uc.cli, &uc.req[i], &uc.out[i], 1, &uc.srv_addr.sa,
+                                      uc.srv_len, uc_sent))
+                      : mux_udp_send_gso(&uc.cli, &uc.req[i], uc.data[i], 48, 16, &uc.srv_addr.sa,
+                                         uc.srv_len, uc_sent);
+        if (note(c, r) < 0)
+            goto out;
+    }
+    if (spin(c, &uc.answers, 8, 1, "the eight answers") && !c->err && !c->bad)
+        c->complete = 1;
+out:;
+    int want = 0;
+    if (uc.copen)
+        want += mux_udp_close(&uc.cli, uc_closed) == 0;
+    if (uc.sopen)
+        want += mux_udp_close(&uc.srv, uc_closed) == 0;
+    spin(c, &uc.closed, want, 0, "the close callbacks");
+    if (mux_bufpool_available(&uc.pool) != 16)
+        bad(c, "%d pool buffers of 16 came back", mux_bufpool_available(&uc.pool));
+}
+
+/* ---- case: child processes ---- */
+
+struct spawn_case {
+    struct cx *c;
+    mux_process_t p[2];
+    mux_stream_t out;
+    int running[2], exited[2], status[2], signal[2];
+    int out_open, out_eof, out_closed;
+    char buf[64], got[64];
+    size_t len;
+};
+
+static void spc_exit(mux_process_t *p, int exit_status, int term_signal)
+{
+    struct spawn_case *sc = p->data;
+    int i = (int)(p - sc->p);
+    sc->running[i] = 0;
+    sc->exited[i] = 1;
+    sc->status[i] = exit_status;
+    sc->signal[i] = term_signal;
+    note(sc->c, exit_status < 0 ? exit_status : 0); /* the handle could not learn the status */
+}
+
+static void spc_closed(mux_stream_t *s)
+{
+    ((struct spawn_case *)s->data)->out_closed = 1;
+}
+
+static void spc_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct spawn_case *sc = s->data;
+    if (n > 0 && sc->len + (size_t)n < sizeof sc->got) {
+        memcpy(sc->got + sc->len, buf, (size_t)n);
+        sc->len += (size_t)n;
+        return;
+    }
+    if (note(sc->c, (int)n) == 0)
+        sc->out_eof = 1;
+    mux_read_stop(s);
+}
+
+static void case_spawn(struct cx *c)
+{
+    static struct spawn_case sc;
+    memset(&sc, 0, sizeof sc);
+    sc.c = c;
+    static char *sh[] = {"/bin/sh", "-c", "echo spawned; exit 5", NULL};
+    static char *sleeper[] = {"sleep", "30", NULL};
+    mux_spawn_options_t o = {.file = sh[0], .argv = sh};
+    o.stdio[1].kind = MUX_STDIO_STREAM;
+    o.stdio[1].stream = &sc.out;
+    sc.out.data = &sc;
+    sc.p[0].data = sc.p[1].data = &sc;
+    if (note(c, mux_spawn(&c->loop, &sc.p[0], &o, spc_exit)) < 0)
+        goto out;
+    sc.running[0] = sc.out_open = 1;
+    if (note(c, mux_read_start(&sc.out, sc.buf, sizeof sc.buf, spc_read)) < 0)
+        goto out;
+    if (!spin(c, &sc.out_eof, 1, 1, "the child's output") ||
+        !spin(c, &sc.exited[0], 1, 1, "the child's exit") || c->err)
+        goto out;
+    if (sc.status[0] != 5 || sc.signal[0] != 0 || sc.len != 8 || memcmp(sc.got, "spawned\n", 8)) {
+        bad(c, "the child said %.*s and exited %d (signal %d)", (int)sc.len, sc.got, sc.status[0],
+            sc.signal[0]);
+        goto out;
+    }
+    mux_spawn_options_t so = {.file = sleeper[0], .argv = sleeper};
+    if (note(c, mux_spawn(&c->loop, &sc.p[1], &so, spc_exit)) < 0)
+        goto out;
+    sc.running[1] = 1;
+    if (note(c, mux_process_kill(&sc.p[1], SIGTERM)) < 0 ||
+        !spin(c, &sc.exited[1], 1, 1, "the killed child's exit") || c->err)
+        goto out;
+    if (sc.signal[1] != SIGTERM)
+        bad(c, "the killed child ended with signal %d, status %d", sc.signal[1], sc.status[1]);
+    else
+        c->complete = 1;
+out:
+    /* What runs still is killed, and its exit awaited; a loop that cannot wait any more (its
+     * kernel refuses every wait) gives up on it, and it is reaped here. */
+    int pids[2] = {0, 0};
+    for (int i = 0; i < 2; i++)
+        if (sc.running[i]) {
+            pids[i] = mux_process_pid(&sc.p[i]);
+            kill(pids[i], SIGKILL);
+        }
+    if (sc.out_open)
+        mux_stream_close(&sc.out, spc_closed);
+    uint64_t end = mono_ms() + 2000;
+    while (mux_loop_active(&c->loop) > 0 && mono_ms() < end)
+        if (mux_run(&c->loop, MUX_RUN_ONCE) < 0 && c->err)
+            break;
+    for (int i = 0; i < 2; i++)
+        if (sc.running[i] && mux_process_detach(&sc.p[i]) == 0)
+            waitpid(pids[i], NULL, 0);
+    end = mono_ms() + 2000;
+    while (sc.out_open && !sc.out_closed && mono_ms() < end)
+        mux_run(&c->loop, MUX_RUN_ONCE);
+}
+
 /* ---- case: the HTTP server ---- */
 
 /* The server answers a GET and a chunked POST on one kept-alive connection, from a raw
@@ -1346,6 +1713,7 @@ static const struct {
     {"signal", case_signal}, {"stream", case_stream}, {"stream_pool", case_stream_pool},
     {"fork", case_fork},     {"bulk", case_bulk},     {"v6", case_v6},
     {"http", case_http},     {"static", case_static}, {"fs", case_fs},
+    {"work", case_work},     {"spawn", case_spawn},   {"udp", case_udp},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 

@@ -141,23 +141,7 @@ int regress_make_tmpfile(const void *data, size_t len, char **filename_out)
     return fd;
 }
 
-ev_uint32_t evutil_weakrand_seed_(struct evutil_weakrand_state *st, ev_uint32_t seed)
-{
-    if (!seed)
-        seed = (ev_uint32_t)time(NULL) ^ (ev_uint32_t)getpid();
-    return st->seed = seed;
-}
-
-ev_int32_t evutil_weakrand_(struct evutil_weakrand_state *st)
-{
-    st->seed = st->seed * 1103515245u + 12345u; /* an LCG: weak on purpose, as the name says */
-    return (ev_int32_t)(st->seed & 0x7fffffff);
-}
-
-ev_int32_t evutil_weakrand_range_(struct evutil_weakrand_state *st, ev_int32_t top)
-{
-    return top > 0 ? evutil_weakrand_(st) % top : 0;
-}
+#include "standins.c" /* evutil_weakrand_*, evutil_make_internal_pipe_ */
 
 void evutil_usleep_(const struct timeval *tv)
 {

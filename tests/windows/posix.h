@@ -75,6 +75,7 @@ _Noreturn void harness_skip(const char *reason);
 #define IOV_MAX 1024
 
 typedef unsigned long long rlim_t;
+typedef ADDRESS_FAMILY sa_family_t;
 struct rlimit {
     rlim_t rlim_cur, rlim_max;
 };

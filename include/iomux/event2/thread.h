@@ -16,6 +16,9 @@ struct event_base;
 #define EVTHREAD_USE_PTHREADS_IMPLEMENTED 1
 /* Returns 0. */
 EVENT2_EXPORT_SYMBOL int evthread_use_pthreads(void);
+/* libevent's check of its own locks' use: there are no locks to check here. Does nothing. */
+EVENT2_EXPORT_SYMBOL void evthread_enable_lock_debugging(void);
+EVENT2_EXPORT_SYMBOL void evthread_enable_lock_debuging(void); /* libevent's old spelling */
 /* Returns 0: a base is always woken by iomux's own wake-up. */
 EVENT2_EXPORT_SYMBOL int evthread_make_base_notifiable(struct event_base *base);
 

@@ -57,8 +57,8 @@ typedef socklen_t ev_socklen_t;
 #define EV_INT8_MAX INT8_MAX
 #define EV_INT8_MIN INT8_MIN
 #define EV_SIZE_MAX SIZE_MAX
-#define EV_SSIZE_MAX SSIZE_MAX
-#define EV_SSIZE_MIN ((-SSIZE_MAX) - 1)
+#define EV_SSIZE_MAX ((ev_ssize_t)(SIZE_MAX >> 1))
+#define EV_SSIZE_MIN ((-EV_SSIZE_MAX) - 1)
 
 #define EV_SIZE_FMT "%zu"
 #define EV_SSIZE_FMT "%zd"

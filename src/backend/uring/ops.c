@@ -7,13 +7,24 @@
  * call until the wait submits it, and a shutdown is one cheap system call either way.
  *
  * What is odd about them, and what this file does about it:
- * - Submission. The calls only queue an operation; the wait submits the queue with its one
- *   io_uring_enter, so an operation costs no system call of its own, and the ring is never
- *   touched outside mux_run (not from a forked child before the loop noticed the fork, not
- *   from inside a callback's call). An operation carries its struct mux__op's address in
- *   the user data, and its links in its private space (struct mux__uop): it is on the queue
- *   and/or on the list of operations in flight, and on neither once its last completion
- *   came, so its owner may free it or hand its private space to the emulation.
+ * - Submission. An operation costs no system call of its own: the wait's one io_uring_enter
+ *   submits it. A send is written straight into the SQ ring by the submitting call (the
+ *   kernel sees it only at that enter) when nothing is queued ahead of it and the ring is
+ *   this process's: in a forked child that has not renewed the ring yet, the SQ ring's
+ *   memory is still shared with the parent, so there it is queued. The other kinds are
+ *   queued, and the wait writes their SQEs: a receive's buffer ring must be registered first,
+ *   and a queue keeps their order with the cancels. An operation carries its struct mux__op's
+ *   address in the user data, and its links in its private space (struct mux__uop): it is on
+ *   the queue and/or on the list of operations in flight, and on neither once its last
+ *   completion came, so its owner may free it or hand its private space to the emulation.
+ * - One enter per echo is not to be had with a send's completion: the send of an iteration
+ *   goes in the enter that waits, but the kernel completes it inside that enter (loopback
+ *   has room), so the wait returns at once with its CQE, and the next block needs a second
+ *   enter. A hand-written server gets the same (bench/README.md, the io_uring floor: 2.00
+ *   enters per echo at one session). Skipping the send's CQE (IOSQE_CQE_SKIP_SUCCESS with
+ *   MSG_WAITALL | MSG_DONTWAIT, which posts a CQE only for a short or failed send) would let
+ *   the wait block, but the write's callback would then come only with the next event,
+ *   however long that takes: a program that closes after its answer would hang. Not done.
  * - Completions only record results and queue tasks (mux__op_complete), so no callback runs
  *   inside the reap and nothing is submitted from it.
  * - Refusals. A listener with a full batch of accepted connections refuses the next
@@ -61,6 +72,7 @@
 #include <unistd.h>
 
 #include "backend/uring/uring.h"
+#include "iomux/udp.h" /* MUX_UDP_POOL_HEADROOM */
 
 #define MUX__SEND_MAX        0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
 #define MUX__URING_SENDV_MAX 1024u       /* UIO_MAXIOV */
@@ -120,6 +132,14 @@ static void mux__ulist_init(struct mux__uop *anchor, int queue)
 static struct mux__upool *mux__upool_of(const mux_bufpool_t *p)
 {
     return mux__bufpool_kring(p);
+}
+
+/* The pool a receive takes its buffers from: a stream's, or a datagram socket's, or NULL. */
+static mux_bufpool_t *mux__op_pool(const struct mux__op *op)
+{
+    if (op->kind_ == MUX__OP_RECV_POOL)
+        return op->a_.pool;
+    return op->kind_ == MUX__OP_DGRAM_RECV ? op->a_.dgram->pool : NULL;
 }
 
 static size_t mux__upool_bytes(const struct mux__upool *up)
@@ -234,10 +254,11 @@ static void mux__op_link(struct mux__uring *st, struct mux__op *op)
     st->ops.next->prev = u;
     st->ops.next = u;
     u->state |= MUX__OPS_FLIGHT;
-    if (op->kind_ == MUX__OP_RECV_POOL) {
+    mux_bufpool_t *pool = mux__op_pool(op);
+    if (pool) {
         /* a buffer for it before it can reach the kernel (a full SQ ring is submitted
          * early, in the middle of a flush) */
-        struct mux__upool *up = mux__upool_of(op->a_.pool);
+        struct mux__upool *up = mux__upool_of(pool);
         up->armed++;
         mux__upool_topup(up);
     }
@@ -252,17 +273,33 @@ static void mux__op_unlink(struct mux__op *op)
     u->next->prev = u->prev;
     u->next = u->prev = NULL;
     u->state &= (uint8_t)~MUX__OPS_FLIGHT;
-    if (op->kind_ == MUX__OP_RECV_POOL)
-        mux__upool_of(op->a_.pool)->armed--;
+    mux_bufpool_t *pool = mux__op_pool(op);
+    if (pool)
+        mux__upool_of(pool)->armed--;
     if (u->state & MUX__OPS_QUEUED)
         mux__op_dequeue(op);
 }
 
+static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, struct mux__op *op);
+
 void mux__uring_submit(struct mux__loop *loop, struct mux__op *op)
 {
+    struct mux__uring *st = loop->bdata;
     /* Not in flight, so on no list: its private space may hold anything (the emulation's). */
     memset(mux__uop_of(op), 0, sizeof(struct mux__uop));
-    mux__op_enqueue(loop->bdata, op, MUX__Q_SUBMIT);
+    /* A send goes straight into the SQ ring, for the next wait's enter to submit, when nothing
+     * is queued ahead of it (the queue keeps the order) and the ring is this process's (in a
+     * child that has not renewed it, the SQ ring's memory is still shared with the parent).
+     * The other kinds wait for the queue: a receive's buffer ring is registered by the wait. */
+    struct io_uring_sqe *sqe;
+    if ((op->kind_ == MUX__OP_SEND || op->kind_ == MUX__OP_SENDV) &&
+        st->queue.qnext == &st->queue && mux__likely(st->ring_ok) &&
+        !mux__forked_since(loop) && (sqe = mux__uring_sqe(st)) != NULL) {
+        mux__uring_prep_op(st, sqe, op);
+        mux__op_link(st, op);
+        return;
+    }
+    mux__op_enqueue(st, op, MUX__Q_SUBMIT);
 }
 
 void mux__uring_cancel(struct mux__loop *loop, struct mux__op *op)
@@ -274,11 +311,10 @@ void mux__uring_cancel(struct mux__loop *loop, struct mux__op *op)
         mux__op_enqueue(loop->bdata, op, MUX__Q_CANCEL);
 }
 
-/* Fills the SQE of an operation to start. */
+/* Fills the SQE of an operation to start, every field of it. */
 static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, struct mux__op *op)
 {
-    sqe->fd = op->sock_;
-    sqe->user_data = mux__op_ud(op);
+    *sqe = (struct io_uring_sqe){.fd = op->sock_, .user_data = mux__op_ud(op)};
     switch (op->kind_) {
     case MUX__OP_RECV_POOL:
         sqe->opcode = IORING_OP_RECV;
@@ -293,6 +329,20 @@ static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, 
         /* The socket is likely empty: wait for data before trying. */
         sqe->ioprio = op->flags_ & MUX__OPF_POLL_FIRST ? IORING_RECVSEND_POLL_FIRST : 0;
         break;
+    case MUX__OP_DGRAM_RECV: {
+        /* Multishot (the descriptor's caps: 6.0): a CQE per datagram, into a buffer of the
+         * ring, laid out as the kernel's header, the sender's address and the bytes. */
+        struct msghdr *msg = &st->msgs[sqe - st->ring.sq.sqes];
+        memset(msg, 0, sizeof *msg);
+        msg->msg_namelen = sizeof(struct sockaddr_in6);
+        sqe->opcode = IORING_OP_RECVMSG;
+        sqe->addr = (uint64_t)(uintptr_t)msg;
+        sqe->len = 1;
+        sqe->flags = IOSQE_BUFFER_SELECT;
+        sqe->buf_group = mux__upool_of(op->a_.dgram->pool)->bgid;
+        sqe->ioprio = IORING_RECV_MULTISHOT;
+        break;
+    }
     case MUX__OP_SEND:
         sqe->opcode = IORING_OP_SEND;
         sqe->addr = (uint64_t)(uintptr_t)op->a_.buf.base;
@@ -351,21 +401,54 @@ void mux__uring_ops_prep(struct mux__uring *st, struct io_uring_sqe *sqe, struct
 {
     unsigned what = mux__uop_of(op)->queue;
     mux__op_dequeue(op);
-    memset(sqe, 0, sizeof *sqe);
     if (what & MUX__Q_CANCEL) {
-        sqe->opcode = IORING_OP_ASYNC_CANCEL;
-        sqe->fd = -1;
-        sqe->user_data = (uint64_t)MUX__UD_REMOVE << 62;
-        sqe->addr = mux__op_ud(op);
-        sqe->flags = (uint8_t)st->skip;
+        *sqe = (struct io_uring_sqe){.opcode = IORING_OP_ASYNC_CANCEL,
+                                     .fd = -1,
+                                     .user_data = (uint64_t)MUX__UD_REMOVE << 62,
+                                     .addr = mux__op_ud(op),
+                                     .flags = (uint8_t)st->skip};
         return;
     }
     mux__uring_prep_op(st, sqe, op);
     mux__op_link(st, op);
 }
 
-/* One CQE of an operation. Returns 0, or its owner's refusal (1 or 2, backend.h). */
-static int mux__uring_op_cqe(struct mux__loop *loop, uint64_t ud, int res, unsigned flags)
+_Static_assert(sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in6) ==
+                   MUX_UDP_POOL_HEADROOM,
+               "a datagram lies MUX_UDP_POOL_HEADROOM bytes into its buffer, as the emulation's");
+
+/* A datagram's CQE of `res` bytes in `buf`: the next message of its batch, if there is room
+ * (else the owner refuses it). Returns the completion's result: 1 datagram, or -EIO for a
+ * buffer the kernel did not lay out as it says. */
+static int mux__uring_dgram(struct mux__op *op, char *buf, int res)
+{
+    struct mux__dbatch *b = op->a_.dgram;
+    if (b->k >= b->n)
+        return 1;
+    struct msghdr tmpl;
+    memset(&tmpl, 0, sizeof tmpl);
+    tmpl.msg_namelen = sizeof(struct sockaddr_in6);
+    struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(buf, res, &tmpl);
+    if (!o)
+        return -EIO;
+    struct mux__dmsg *m = &b->m[b->k];
+    m->pbuf = buf;
+    m->buf = io_uring_recvmsg_payload(o, &tmpl);
+    m->cap = (uint32_t)(mux__bufpool_size(b->pool) - MUX_UDP_POOL_HEADROOM);
+    m->len = io_uring_recvmsg_payload_length(o, res, &tmpl);
+    m->flags = o->flags & MSG_TRUNC ? MUX__DMSG_TRUNC : 0;
+    m->gso = 0;
+    uint32_t nlen = o->namelen < m->addrlen ? o->namelen : m->addrlen;
+    memcpy(m->addr, io_uring_recvmsg_name(o), nlen);
+    m->addrlen = nlen;
+    return 1;
+}
+
+/* One CQE of an operation. Returns 0, or its owner's refusal (1 or 2, backend.h). Inline in
+ * the reap's path; the cold callers (redelivery, a ring renewed) go through the copy below. */
+static inline __attribute__((always_inline)) int mux__uring_op_cqe_inline(struct mux__loop *loop,
+                                                                         uint64_t ud, int res,
+                                                                         unsigned flags)
 {
     struct mux__op *op = mux__cqe_op(ud);
     unsigned more = flags & IORING_CQE_F_MORE;
@@ -373,20 +456,29 @@ static int mux__uring_op_cqe(struct mux__loop *loop, uint64_t ud, int res, unsig
         (more ? MUX__OPC_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPC_NONEMPTY : 0);
     char *buf = NULL;
     uint32_t bid = 0;
+    mux_bufpool_t *pool = mux__op_pool(op);
     if (flags & IORING_CQE_F_BUFFER) { /* the owner's from done_ on, until mux_bufpool_put */
         bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        buf = mux__bufpool_taken(op->a_.pool, bid);
+        buf = mux__bufpool_taken(pool, bid);
+        if (op->kind_ == MUX__OP_DGRAM_RECV && res >= 0)
+            res = mux__uring_dgram(op, buf, res);
     }
     if (!more)
         mux__op_unlink(op);
     int refused = mux__op_complete(op, res, buf, opf);
     if (mux__unlikely(refused != 0)) {
         if (buf) /* its buffer comes again with it */
-            mux__bufpool_untake(op->a_.pool, bid);
+            mux__bufpool_untake(pool, bid);
         if (!more)
             mux__op_link(loop->bdata, op); /* still in flight: this completion comes again */
     }
     return refused;
+}
+
+static __attribute__((noinline)) int mux__uring_op_cqe(struct mux__loop *loop, uint64_t ud,
+                                                       int res, unsigned flags)
+{
+    return mux__uring_op_cqe_inline(loop, ud, res, flags);
 }
 
 /* Keeps an operation's CQE for the next reap. 0, or -ENOMEM. */
@@ -413,14 +505,14 @@ int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
     if (cqe->flags & IORING_CQE_F_BUFFER) {
         /* The kernel took it from the ring, whether its owner takes the CQE now or later;
          * a multishot receive goes on taking buffers: the ring is topped up. */
-        struct mux__upool *up = mux__upool_of(op->a_.pool);
+        struct mux__upool *up = mux__upool_of(mux__op_pool(op));
         up->inring--;
         if (cqe->flags & IORING_CQE_F_MORE)
             mux__upool_topup(up);
     }
     /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
-    if (!(u->state & MUX__OPS_KEPT) &&
-        (refused = mux__uring_op_cqe(loop, cqe->user_data, cqe->res, cqe->flags)) == 0)
+    if (mux__likely(!(u->state & MUX__OPS_KEPT)) &&
+        (refused = mux__uring_op_cqe_inline(loop, cqe->user_data, cqe->res, cqe->flags)) == 0)
         return 0;
     int err = mux__uring_defer(st, cqe);
     if (err == 0) {

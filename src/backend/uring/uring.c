@@ -74,12 +74,14 @@
  *   already in hand) enters only when that flag is up or something is to be submitted:
  *   one io_uring_enter per iteration at most. IOMUX_URING_TASKRUN=defer gives
  *   IORING_SETUP_DEFER_TASKRUN instead (with SINGLE_ISSUER; any other value but "coop"
- *   makes open fail with -EINVAL): the work then runs only inside an enter that waits, in
- *   bounded passes (since 6.13 at most 20 items per pass, two passes per enter), so an
- *   iteration in which 100 fds became ready takes at least two enters and two iterations,
- *   where cooperative work takes one, while the completions of one iteration come in
- *   smaller batches, which can make a busy echo server cheaper (docs/studies.md has both
- *   measurements). A
+ *   makes open fail with -EINVAL): the work then runs only inside an enter with GETEVENTS,
+ *   in bounded passes (since 6.13 at most max(20, min_complete) items per pass). A poll
+ *   therefore asks for as many completions as the CQ ring holds, with a zero timeout, so that
+ *   one poll runs the work of 100 ready fds (it took five at min_complete 0); a waiting enter
+ *   asks for one, and the completions of one iteration come in smaller batches, which can
+ *   make a busy echo server cheaper (docs/studies.md has both measurements). Deferred work
+ *   costs the edge-triggered watchers an enter per poll where cooperative work needs none
+ *   (the Poller study's multishot cells), so cooperative work stays the default. A
  *   deferred ring is bound to one thread: it is created disabled (IORING_SETUP_R_DISABLED)
  *   and enabled by the first wait, so the thread that first runs the loop is the one, and
  *   a later run from another thread fails with -EEXIST. A signal that interrupts a
@@ -100,6 +102,11 @@
  *   fails, so the default backend choice falls back to epoll, and naming "uring" returns
  *   the kernel's error. Required: NODROP, EXT_ARG, FAST_POLL and RSRC_TAGS (5.13, the
  *   release that brought multishot poll and poll update), else -ENOSYS.
+ * - The default. io_uring comes first in the build's order (IOMUX_PREFER_URING), and as the
+ *   automatic choice (loop->choosing) it declines, with -ENOTSUP, on a kernel before 6.1 or
+ *   where the native stream path is not whole (operations emulated, no multishot accept or
+ *   receive): epoll is taken there. Named, it opens on any kernel it supports. The rule,
+ *   and the measurements it rests on: docs/backends.md, "How the default is chosen".
  * - Operations: the kernel's own send, sendmsg, receive into a provided buffer and
  *   multishot accept, with 5.19 (probed through IORING_OP_SOCKET, which came with it); on an
  *   older kernel, or with IOMUX_URING_STREAMS=poll (to compare the two paths), open narrows
@@ -126,6 +133,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "backend/uring/uring.h"
@@ -304,14 +312,54 @@ static int mux__uring_setup(struct mux__uring *st)
         st->sq_head = 0; /* a new ring's */
         st->disabled = st->deferred = (tries[i] & IORING_SETUP_DEFER_TASKRUN) != 0;
         st->taskrun_flag = (tries[i] & IORING_SETUP_TASKRUN_FLAG) != 0;
+        st->submit_all = (tries[i] & IORING_SETUP_SUBMIT_ALL) != 0;
         st->ring_ok = 1;
         return 0;
     }
     return err;
 }
 
+/* The default rule (docs/backends.md, "How the default is chosen"): the automatic choice
+ * takes io_uring only on a kernel from MUX__URING_DEFAULT_FROM on, with the native stream
+ * path whole (the operations, multishot accept and multishot receive): the path the studies
+ * measured ahead of epoll. Elsewhere it declines (-ENOTSUP), and the next backend of the order,
+ * epoll, is taken; named, io_uring opens on any kernel it supports. IOMUX_TEST_URING_KERNEL
+ * stands in for the kernel's release, for the tests. */
+#define MUX__URING_DEFAULT_FROM_MAJOR 6
+#define MUX__URING_DEFAULT_FROM_MINOR 1
+
+static int mux__uring_kernel_measured(void)
+{
+    const char *rel = getenv("IOMUX_TEST_URING_KERNEL");
+    struct utsname u;
+    if (!rel || !*rel) {
+        if (uname(&u) != 0)
+            return 0;
+        rel = u.release;
+    }
+    char *end;
+    unsigned long major = strtoul(rel, &end, 10), minor = 0;
+    if (end == rel)
+        return 0;
+    if (*end == '.')
+        minor = strtoul(end + 1, NULL, 10);
+    return major > MUX__URING_DEFAULT_FROM_MAJOR ||
+           (major == MUX__URING_DEFAULT_FROM_MAJOR && minor >= MUX__URING_DEFAULT_FROM_MINOR);
+}
+
+static void mux__uring_close(struct mux__loop *loop);
+
+static int mux__uring_default_path(const struct mux__loop *loop)
+{
+    unsigned whole = MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) |
+                     MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP_ACCEPT_MULTI | MUX__CAP_RECV_MULTI;
+    return (loop->caps & whole) == whole;
+}
+
 static int mux__uring_open(struct mux__loop *loop)
 {
+    if (loop->choosing && !mux__uring_kernel_measured())
+        return -ENOTSUP; /* the automatic choice takes epoll on this kernel */
     struct mux__uring *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
@@ -337,10 +385,14 @@ static int mux__uring_open(struct mux__loop *loop)
     /* Multishot receives came with 6.0, as did the zero-copy send opcode, which says so. */
     if (!probe || !io_uring_opcode_supported(probe, IORING_OP_SEND_ZC) ||
         (ns && strcmp(ns, "oneshot") == 0))
-        loop->caps &= ~(unsigned)MUX__CAP_RECV_MULTI;
+        loop->caps &= ~(unsigned)(MUX__CAP_RECV_MULTI | MUX__CAP(MUX__OP_DGRAM_RECV));
     if (probe)
         io_uring_free_probe(probe);
     loop->bdata = st; /* the fd table starts zeroed: no fd has a request yet */
+    if (loop->choosing && !mux__uring_default_path(loop)) {
+        mux__uring_close(loop); /* operations emulated: not the path measured ahead */
+        return -ENOTSUP;
+    }
     return 0;
 }
 
@@ -425,23 +477,6 @@ static unsigned mux__uring_revents(int res)
     unsigned r = (unsigned)res;
     unsigned got = ((r | r >> 13) & MUX_READ) | (r >> 1 & MUX_WRITE); /* POLLIN|RDHUP, POLLOUT */
     return r & (POLLERR | POLLHUP) ? MUX__IO_EVENTS : got;
-}
-
-/* An SQE slot for the CQE of an ended poll to re-arm it in, or NULL when the SQ ring is
- * full. liburing's io_uring_get_sqe without its reads of the setup flags, and with the
- * ring's head as last read: the kernel only moves it on, so a stale one errs on the full
- * side, and it is read again only then. */
-static inline struct io_uring_sqe *mux__uring_sqe(struct mux__uring *st)
-{
-    struct io_uring_sq *sq = &st->ring.sq;
-    unsigned tail = sq->sqe_tail;
-    if (mux__unlikely(tail - st->sq_head >= sq->ring_entries)) {
-        st->sq_head = IO_URING_READ_ONCE(*sq->khead);
-        if (tail - st->sq_head >= sq->ring_entries)
-            return NULL;
-    }
-    sq->sqe_tail = tail + 1;
-    return &sq->sqes[tail & sq->ring_mask];
 }
 
 static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux__uring *st,
@@ -789,7 +824,18 @@ static int mux__uring_enter(struct mux__uring *st, int64_t timeout_ns)
             argsz = sizeof arg;
             flags |= IORING_ENTER_EXT_ARG;
         }
-    } else if (st->deferred || !st->taskrun_flag ||
+    } else if (st->deferred) {
+        /* A poll of a deferred ring asks for as many completions as the CQ ring holds, with a
+         * zero timeout: the kernel runs that much deferred work before it looks (its passes
+         * run max(20, min_complete) items since 6.13), so 100 fds ready take one poll, not
+         * five; the wait then ends at once, with -ETIME. */
+        ts = (struct __kernel_timespec){0, 0};
+        arg = (struct io_uring_getevents_arg){.ts = (uint64_t)(uintptr_t)&ts};
+        argp = &arg;
+        argsz = sizeof arg;
+        min = st->ring.cq.ring_entries;
+        flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+    } else if (!st->taskrun_flag ||
                (IO_URING_READ_ONCE(*st->ring.sq.kflags) &
                 (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
         flags = IORING_ENTER_GETEVENTS; /* task work to run, or CQEs to flush: a poll */
@@ -813,9 +859,11 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     int ended = mux__uring_flush_ops(loop);
     if (ended < 0)
         return ended;
-    int err = mux__uring_rearms(loop);
-    if (err != 0)
-        return err;
+    if (st->nrearm != 0) {
+        int err = mux__uring_rearms(loop);
+        if (err != 0)
+            return err;
+    }
     /* Kept CQEs are offered again unless all are parked and no owner unparked them: a
      * stopped reader's would be refused at every wait. */
     int offer = st->ndefer && (st->defer_retry || loop->ops_unpark);
@@ -843,7 +891,7 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     }
     /* Without SUBMIT_ALL a failing SQE stops the batch: send the rest of what the enter was
      * given (not the re-arms queued since, whose watchers have not run). */
-    for (int i = 0; i < 64 && r >= 0; i++) {
+    for (int i = 0; !st->submit_all && i < 64 && r >= 0; i++) {
         unsigned left = *st->ring.sq.ktail - IO_URING_READ_ONCE(*st->ring.sq.khead);
         if (left == 0)
             break;
@@ -868,7 +916,7 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     if (r == -EBADR) {
         /* The kernel lost CQEs: some request may have ended unseen. Start again. */
         st->post_enter = 0; /* what the old ring still holds is queued, not called */
-        err = mux__uring_renew(loop, 1);
+        int err = mux__uring_renew(loop, 1);
         if (err != 0)
             return err;
         mux__fd_refresh_all(loop);
@@ -890,7 +938,7 @@ const struct mux__backend mux__backend_uring = {
     .name = "uring",
     .caps = MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) | MUX__CAP(MUX__OP_SENDV) |
             MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP_ACCEPT_MULTI | MUX__CAP_RECV_MULTI |
-            MUX__CAP_WAKE_FD,
+            MUX__CAP(MUX__OP_DGRAM_RECV) | MUX__CAP_WAKE_FD,
     .fd_limit = INT_MAX,
     .open = mux__uring_open,
     .close = mux__uring_close,

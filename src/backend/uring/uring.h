@@ -48,6 +48,7 @@ struct mux__uring {
     uint8_t taskrun_flag;   /* IORING_SETUP_TASKRUN_FLAG: the kernel flags pending task work */
     uint8_t post_enter;     /* between the wait's enter and its return: re-arms may be queued */
     uint8_t disabled;       /* created disabled: the first wait enables it */
+    uint8_t submit_all;     /* IORING_SETUP_SUBMIT_ALL: a failing SQE does not stop the batch */
     uint8_t pools_pending;  /* a pool's ring is not registered yet */
     uint16_t next_bgid;     /* the next pool's buffer group */
     struct mux__uop ops;    /* anchor of the operations in flight */
@@ -60,6 +61,23 @@ struct mux__uring {
     unsigned nmsgs;
     struct mux__upool *pools; /* pools with a provided-buffer ring */
 };
+
+/* An SQE slot at the SQ ring's tail, or NULL when the ring is full. liburing's
+ * io_uring_get_sqe without its reads of the setup flags, and with the ring's head as last read
+ * (st->sq_head): the kernel only moves it on, so a stale one errs on the full side, and it is
+ * read again only then. The SQE keeps whatever it held: the caller writes every field. */
+static inline struct io_uring_sqe *mux__uring_sqe(struct mux__uring *st)
+{
+    struct io_uring_sq *sq = &st->ring.sq;
+    unsigned tail = sq->sqe_tail;
+    if (__builtin_expect(tail - st->sq_head >= sq->ring_entries, 0)) {
+        st->sq_head = IO_URING_READ_ONCE(*sq->khead);
+        if (tail - st->sq_head >= sq->ring_entries)
+            return NULL;
+    }
+    sq->sqe_tail = tail + 1;
+    return &sq->sqes[tail & sq->ring_mask];
+}
 
 /* ops.c, called by uring.c only (ops.c calls nothing of uring.c's) */
 int mux__uring_ops_open(struct mux__uring *st);   /* 0 or -ENOMEM */

@@ -142,25 +142,49 @@ static int config_avoids(const struct event_config *cfg, const char *name)
     return 0;
 }
 
+static int try_backend(struct event_base *base, const char *name, int flags, int require)
+{
+    if ((evx_backend_features(name) & require) != require)
+        return -1;
+    mux_loop_options_t opts = {.backend = name, .flags = MUX_LOOP_IGNORE_ENV};
+    if (mux_loop_init(&base->loop, &opts) < 0)
+        return -1;
+    base->features = evx_backend_features(name);
+    base->flags = flags;
+    if (!(flags & EVENT_BASE_FLAG_IGNORE_ENV) && getenv("EVENT_SHOW_METHOD"))
+        evx_warn("libevent using: %s", name);
+    return 0;
+}
+
+/* io_uring is no libevent method: it stands in front of epoll, as the better of what Linux
+ * offers. A program that sets EVENT_NOEPOLL (tmux does) gets what libevent would give it,
+ * poll, then select: io_uring is passed over too, unless libevent's three methods are all
+ * avoided (then it is what is left, as the regression cases ask for it). */
+static int env_avoids_uring(void)
+{
+    return env_avoids("epoll") && !(env_avoids("poll") && env_avoids("select"));
+}
+
+/* The backend: IOMUX_BACKEND's when it is set (and the configuration does not avoid it),
+ * else the first of iomux's order that neither the configuration nor an EVENT_NO<METHOD>
+ * variable avoids and that has the features required. */
 static int open_loop(struct event_base *base, const struct event_config *cfg)
 {
     int flags = cfg ? cfg->flags : 0, require = cfg ? cfg->require : 0;
+    int use_env = !(flags & EVENT_BASE_FLAG_IGNORE_ENV);
+    const char *want = use_env ? getenv("IOMUX_BACKEND") : NULL;
+    if (want && *want && !config_avoids(cfg, want) && try_backend(base, want, flags, require) == 0)
+        return 0;
     for (size_t i = 0;; i++) {
         const char *name = mux_backend_name(i);
         if (!name)
             return -1;
-        if (config_avoids(cfg, name) || (!(flags & EVENT_BASE_FLAG_IGNORE_ENV) && env_avoids(name)))
+        if (config_avoids(cfg, name) || (use_env && env_avoids(name)))
             continue;
-        if ((evx_backend_features(name) & require) != require)
+        if (use_env && strcmp(name, "uring") == 0 && env_avoids_uring())
             continue;
-        mux_loop_options_t opts = {.backend = name, .flags = MUX_LOOP_IGNORE_ENV};
-        if (mux_loop_init(&base->loop, &opts) == 0) {
-            base->features = evx_backend_features(name);
-            base->flags = flags;
-            if (!(flags & EVENT_BASE_FLAG_IGNORE_ENV) && getenv("EVENT_SHOW_METHOD"))
-                evx_warn("libevent using: %s", name);
+        if (try_backend(base, name, flags, require) == 0)
             return 0;
-        }
     }
 }
 
@@ -412,7 +436,8 @@ EVX_EXPORT int event_base_loop(struct event_base *base, int flags)
         if (base->gotterm || breaking(base))
             break;
         int nowait = (flags & EVLOOP_NONBLOCK) || base->nactive;
-        if (!base->nadded && !base->nactive && !base->nbusy && !(flags & EVLOOP_NO_EXIT_ON_EMPTY)) {
+        if (base->nadded == base->ninternal && !base->nactive && !base->nbusy &&
+            !(flags & EVLOOP_NO_EXIT_ON_EMPTY)) {
             ret = 1;
             break;
         }
@@ -607,7 +632,7 @@ EVX_EXPORT int event_base_get_num_events(struct event_base *base, unsigned int f
     if (flags & EVENT_BASE_COUNT_VIRTUAL)
         n += base->nvirtual;
     if (flags & EVENT_BASE_COUNT_ADDED)
-        n += base->nadded;
+        n += base->nadded - base->ninternal;
     return n;
 }
 
@@ -635,6 +660,8 @@ EVX_EXPORT int event_base_foreach_event(struct event_base *base, event_base_fore
     if (!base || !fn)
         return -1;
     for (struct event *ev = base->added; ev; ev = ev->ev_next_) {
+        if (ev->ev_flags & EVX_INTERNAL)
+            continue;
         int r = fn(base, ev, arg);
         if (r)
             return r;
@@ -642,7 +669,7 @@ EVX_EXPORT int event_base_foreach_event(struct event_base *base, event_base_fore
     /* Events that are active without being added: event_active on an idle event. */
     for (int p = 0; p < base->npri; p++)
         for (struct event *ev = base->active[p].head; ev; ev = ev->ev_active_next_) {
-            if (ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT))
+            if (ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT | EVX_INTERNAL))
                 continue;
             int r = fn(base, ev, arg);
             if (r)
@@ -651,26 +678,58 @@ EVX_EXPORT int event_base_foreach_event(struct event_base *base, event_base_fore
     return 0;
 }
 
-static int dump_one(const struct event_base *base, const struct event *ev, void *arg)
+/* event_base_dump_events writes libevent's format, which programs and libevent's own
+ * checker (test/check-dumpevents.py) read: the inserted events with their timeouts on the
+ * wall clock, then the active ones with their priority and what they are active for. The
+ * library's own events are listed too, marked Internal, as libevent lists its own. */
+static void dump_inserted(FILE *f, const struct event *ev)
 {
-    FILE *f = arg;
-    (void)base;
-    fprintf(f, "  %p [%s %d]%s%s%s%s%s%s\n", (const void *)ev,
-            ev->ev_events & EV_SIGNAL ? "sig" : "fd", (int)ev->ev_fd,
+    if (!(ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT)))
+        return;
+    fprintf(f, "  %p [%s %d]%s%s%s%s%s%s%s", (const void *)ev,
+            ev->ev_events & EV_SIGNAL ? "sig" : "fd ", (int)ev->ev_fd,
             ev->ev_events & EV_READ ? " Read" : "", ev->ev_events & EV_WRITE ? " Write" : "",
             ev->ev_events & EV_CLOSED ? " EOF" : "", ev->ev_events & EV_SIGNAL ? " Signal" : "",
-            ev->ev_events & EV_PERSIST ? " Persist" : "",
-            ev->ev_flags & EVLIST_ACTIVE ? " Active" : "");
-    return 0;
+            ev->ev_events & EV_PERSIST ? " Persist" : "", ev->ev_events & EV_ET ? " ET" : "",
+            ev->ev_flags & EVLIST_INTERNAL ? " Internal" : "");
+    struct timeval tv;
+    if ((ev->ev_flags & EVLIST_TIMEOUT) && event_pending(ev, EV_TIMEOUT, &tv))
+        fprintf(f, " Timeout=%ld.%06d", (long)tv.tv_sec, (int)tv.tv_usec);
+    fputc('\n', f);
+}
+
+static void dump_active(FILE *f, const struct event *ev)
+{
+    if (!(ev->ev_flags & EVLIST_ACTIVE))
+        return;
+    fprintf(f, "  %p [%s %d, priority=%d]%s%s%s%s%s active%s\n", (const void *)ev,
+            ev->ev_events & EV_SIGNAL ? "sig" : "fd ", (int)ev->ev_fd, (int)ev->ev_pri,
+            ev->ev_res & EV_READ ? " Read" : "", ev->ev_res & EV_WRITE ? " Write" : "",
+            ev->ev_res & EV_CLOSED ? " EOF" : "", ev->ev_res & EV_SIGNAL ? " Signal" : "",
+            ev->ev_res & EV_TIMEOUT ? " Timeout" : "",
+            ev->ev_flags & EVLIST_INTERNAL ? " [Internal]" : "");
+}
+
+/* Every added event, then those active without being added, internal ones included. */
+static void dump_each(const struct event_base *base, FILE *f,
+                      void (*fn)(FILE *, const struct event *))
+{
+    for (const struct event *ev = base->added; ev; ev = ev->ev_next_)
+        fn(f, ev);
+    for (int p = 0; p < base->npri; p++)
+        for (const struct event *ev = base->active[p].head; ev; ev = ev->ev_active_next_)
+            if (!(ev->ev_flags & (EVLIST_INSERTED | EVLIST_TIMEOUT)))
+                fn(f, ev);
 }
 
 EVX_EXPORT void event_base_dump_events(struct event_base *base, FILE *f)
 {
     if (!base || !f)
         return;
-    fprintf(f, "Events (backend %s), %d added, %d active:\n", event_base_get_method(base),
-            base->nadded, base->nactive);
-    event_base_foreach_event(base, dump_one, f);
+    fprintf(f, "Inserted events:\n");
+    dump_each(base, f, dump_inserted);
+    fprintf(f, "Active events:\n");
+    dump_each(base, f, dump_active);
 }
 
 EVX_EXPORT void event_base_active_by_fd(struct event_base *base, evutil_socket_t fd, short events)

@@ -5,6 +5,7 @@
 #include "event_internal.h"
 
 #include <event2/buffer.h>
+#include <event2/buffer_compat.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -82,14 +83,34 @@ void evx_buffer_append_chain(struct evbuffer *buf, struct evx_chain *ch)
     buf->total += ch->off;
 }
 
+/* The evbuffer_setcb callback, told the length it was last told and the length now. */
+static void tell(struct evbuffer *buf)
+{
+    size_t old = buf->cb_len;
+    buf->cb_len = buf->total;
+    if (old != buf->total)
+        buf->cb(buf, old, buf->total, buf->cbarg);
+}
+
+void evx_buffer_changed(struct evbuffer *buf, size_t old_len)
+{
+    (void)old_len; /* the callback is told the length it last saw, which is this one */
+    if (buf->cb)
+        tell(buf);
+}
+
 static void added(struct evbuffer *buf)
 {
+    if (buf->cb)
+        tell(buf);
     if (buf->bev_out)
         evx_bev_output_added(buf->bev_out);
 }
 
 static void drained(struct evbuffer *buf)
 {
+    if (buf->cb)
+        tell(buf);
     if (buf->bev_in)
         evx_bev_input_drained(buf->bev_in);
 }
@@ -549,4 +570,38 @@ EVX_EXPORT int evbuffer_unfreeze(struct evbuffer *buf, int at_front)
         return -1;
     (*f)--;
     return 0;
+}
+
+/* ---- libevent 1.x's names (<event2/buffer_compat.h>) ---- */
+
+EVX_EXPORT char *evbuffer_readline(struct evbuffer *buf)
+{
+    return evbuffer_readln(buf, NULL, EVBUFFER_EOL_ANY);
+}
+
+EVX_EXPORT int evbuffer_setcb(struct evbuffer *buf, evbuffer_cb cb, void *cbarg)
+{
+    if (!buf)
+        return -1;
+    buf->cb = cb;
+    buf->cbarg = cbarg;
+    buf->cb_len = buf->total;
+    return 0;
+}
+
+EVX_EXPORT unsigned char *evbuffer_find(struct evbuffer *buf, const unsigned char *what,
+                                        size_t len)
+{
+    if (!buf || !what || len > buf->total)
+        return NULL;
+    for (size_t i = 0; i + len <= buf->total; i++) {
+        size_t k = 0;
+        while (k < len && byte_at(buf, i + k) == what[k])
+            k++;
+        if (k == len) {
+            unsigned char *p = evbuffer_pullup(buf, (ev_ssize_t)(i + len));
+            return p ? p + i : NULL;
+        }
+    }
+    return NULL;
 }

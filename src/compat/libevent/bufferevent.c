@@ -1,444 +1,390 @@
 /* SPDX-License-Identifier: MIT */
-/* libiomux-event: socket bufferevents on iomux streams.
+/* libiomux-event: what every bufferevent shares, whatever it reads from (bufferevent_internal.h
+ * says which kinds there are): making and freeing one, its callbacks and when they run, its
+ * watermarks, the enabled events, the public calls that only set state, and libevent 1.x's
+ * names for them.
  *
- * Reading: the streams of a base's bufferevents read into one buffer of 16 KB that they share
- * (iomux writes a read buffer only in a receive whose callback follows at once), and each read
- * is copied into the input at once: onto its last chunk where it fits, else into a fresh
- * chunk, recycled per thread. A buffer per bufferevent, waiting for its next read, would hold
- * 16 KB per idle connection, and every read would land in memory no cache still held: with
- * many sessions that was slower than the copy (docs/studies.md has the echo study's run). A
- * bufferevent set to read more at a time (bufferevent_set_max_single_read) reads into chunks
- * of its own instead: a read that filled more than a little of one hands the chunk itself to
- * the input, and reading goes on into a fresh one.
- * Writing: what the read callback adds to the output goes in one gathered write when the
- * callback returns; adding to it from anywhere else queues the bufferevent on its base, and
- * the base's prepare watcher, just before the loop waits, sends each queued output's chunks
- * in one gathered write (the output is frozen at the front until it is done). Callbacks come
- * straight from the stream's callbacks, not through the base's priority queues.
+ * Callbacks run at once, from the kind's own callback, unless the bufferevent was made with
+ * BEV_OPT_DEFER_CALLBACKS (a pair always is, as libevent's are): then what is owed is noted
+ * and the bufferevent's `deferred` event is made active, so that the callbacks run from the
+ * base's active queue in the order libevent runs them (connected, read, write, the rest).
  *
- * The bufferevent is "busy" (it keeps event_base_dispatch running, as its read and write
- * events keep libevent's) while it reads, writes, waits to write or connects. */
-#include "event_internal.h"
-
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
+ * Memory: the program holds a reference until bufferevent_free, a kind holds one while it
+ * has something in flight that will call back (a stream until it has closed), and every
+ * callback into the program holds one while it runs, so that a callback may free the
+ * bufferevent it was called for. */
+#include "bufferevent_internal.h"
 
 #include <errno.h>
 #include <string.h>
 
 #include "sys.h"
 
-#define EVX_READ_DEFAULT EVX_CHAIN_READ
-#define EVX_READ_COPY    2048 /* reads up to this size are copied onto the input's last chunk */
-#define EVX_WRITE_IOV    64
+/* ---- references ---- */
 
-struct bufferevent {
-    mux_stream_t stream;
-    mux_write_t wreq;
-    struct event_base *base;
-    struct evbuffer *input, *output;
-    bufferevent_data_cb readcb, writecb;
-    bufferevent_event_cb eventcb;
-    void *cbarg;
-    struct evx_chain *rchain; /* what the stream reads into */
-    struct bufferevent *next_flush;
-    evutil_socket_t fd; /* the program's descriptor (the stream may hold a duplicate) */
-    int options;
-    short enabled;
-    unsigned open : 1, connecting : 1, reading : 1, suspended : 1, queued : 1, freed : 1, busy : 1,
-        in_readcb : 1;
-    size_t wm_read_low, wm_read_high, wm_write_low, wm_write_high;
-    size_t max_read;
-    size_t in_flight; /* bytes of the output in the current write */
-    mux_stream_timeouts_t timeouts;
-    mux_buf_t wv[EVX_WRITE_IOV];
-};
-
-static void update_busy(struct bufferevent *bev)
+void evx_bev_ref(struct evx_bev *b)
 {
-    int busy = !bev->freed && (bev->reading || bev->in_flight || bev->queued || bev->connecting);
-    if (busy != bev->busy) {
-        bev->base->nbusy += busy ? 1 : -1;
-        bev->busy = (unsigned)busy;
-    }
+    b->refs++;
 }
 
-/* The callbacks run straight from the stream's; each counts as an event run for
- * EVLOOP_ONCE, as the read or write event behind it would in libevent. */
-static void event_cb(struct bufferevent *bev, short what, int err)
+void evx_bev_destroy(struct evx_bev *b)
 {
+    evbuffer_free(b->pub.input);
+    evbuffer_free(b->pub.output);
+    evx_free(b);
+}
+
+int evx_bev_unref(struct evx_bev *b)
+{
+    if (--b->refs > 0)
+        return 0;
+    evx_chain_free(b->rchain);
+    evx_bev_destroy(b);
+    return 1;
+}
+
+/* ---- callbacks ---- */
+
+static void run_deferred(evutil_socket_t fd, short what, void *arg);
+
+static void schedule(struct evx_bev *b)
+{
+    if (!(b->deferred.ev_flags & EVLIST_ACTIVE))
+        evx_activate(&b->deferred, EV_TIMEOUT);
+}
+
+/* The program's callbacks, with a reference held. Each returns 1 when the bufferevent went
+ * (freed from inside and nothing else held it). */
+static int call_read(struct evx_bev *b)
+{
+    bufferevent_data_cb cb = b->pub.readcb;
+    b->pub.ev_base->ndirect++;
+    evx_bev_ref(b);
+    cb(&b->pub, b->pub.cbarg);
+    return evx_bev_unref(b);
+}
+
+static int call_write(struct evx_bev *b)
+{
+    bufferevent_data_cb cb = b->pub.writecb;
+    b->pub.ev_base->ndirect++;
+    evx_bev_ref(b);
+    cb(&b->pub, b->pub.cbarg);
+    return evx_bev_unref(b);
+}
+
+static int call_event(struct evx_bev *b, short what, int err)
+{
+    bufferevent_event_cb cb = b->pub.errorcb;
     if (err)
         errno = err;
-    if (bev->eventcb && !bev->freed) {
-        bev->base->ndirect++;
-        bev->eventcb(bev, what, bev->cbarg);
-    }
+    b->pub.ev_base->ndirect++;
+    evx_bev_ref(b);
+    cb(&b->pub, what, b->pub.cbarg);
+    return evx_bev_unref(b);
 }
 
-/* ---- reading ---- */
-
-static void on_read(mux_stream_t *s, ssize_t n, char *buf);
-static void write_some(struct bufferevent *bev);
-
-static int read_start(struct bufferevent *bev)
+void evx_bev_readcb(struct evx_bev *b, int options)
 {
-    struct event_base *base = bev->base;
-    int r;
-    if (bev->max_read <= EVX_CHAIN_READ) {
-        if (!base->landing && !(base->landing = evx_malloc(EVX_CHAIN_READ)))
-            return -ENOMEM;
-        r = mux_read_start(&bev->stream, base->landing, bev->max_read, on_read);
-    } else {
-        if (!bev->rchain && !(bev->rchain = evx_chain_new(bev->max_read)))
-            return -ENOMEM;
-        r = mux_read_start(&bev->stream, bev->rchain->buf, bev->rchain->cap, on_read);
-    }
-    if (r == 0)
-        bev->reading = 1;
-    update_busy(bev);
-    return r;
-}
-
-static void read_stop(struct bufferevent *bev)
-{
-    if (bev->reading)
-        mux_read_stop(&bev->stream);
-    bev->reading = 0;
-    update_busy(bev);
-}
-
-/* Reading runs while it is enabled, the stream is connected and the input is below its
- * high-water mark. */
-static void read_update(struct bufferevent *bev)
-{
-    int want = bev->open && !bev->connecting && !bev->freed && (bev->enabled & EV_READ) &&
-               !(bev->wm_read_high && bev->input->total >= bev->wm_read_high);
-    bev->suspended = bev->wm_read_high && bev->input->total >= bev->wm_read_high;
-    if (want && !bev->reading) {
-        int r = read_start(bev);
-        if (r < 0)
-            event_cb(bev, BEV_EVENT_READING | BEV_EVENT_ERROR, -r);
-    } else if (!want && bev->reading) {
-        read_stop(bev);
-    }
-}
-
-/* Takes `n` bytes the stream read into `buf`. Returns 0, or -ENOMEM when they could not be
- * kept (reading has stopped then). */
-static int take_read(struct bufferevent *bev, const char *buf, size_t n)
-{
-    struct evbuffer *in = bev->input;
-    struct evx_chain *last = in->last, *ch = bev->rchain;
-    if ((buf != (ch ? ch->buf : NULL) || n <= EVX_READ_COPY) && last &&
-        last->cap - last->misalign - last->off >= n) {
-        memcpy(last->buf + last->misalign + last->off, buf, n);
-        last->off += n;
-        in->total += n;
-        return 0; /* the stream goes on reading into the same buffer */
-    }
-    if (buf == bev->base->landing) {
-        if (!(ch = evx_chain_new(n > EVX_CHAIN_READ ? n : EVX_CHAIN_READ))) {
-            read_stop(bev);
-            return -ENOMEM;
-        }
-        memcpy(ch->buf, buf, n);
-        ch->off = n;
-        evx_buffer_append_chain(in, ch);
-        return 0;
-    }
-    ch->off = n;
-    evx_buffer_append_chain(in, ch);
-    bev->rchain = evx_chain_new(bev->max_read);
-    mux_read_stop(&bev->stream);
-    int r = bev->rchain ? mux_read_start(&bev->stream, bev->rchain->buf, bev->rchain->cap, on_read)
-                        : -ENOMEM;
-    if (r < 0) {
-        bev->reading = 0;
-        update_busy(bev);
-        return r;
-    }
-    return 0;
-}
-
-static void on_read(mux_stream_t *s, ssize_t n, char *buf)
-{
-    struct bufferevent *bev = (struct bufferevent *)s;
-    if (n > 0) {
-        int r = take_read(bev, buf, (size_t)n);
-        if (r < 0) /* out of memory: reading has stopped */
-            event_cb(bev, BEV_EVENT_READING | BEV_EVENT_ERROR, -r);
-        if (bev->wm_read_high && bev->input->total >= bev->wm_read_high)
-            read_update(bev);
-        if (bev->readcb && !bev->freed && bev->input->total >= bev->wm_read_low) {
-            bev->base->ndirect++;
-            bev->in_readcb = 1;
-            bev->readcb(bev, bev->cbarg);
-            bev->in_readcb = 0;
-            /* What the callback wrote goes now, gathered into one write, while the
-             * bufferevent is still in the cache; through the base's queue, every
-             * bufferevent of a busy loop was touched a second time before the loop waited.
-             * A callback that freed the bufferevent leaves it readable here: its memory
-             * goes when its stream has closed. */
-            if (bev->output->total && !bev->queued) {
-                write_some(bev);
-                update_busy(bev);
-            }
-        }
+    if (b->freed || !b->pub.readcb)
+        return;
+    if ((b->options | options) & BEV_OPT_DEFER_CALLBACKS) {
+        b->pend |= EVX_PEND_READ;
+        schedule(b);
         return;
     }
-    /* The end, an error or a timeout: reading has stopped; as libevent, it is disabled. */
-    bev->reading = 0;
-    bev->enabled &= (short)~EV_READ;
-    update_busy(bev);
-    if (n == 0)
-        event_cb(bev, BEV_EVENT_READING | BEV_EVENT_EOF, 0);
-    else if (n == -ETIMEDOUT)
-        event_cb(bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, ETIMEDOUT);
-    else
-        event_cb(bev, BEV_EVENT_READING | BEV_EVENT_ERROR, (int)-n);
+    call_read(b);
 }
 
-void evx_bev_input_drained(struct bufferevent *bev)
+void evx_bev_writecb(struct evx_bev *b, int options)
 {
-    if (bev->suspended && !(bev->input->total >= bev->wm_read_high))
-        read_update(bev);
-}
-
-/* ---- writing ---- */
-
-static void on_written(mux_write_t *req, int status);
-
-static void write_some(struct bufferevent *bev)
-{
-    struct evbuffer *out = bev->output;
-    if (bev->in_flight || !bev->open || bev->connecting || bev->freed ||
-        !(bev->enabled & EV_WRITE) || !out->total)
+    if (b->freed || !b->pub.writecb)
         return;
-    unsigned n = 0;
-    size_t bytes = 0;
-    for (struct evx_chain *ch = out->first; ch && n < EVX_WRITE_IOV; ch = ch->next) {
-        if (!ch->off)
-            continue;
-        bev->wv[n++] = mux_buf_init(ch->buf + ch->misalign, ch->off);
-        bytes += ch->off;
-    }
-    out->frozen_front++; /* the chunks stay where they are until the write is done */
-    int r = mux_write(&bev->stream, &bev->wreq, bev->wv, n, on_written);
-    if (r < 0) {
-        out->frozen_front--;
-        event_cb(bev, BEV_EVENT_WRITING | BEV_EVENT_ERROR, -r);
+    if ((b->options | options) & BEV_OPT_DEFER_CALLBACKS) {
+        b->pend |= EVX_PEND_WRITE;
+        schedule(b);
         return;
     }
-    bev->in_flight = bytes;
-    update_busy(bev);
+    call_write(b);
 }
 
-static void on_written(mux_write_t *req, int status)
+void evx_bev_eventcb(struct evx_bev *b, short what, int err, int options)
 {
-    struct bufferevent *bev =
-        (struct bufferevent *)((char *)req - offsetof(struct bufferevent, wreq));
-    size_t sent = bev->in_flight;
-    bev->output->frozen_front--;
-    bev->in_flight = 0;
-    update_busy(bev);
-    if (status < 0) {
-        if (status != -ECANCELED) /* not the bufferevent's own close */
-            event_cb(bev,
-                     BEV_EVENT_WRITING |
-                         (status == -ETIMEDOUT ? BEV_EVENT_TIMEOUT : BEV_EVENT_ERROR),
-                     -status);
+    if (b->freed || !b->pub.errorcb)
+        return;
+    if ((b->options | options) & BEV_OPT_DEFER_CALLBACKS) {
+        b->pend_what |= what;
+        if (err)
+            b->pend_errno = err;
+        schedule(b);
         return;
     }
-    evbuffer_drain(bev->output, sent);
-    if (bev->output->total)
-        write_some(bev);
-    else if (bev->writecb && !bev->freed && bev->output->total <= bev->wm_write_low) {
-        bev->base->ndirect++;
-        bev->writecb(bev, bev->cbarg);
+    call_event(b, what, err);
+}
+
+/* The owed callbacks, in libevent's order: a connection's news first, then reading, writing
+ * and the rest of the events. Each is taken off just before it runs, and the later ones are
+ * looked at after the earlier ran, as libevent does: what a read callback owes anew to the
+ * event callback (a bufferevent_trigger_event from inside it) runs in this same pass, while
+ * a read it owes anew makes the event active again for the next pass. */
+static void run_deferred(evutil_socket_t fd, short what, void *arg)
+{
+    struct evx_bev *b = arg;
+    (void)fd, (void)what;
+    evx_bev_ref(b);
+    if ((b->pend_what & BEV_EVENT_CONNECTED) && !b->freed && b->pub.errorcb) {
+        b->pend_what &= (short)~BEV_EVENT_CONNECTED;
+        call_event(b, BEV_EVENT_CONNECTED, 0);
     }
-}
-
-void evx_bev_flush_all(struct event_base *base)
-{
-    while (base->flush_head) {
-        struct bufferevent *bev = base->flush_head;
-        base->flush_head = bev->next_flush;
-        bev->queued = 0;
-        write_some(bev);
-        update_busy(bev);
+    if ((b->pend & EVX_PEND_READ) && !b->freed && b->pub.readcb) {
+        b->pend &= ~(unsigned)EVX_PEND_READ;
+        call_read(b);
     }
-    mux_prepare_stop(&base->loop, &base->flusher);
+    if ((b->pend & EVX_PEND_WRITE) && !b->freed && b->pub.writecb) {
+        b->pend &= ~(unsigned)EVX_PEND_WRITE;
+        call_write(b);
+    }
+    if (b->pend_what && !b->freed && b->pub.errorcb) {
+        short w = b->pend_what;
+        int err = b->pend_errno;
+        b->pend_what = 0;
+        b->pend_errno = 0;
+        call_event(b, w, err);
+    }
+    evx_bev_unref(b);
 }
 
-void evx_bev_output_added(struct bufferevent *bev)
+/* ---- reading and writing, as far as the kinds share it ---- */
+
+int evx_bev_wants_read(const struct evx_bev *b)
 {
-    /* A write in flight sends the rest when it is done; the read callback running writes
-     * what it added when it returns. */
-    if (bev->queued || bev->in_flight || bev->freed || bev->in_readcb)
-        return;
-    struct event_base *base = bev->base;
-    if (!base->flush_head)
-        mux_prepare_start(&base->loop, &base->flusher);
-    bev->queued = 1;
-    bev->next_flush = base->flush_head;
-    base->flush_head = bev;
-    update_busy(bev);
+    const struct bufferevent *p = &b->pub;
+    return !b->freed && (p->enabled & EV_READ) && !b->rd_blocked &&
+           !(p->wm_read.high && evbuffer_get_length(p->input) >= p->wm_read.high);
 }
 
-static void unqueue(struct bufferevent *bev)
+int evx_bev_wants_write(const struct evx_bev *b)
 {
-    struct bufferevent **p = &bev->base->flush_head;
-    while (*p && *p != bev)
-        p = &(*p)->next_flush;
-    if (*p)
-        *p = bev->next_flush;
-    bev->queued = 0;
+    const struct bufferevent *p = &b->pub;
+    return !b->freed && (p->enabled & EV_WRITE) && !b->wr_blocked &&
+           evbuffer_get_length(p->output) > 0;
+}
+
+size_t evx_bev_read_max(struct evx_bev *b)
+{
+    size_t n = b->max_read;
+    if (b->rl) {
+        ev_ssize_t lim = evx_rl_read_max(b);
+        if (lim <= 0)
+            return 0;
+        if ((size_t)lim < n)
+            n = (size_t)lim;
+    }
+    size_t have = evbuffer_get_length(b->pub.input), high = b->pub.wm_read.high;
+    if (high && have + n > high)
+        n = have < high ? high - have : 0;
+    return n;
+}
+
+size_t evx_bev_write_max(struct evx_bev *b)
+{
+    size_t n = b->max_write;
+    if (b->rl) {
+        ev_ssize_t lim = evx_rl_write_max(b);
+        if (lim <= 0)
+            return 0;
+        if ((size_t)lim < n)
+            n = (size_t)lim;
+    }
+    return n;
+}
+
+void evx_bev_did_read(struct evx_bev *b, size_t n)
+{
+    if (b->rl)
+        evx_rl_charge_read(b, n);
+    if (evbuffer_get_length(b->pub.input) >= b->pub.wm_read.low)
+        evx_bev_readcb(b, 0);
+}
+
+void evx_bev_did_write(struct evx_bev *b, size_t n)
+{
+    if (b->rl)
+        evx_rl_charge_write(b, n);
+    if (evbuffer_get_length(b->pub.output) <= b->pub.wm_write.low)
+        evx_bev_writecb(b, 0);
+}
+
+void evx_bev_output_added(struct evx_bev *b)
+{
+    b->pub.be_ops->output_added(b);
+}
+
+void evx_bev_input_drained(struct evx_bev *b)
+{
+    /* Reading waits only for the input to fall below the high watermark. */
+    size_t high = b->pub.wm_read.high;
+    if (high && !b->freed && evbuffer_get_length(b->pub.input) < high)
+        b->pub.be_ops->update(b);
 }
 
 /* ---- life ---- */
 
-static int open_stream(struct bufferevent *bev, evutil_socket_t fd)
+struct evx_bev *evx_bev_new(struct event_base *base, const struct bufferevent_ops *ops,
+                            int options)
 {
-    /* Without BEV_OPT_CLOSE_ON_FREE the program keeps its descriptor: the stream, which
-     * closes what it holds, gets a duplicate. */
-    evutil_socket_t sfd = bev->options & BEV_OPT_CLOSE_ON_FREE ? fd : evx_sys_dup(fd);
-    if (sfd < 0)
-        return -errno;
-    int r = mux_stream_open(&bev->base->loop, &bev->stream, (mux_os_sock_t)sfd);
-    if (r < 0) {
-        if (sfd != fd)
-            evx_sys_close(sfd);
-        return r;
+    struct evx_bev *b = evx_calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    struct bufferevent *p = &b->pub;
+    p->ev_base = base;
+    p->be_ops = ops;
+    p->enabled = EV_WRITE; /* libevent's default: writing on, reading off */
+    p->input = evbuffer_new();
+    p->output = evbuffer_new();
+    b->options = options;
+    b->refs = 1;
+    b->fd = -1;
+    b->max_read = b->max_write = EVX_MAX_SINGLE;
+    if (!p->input || !p->output) {
+        evx_bev_destroy(b);
+        return NULL;
     }
-    bev->fd = fd;
-    bev->open = 1;
-    if (bev->timeouts.read_ns || bev->timeouts.write_ns)
-        mux_stream_set_timeouts(&bev->stream, &bev->timeouts);
-    return 0;
+    p->input->bev_in = b;
+    p->output->bev_out = b;
+    /* Assigned, never added: event_initialized() is true of a bufferevent's events, as with
+     * libevent; the kinds that use them assign them again. */
+    event_assign(&p->ev_read, base, -1, 0, run_deferred, b);
+    event_assign(&p->ev_write, base, -1, 0, run_deferred, b);
+    event_assign(&b->deferred, base, -1, 0, run_deferred, b);
+    b->deferred.ev_flags |= EVX_INTERNAL;
+    return b;
+}
+
+/* A socket gets the stream kind; any other descriptor the descriptor kind (POSIX only). */
+static int is_socket(evutil_socket_t fd)
+{
+    return evx_sys_is_socket(fd);
 }
 
 EVX_EXPORT struct bufferevent *bufferevent_socket_new(struct event_base *base, evutil_socket_t fd,
                                                       int options)
 {
-    if (!base)
+    if (!base && !(base = evx_current_base)) {
+        evx_warn("bufferevent_socket_new: no base (and no event_init before)");
         return NULL;
-    struct bufferevent *bev = evx_calloc(1, sizeof *bev);
-    if (!bev)
+    }
+    int sock = fd >= 0 ? is_socket(fd) : 1;
+    if (sock < 0) {
+        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(sock), (int)fd);
         return NULL;
-    bev->base = base;
-    bev->options = options;
-    bev->fd = -1;
-    bev->enabled = EV_WRITE; /* libevent's default: writing on, reading off */
-    bev->max_read = EVX_READ_DEFAULT;
-    bev->input = evbuffer_new();
-    bev->output = evbuffer_new();
-    int r = bev->input && bev->output ? 0 : -ENOMEM;
-    if (r == 0 && fd >= 0)
-        r = open_stream(bev, fd);
+    }
+    struct evx_bev *b = evx_bev_new(base, sock ? &evx_bev_stream_ops : &evx_bev_fd_ops, options);
+    if (!b) {
+        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(-ENOMEM), (int)fd);
+        return NULL;
+    }
+    int r = 0;
+    if (fd >= 0)
+        r = sock ? evx_bev_stream_open(b, fd) : evx_bev_fd_set(b, fd);
     if (r < 0) {
         evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(r), (int)fd);
-        evbuffer_free(bev->input);
-        evbuffer_free(bev->output);
-        evx_free(bev);
+        evx_bev_destroy(b);
         return NULL;
     }
-    bev->input->bev_in = bev;
-    bev->output->bev_out = bev;
+    return &b->pub;
+}
+
+EVX_EXPORT struct bufferevent *bufferevent_new(evutil_socket_t fd, bufferevent_data_cb readcb,
+                                               bufferevent_data_cb writecb,
+                                               bufferevent_event_cb errorcb, void *cbarg)
+{
+    struct bufferevent *bev = bufferevent_socket_new(NULL, fd, 0);
+    if (bev)
+        bufferevent_setcb(bev, readcb, writecb, errorcb, cbarg);
     return bev;
-}
-
-static void on_connect(mux_stream_t *s, int status)
-{
-    struct bufferevent *bev = (struct bufferevent *)s;
-    bev->connecting = 0;
-    update_busy(bev);
-    if (status < 0) {
-        event_cb(bev, BEV_EVENT_ERROR, -status);
-        return;
-    }
-    mux_os_sock_t sock;
-    if (mux_stream_socket(s, &sock) == 0)
-        bev->fd = sock;
-    event_cb(bev, BEV_EVENT_CONNECTED, 0);
-    read_update(bev);
-    write_some(bev);
-}
-
-EVX_EXPORT int bufferevent_socket_connect(struct bufferevent *bev, const struct sockaddr *sa,
-                                          int socklen)
-{
-    if (!bev || !sa || socklen <= 0 || bev->freed)
-        return -1;
-    if (bev->open) {
-        evx_warn("bufferevent_socket_connect: the bufferevent has a socket already");
-        return -1;
-    }
-    int r = mux_stream_connect(&bev->base->loop, &bev->stream, sa, (socklen_t)socklen, on_connect);
-    if (r < 0) {
-        errno = -r;
-        return -1;
-    }
-    bev->open = 1;
-    bev->connecting = 1;
-    bev->options |= BEV_OPT_CLOSE_ON_FREE; /* the socket is the bufferevent's own */
-    if (bev->timeouts.read_ns || bev->timeouts.write_ns)
-        mux_stream_set_timeouts(&bev->stream, &bev->timeouts);
-    update_busy(bev);
-    return 0;
-}
-
-EVX_EXPORT int bufferevent_socket_get_dns_error(struct bufferevent *bev)
-{
-    (void)bev;
-    return 0;
-}
-
-static void free_now(struct bufferevent *bev)
-{
-    evx_chain_free(bev->rchain);
-    evbuffer_free(bev->input);
-    evbuffer_free(bev->output);
-    evx_free(bev);
-}
-
-static void on_closed(mux_stream_t *s)
-{
-    struct bufferevent *bev = (struct bufferevent *)s;
-    bev->base->nclosing--;
-    free_now(bev);
 }
 
 EVX_EXPORT void bufferevent_free(struct bufferevent *bev)
 {
-    if (!bev || bev->freed)
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed)
         return;
-    read_stop(bev);
-    if (bev->queued)
-        unqueue(bev);
-    bev->freed = 1;
-    bev->connecting = 0;
-    update_busy(bev);
+    b->freed = 1;
     bev->readcb = bev->writecb = NULL;
-    bev->eventcb = NULL;
-    if (!bev->open) {
-        free_now(bev);
-        return;
-    }
-    /* The memory goes once the stream has closed: a write in flight ends with -ECANCELED.
-     * event_base_free turns the loop until every such close is done. */
-    bev->base->nclosing++;
-    mux_stream_close(&bev->stream, on_closed);
+    bev->errorcb = NULL;
+    b->pend = 0;
+    b->pend_what = 0;
+    evx_del(&b->deferred, 0);
+    if (b->rl)
+        evx_rl_free(b);
+    bev->be_ops->release(b);
+    evx_bev_unref(b);
 }
+
+EVX_EXPORT int bufferevent_base_set(struct event_base *base, struct bufferevent *bev)
+{
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!base || !b || b->freed)
+        return -1;
+    if (bev->ev_base == base)
+        return 0;
+    /* Nothing may be in flight on the old base: no stream, no event added, nothing owed. */
+    if (b->open || b->rl || (bev->ev_read.ev_flags & ~EVLIST_INIT) ||
+        (bev->ev_write.ev_flags & ~EVLIST_INIT) || (b->deferred.ev_flags & EVLIST_ACTIVE)) {
+        evx_warn("bufferevent_base_set: the bufferevent is in use on its base already");
+        return -1;
+    }
+    bev->ev_base = base;
+    event_base_set(base, &bev->ev_read);
+    event_base_set(base, &bev->ev_write);
+    event_base_set(base, &b->deferred);
+    return 0;
+}
+
+/* A bufferevent made without a descriptor takes one: a socket keeps the stream kind, any
+ * other descriptor makes it a descriptor one (nothing of the stream's was started yet). */
+EVX_EXPORT int bufferevent_setfd(struct bufferevent *bev, evutil_socket_t fd)
+{
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed || fd < 0 || bev->be_ops == &evx_bev_pair_ops)
+        return -1;
+    int sock = is_socket(fd);
+    if (sock < 0 || b->open) {
+        evx_warn("bufferevent_setfd: %s (fd %d)",
+                 sock < 0 ? mux_strerror(sock) : "the bufferevent has a socket already", (int)fd);
+        return -1;
+    }
+    int r;
+    if (sock && bev->be_ops == &evx_bev_stream_ops) {
+        r = evx_bev_stream_open(b, fd);
+    } else if (!sock) {
+        bev->be_ops = &evx_bev_fd_ops;
+        r = evx_bev_fd_set(b, fd);
+    } else {
+        evx_warn("bufferevent_setfd: a descriptor bufferevent cannot take a socket (fd %d)", (int)fd);
+        return -1;
+    }
+    if (r < 0) {
+        evx_warn("bufferevent_setfd: %s (fd %d)", mux_strerror(r), (int)fd);
+        return -1;
+    }
+    bev->be_ops->update(b);
+    return 0;
+}
+
+/* ---- settings ---- */
 
 EVX_EXPORT void bufferevent_setcb(struct bufferevent *bev, bufferevent_data_cb readcb,
                                   bufferevent_data_cb writecb, bufferevent_event_cb eventcb,
                                   void *cbarg)
 {
-    if (!bev || bev->freed)
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed)
         return;
     bev->readcb = readcb;
     bev->writecb = writecb;
-    bev->eventcb = eventcb;
+    bev->errorcb = eventcb;
     bev->cbarg = cbarg;
 }
 
@@ -453,38 +399,25 @@ EVX_EXPORT void bufferevent_getcb(struct bufferevent *bev, bufferevent_data_cb *
     if (writecb)
         *writecb = bev->writecb;
     if (eventcb)
-        *eventcb = bev->eventcb;
+        *eventcb = bev->errorcb;
     if (cbarg)
         *cbarg = bev->cbarg;
 }
 
-EVX_EXPORT int bufferevent_setfd(struct bufferevent *bev, evutil_socket_t fd)
-{
-    if (!bev || bev->freed || fd < 0)
-        return -1;
-    if (bev->open) {
-        evx_warn("bufferevent_setfd: the bufferevent has a socket already");
-        return -1;
-    }
-    int r = open_stream(bev, fd);
-    if (r < 0) {
-        evx_warn("bufferevent_setfd: %s (fd %d)", mux_strerror(r), (int)fd);
-        return -1;
-    }
-    read_update(bev);
-    if (bev->output->total)
-        evx_bev_output_added(bev);
-    return 0;
-}
-
 EVX_EXPORT evutil_socket_t bufferevent_getfd(struct bufferevent *bev)
 {
-    return bev ? bev->fd : -1;
+    return bev ? bev->be_ops->getfd((struct evx_bev *)bev) : -1;
 }
 
 EVX_EXPORT struct event_base *bufferevent_get_base(struct bufferevent *bev)
 {
-    return bev ? bev->base : NULL;
+    return bev ? bev->ev_base : NULL;
+}
+
+EVX_EXPORT struct bufferevent *bufferevent_get_underlying(struct bufferevent *bev)
+{
+    (void)bev;
+    return NULL;
 }
 
 EVX_EXPORT struct evbuffer *bufferevent_get_input(struct bufferevent *bev)
@@ -520,21 +453,21 @@ EVX_EXPORT int bufferevent_read_buffer(struct bufferevent *bev, struct evbuffer 
 
 EVX_EXPORT int bufferevent_enable(struct bufferevent *bev, short event)
 {
-    if (!bev || bev->freed)
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed)
         return -1;
     bev->enabled |= (short)(event & (EV_READ | EV_WRITE));
-    read_update(bev);
-    if ((event & EV_WRITE) && bev->output->total)
-        evx_bev_output_added(bev);
+    bev->be_ops->update(b);
     return 0;
 }
 
 EVX_EXPORT int bufferevent_disable(struct bufferevent *bev, short event)
 {
-    if (!bev || bev->freed)
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed)
         return -1;
     bev->enabled &= (short)~(event & (EV_READ | EV_WRITE));
-    read_update(bev);
+    bev->be_ops->update(b);
     return 0;
 }
 
@@ -543,36 +476,48 @@ EVX_EXPORT short bufferevent_get_enabled(struct bufferevent *bev)
     return bev ? bev->enabled : 0;
 }
 
-static uint64_t tv_ns(const struct timeval *tv)
+static void set_tv(struct timeval *to, const struct timeval *from)
 {
-    if (!tv || tv->tv_sec < 0 || tv->tv_usec < 0)
-        return 0;
-    return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
+    if (from && from->tv_sec >= 0 && from->tv_usec >= 0 && (from->tv_sec || from->tv_usec))
+        *to = *from;
+    else
+        to->tv_sec = 0, to->tv_usec = 0;
 }
 
 EVX_EXPORT int bufferevent_set_timeouts(struct bufferevent *bev, const struct timeval *tv_read,
                                         const struct timeval *tv_write)
 {
-    if (!bev || bev->freed)
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed)
         return -1;
-    bev->timeouts.read_ns = tv_ns(tv_read);
-    bev->timeouts.write_ns = tv_ns(tv_write);
-    return bev->open && mux_stream_set_timeouts(&bev->stream, &bev->timeouts) < 0 ? -1 : 0;
+    set_tv(&bev->timeout_read, tv_read);
+    set_tv(&bev->timeout_write, tv_write);
+    return bev->be_ops->set_timeouts(b);
+}
+
+EVX_EXPORT void bufferevent_settimeout(struct bufferevent *bev, int timeout_read,
+                                       int timeout_write)
+{
+    struct timeval r = {.tv_sec = timeout_read > 0 ? timeout_read : 0};
+    struct timeval w = {.tv_sec = timeout_write > 0 ? timeout_write : 0};
+    bufferevent_set_timeouts(bev, &r, &w);
 }
 
 EVX_EXPORT void bufferevent_setwatermark(struct bufferevent *bev, short events, size_t low,
                                          size_t high)
 {
-    if (!bev)
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed)
         return;
     if (events & EV_WRITE) {
-        bev->wm_write_low = low;
-        bev->wm_write_high = high;
+        bev->wm_write.low = low;
+        bev->wm_write.high = high;
     }
     if (events & EV_READ) {
-        bev->wm_read_low = low;
-        bev->wm_read_high = high;
-        read_update(bev);
+        bev->wm_read.low = low;
+        /* libevent: a high mark below the low one is taken as the low one. */
+        bev->wm_read.high = high && high < low ? low : high;
+        bev->be_ops->update(b);
     }
 }
 
@@ -581,52 +526,99 @@ EVX_EXPORT int bufferevent_getwatermark(struct bufferevent *bev, short events, s
 {
     if (!bev || (events != EV_READ && events != EV_WRITE))
         return -1;
+    const struct event_watermark *wm = events == EV_READ ? &bev->wm_read : &bev->wm_write;
     if (low)
-        *low = events == EV_READ ? bev->wm_read_low : bev->wm_write_low;
+        *low = wm->low;
     if (high)
-        *high = events == EV_READ ? bev->wm_read_high : bev->wm_write_high;
+        *high = wm->high;
     return 0;
 }
 
 EVX_EXPORT int bufferevent_flush(struct bufferevent *bev, short iotype,
                                  enum bufferevent_flush_mode mode)
 {
-    (void)mode;
-    if (!bev || bev->freed)
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed)
         return -1;
-    if (!(iotype & EV_WRITE) || !bev->queued)
-        return 0;
-    unqueue(bev);
-    write_some(bev);
-    update_busy(bev);
-    return 1;
+    return bev->be_ops->flush(b, iotype, mode);
+}
+
+EVX_EXPORT void bufferevent_trigger(struct bufferevent *bev, short iotype, int options)
+{
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || b->freed)
+        return;
+    int watch = !(options & BEV_TRIG_IGNORE_WATERMARKS);
+    evx_bev_ref(b);
+    if ((iotype & EV_READ) && (!watch || evbuffer_get_length(bev->input) >= bev->wm_read.low))
+        evx_bev_readcb(b, options & BEV_TRIG_DEFER_CALLBACKS);
+    if ((iotype & EV_WRITE) && (!watch || evbuffer_get_length(bev->output) <= bev->wm_write.low))
+        evx_bev_writecb(b, options & BEV_TRIG_DEFER_CALLBACKS);
+    evx_bev_unref(b);
+}
+
+EVX_EXPORT void bufferevent_trigger_event(struct bufferevent *bev, short what, int options)
+{
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (b && !b->freed)
+        evx_bev_eventcb(b, what, 0, options & BEV_TRIG_DEFER_CALLBACKS);
 }
 
 EVX_EXPORT int bufferevent_priority_set(struct bufferevent *bev, int pri)
 {
-    return bev && pri >= 0 && pri < bev->base->npri ? 0 : -1;
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || pri < 0 || pri >= bev->ev_base->npri)
+        return -1;
+    /* The events a descriptor bufferevent's callbacks run from, and the deferred callbacks'
+     * (a socket's run straight from its stream, whatever the priority). */
+    int r = 0;
+    struct event *evs[] = {&bev->ev_read, &bev->ev_write, &b->deferred};
+    for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
+        if (!(evs[i]->ev_flags & EVLIST_ACTIVE))
+            evs[i]->ev_pri = (unsigned char)pri;
+        else
+            r = -1;
+    return r;
 }
 
 EVX_EXPORT int bufferevent_get_priority(const struct bufferevent *bev)
 {
-    return bev ? bev->base->npri / 2 : -1;
+    return bev ? bev->ev_read.ev_pri : -1;
 }
 
 EVX_EXPORT int bufferevent_set_max_single_read(struct bufferevent *bev, size_t size)
 {
-    if (!bev || size > (1u << 30))
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || size > (1u << 30))
         return -1;
-    bev->max_read = size ? size : EVX_READ_DEFAULT;
-    if (bev->reading) { /* reads of the new size from the next one on */
-        read_stop(bev);
-        read_update(bev);
-    }
+    b->max_read = size ? size : EVX_MAX_SINGLE;
+    bev->be_ops->update(b);
     return 0;
 }
 
 EVX_EXPORT ev_ssize_t bufferevent_get_max_single_read(struct bufferevent *bev)
 {
-    return bev ? (ev_ssize_t)bev->max_read : -1;
+    return bev ? (ev_ssize_t)((struct evx_bev *)bev)->max_read : -1;
+}
+
+EVX_EXPORT int bufferevent_set_max_single_write(struct bufferevent *bev, size_t size)
+{
+    struct evx_bev *b = (struct evx_bev *)bev;
+    if (!b || size > (1u << 30))
+        return -1;
+    b->max_write = size ? size : EVX_MAX_SINGLE;
+    return 0;
+}
+
+EVX_EXPORT ev_ssize_t bufferevent_get_max_single_write(struct bufferevent *bev)
+{
+    return bev ? (ev_ssize_t)((struct evx_bev *)bev)->max_write : -1;
+}
+
+EVX_EXPORT int bufferevent_socket_get_dns_error(struct bufferevent *bev)
+{
+    (void)bev;
+    return 0;
 }
 
 EVX_EXPORT void bufferevent_lock(struct bufferevent *bev)

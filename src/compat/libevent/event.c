@@ -79,6 +79,8 @@ static void link_added(struct event *ev)
     if (base->added)
         base->added->ev_prev_ = ev;
     base->added = ev;
+    if (ev->ev_flags & EVX_INTERNAL)
+        base->ninternal++;
     if (++base->nadded > base->max_added)
         base->max_added = base->nadded;
 }
@@ -92,6 +94,8 @@ static void unlink_added(struct event *ev)
         base->added = ev->ev_next_;
     if (ev->ev_next_)
         ev->ev_next_->ev_prev_ = ev->ev_prev_;
+    if (ev->ev_flags & EVX_INTERNAL)
+        base->ninternal--;
     base->nadded--;
 }
 

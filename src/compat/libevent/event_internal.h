@@ -31,6 +31,7 @@ struct event_base {
     int mid_pri;  /* npri / 2: where new events go */
     int nactive;  /* events in the active queues */
     int nadded;   /* events added (inserted or with a timeout), internal ones included */
+    int ninternal; /* of those, the library's own (EVX_INTERNAL): they keep no loop running */
     int nvirtual; /* reserved for libevent's virtual events: always 0 here */
     int max_added, max_active;
     struct event *added; /* every added event, for foreach, active_by_fd and free */
@@ -48,7 +49,7 @@ struct event_base {
     int tv_cache_set;
     short *pncalls;                 /* the running signal event's remaining calls, or NULL */
     mux_async_t keepalive;          /* always started: see event_base_new_with_config */
-    struct bufferevent *flush_head; /* bufferevents with output to write this turn */
+    struct evx_bev *flush_head;    /* bufferevents with output to write this turn */
     mux_prepare_t flusher;          /* started while flush_head is not empty */
     char *landing;                  /* EVX_CHAIN_READ bytes the bufferevents read into */
     int nbusy;                      /* bufferevents reading, writing, connecting or closing */
@@ -61,6 +62,11 @@ struct event_base {
 /* The base of libevent 1.x's calls: the last one event_init made. */
 extern struct event_base *evx_current_base;
 
+/* struct event's ev_flags bit for the library's own events (a bufferevent's deferred
+ * callbacks): counted as libevent counts its deferred callbacks, but not listed by
+ * event_base_foreach_event or event_base_dump_events. */
+#define EVX_INTERNAL EVLIST_INTERNAL
+
 /* A chunk of an evbuffer: bytes [misalign, misalign + off) of buf are data. */
 struct evx_chain {
     struct evx_chain *next;
@@ -72,8 +78,11 @@ struct evbuffer {
     struct evx_chain *first, *last;
     size_t total;
     int frozen_front, frozen_back;
-    struct bufferevent *bev_out; /* the bufferevent this is the output of: adds flush it */
-    struct bufferevent *bev_in;  /* the one this is the input of: drains may resume reading */
+    struct evx_bev *bev_out; /* the bufferevent this is the output of: adds flush it */
+    struct evx_bev *bev_in;  /* the one this is the input of: drains may resume reading */
+    void (*cb)(struct evbuffer *, size_t, size_t, void *); /* evbuffer_setcb's, or NULL */
+    void *cbarg;
+    size_t cb_len; /* the length the callback was last told */
 };
 
 /* Chunks; those of EVX_CHAIN_READ bytes (a bufferevent's reads) are recycled per thread. */
@@ -83,9 +92,13 @@ void evx_chain_free(struct evx_chain *ch);
 void evx_chain_cache_clear(void);
 /* Appends a filled chunk to `buf` (it becomes the buffer's). */
 void evx_buffer_append_chain(struct evbuffer *buf, struct evx_chain *ch);
+/* The buffer's length changed from `old_len` behind the evbuffer calls' back (a bufferevent
+ * read into its chunks): its evbuffer_setcb callback is told. */
+void evx_buffer_changed(struct evbuffer *buf, size_t old_len);
 /* bufferevent.c: `buf`, a bufferevent's output, has more bytes / its input has fewer. */
-void evx_bev_output_added(struct bufferevent *bev);
-void evx_bev_input_drained(struct bufferevent *bev);
+struct evx_bev;
+void evx_bev_output_added(struct evx_bev *bev);
+void evx_bev_input_drained(struct evx_bev *bev);
 /* Runs the bufferevents' writes queued during this turn (from the base's prepare watcher). */
 void evx_bev_flush_all(struct event_base *base);
 

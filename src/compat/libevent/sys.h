@@ -7,6 +7,8 @@
 #ifndef IOMUX_EVENT_SYS_H
 #define IOMUX_EVENT_SYS_H
 
+#include <stdint.h>
+
 #include <event2/buffer.h>
 #include <event2/util.h>
 
@@ -28,6 +30,10 @@ evutil_socket_t evx_sys_accept(evutil_socket_t fd, struct sockaddr *sa, socklen_
                                int nonblock, int cloexec);
 /* A second socket for the same connection, close-on-exec (F_DUPFD_CLOEXEC). */
 evutil_socket_t evx_sys_dup(evutil_socket_t fd);
+/* 1 for a socket, 0 for another descriptor a bufferevent can read and write (POSIX's pipes,
+ * ptys, FIFOs), or -errno: a closed descriptor, or on Windows a handle that is no socket
+ * (-EINVAL; its pipes and files take no bufferevent there). */
+int evx_sys_is_socket(evutil_socket_t fd);
 int evx_sys_close(evutil_socket_t fd);
 int evx_sys_nonblock(evutil_socket_t fd);
 int evx_sys_cloexec(evutil_socket_t fd);
@@ -37,6 +43,8 @@ int evx_sys_opt_on(evutil_socket_t fd, int level, int name);
 /* The hard limit on descriptors: no socket number reaches it (INT_MAX for none). */
 long evx_sys_fd_limit(void);
 int evx_sys_gettimeofday(struct timeval *tv);
+/* Milliseconds on the monotonic clock (the rate limits' ticks). */
+uint64_t evx_sys_mono_ms(void);
 /* `n` bytes of the system's random generator. 0 or -1. */
 int evx_sys_random(void *buf, size_t n);
 

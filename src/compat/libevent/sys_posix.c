@@ -7,8 +7,10 @@
 #include <limits.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A socket is written with MSG_NOSIGNAL where there is one, so that a peer that went raises
@@ -29,6 +31,21 @@ ev_ssize_t evx_sys_writev(evutil_socket_t fd, const struct evbuffer_iovec *v, in
     if (w < 0 && errno == ENOTSOCK)
         w = writev(fd, v, n);
     return w;
+}
+
+int evx_sys_is_socket(evutil_socket_t fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    return S_ISSOCK(st.st_mode) ? 1 : 0;
+}
+
+uint64_t evx_sys_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 int evx_sys_peer_closed(evutil_socket_t fd)

@@ -133,6 +133,30 @@ evutil_socket_t evx_sys_accept(evutil_socket_t fd, struct sockaddr *sa, socklen_
     return (evutil_socket_t)s;
 }
 
+uint64_t evx_sys_mono_ms(void)
+{
+    LARGE_INTEGER now, freq;
+    QueryPerformanceCounter(&now);
+    QueryPerformanceFrequency(&freq);
+    return (uint64_t)(now.QuadPart / freq.QuadPart) * 1000u +
+           (uint64_t)(now.QuadPart % freq.QuadPart) * 1000u / (uint64_t)freq.QuadPart;
+}
+
+int evx_sys_is_socket(evutil_socket_t fd)
+{
+    int type, len = sizeof type;
+    if (getsockopt((SOCKET)fd, SOL_SOCKET, SO_TYPE, (char *)&type, &len) == 0)
+        return 1;
+    /* Winsock says WSAENOTSOCK of a closed socket and of a handle that is no socket alike:
+     * an open handle of something else (a file, a pipe) is -EINVAL, as POSIX says ENOTSOCK.
+     * libevent reads and writes such handles on POSIX only; Windows' pipes cannot be
+     * watched by the backends (only sockets can). */
+    DWORD flags;
+    if (WSAGetLastError() == WSAENOTSOCK && GetHandleInformation((HANDLE)fd, &flags))
+        return -EINVAL;
+    return -EBADF;
+}
+
 evutil_socket_t evx_sys_dup(evutil_socket_t fd)
 {
     WSAPROTOCOL_INFOW info;

@@ -140,6 +140,14 @@ EVX_EXPORT int evthread_use_pthreads(void)
     return 0;
 }
 
+EVX_EXPORT void evthread_enable_lock_debugging(void)
+{
+}
+
+EVX_EXPORT void evthread_enable_lock_debuging(void)
+{
+}
+
 EVX_EXPORT int evthread_make_base_notifiable(struct event_base *base)
 {
     return base ? 0 : -1;

@@ -101,6 +101,8 @@ struct evutil_weakrand_state {
 ev_uint32_t evutil_weakrand_seed_(struct evutil_weakrand_state *state, ev_uint32_t seed);
 ev_int32_t evutil_weakrand_(struct evutil_weakrand_state *state);
 ev_int32_t evutil_weakrand_range_(struct evutil_weakrand_state *state, ev_int32_t top);
+/* A non-blocking, close-on-exec pipe (tests/libevent/standins.c). 0, or -1. */
+int evutil_make_internal_pipe_(evutil_socket_t fd[2]);
 void evutil_usleep_(const struct timeval *tv);
 
 #endif

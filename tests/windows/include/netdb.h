@@ -1,3 +1,3 @@
 /* SPDX-License-Identifier: MIT */
-/* Windows stand-in: the declarations come from tests/windows/posix.h. */
+/* Windows stand-in: getaddrinfo and its kin come from tests/windows/posix.h. */
 #include "../posix.h"

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/* Child processes (mux_spawn): exit codes and signals, a program that does not exist, the
+ * standard descriptors inherited, closed, connected to streams or to a descriptor, the
+ * environment and the working directory, kill, and a thousand children that leave nothing
+ * behind. The programs are the system's own: true, sh, cat. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "iomux/process.h"
+#include "work_util.h"
+
+struct child {
+    mux_process_t p;
+    int exited, status, signal;
+};
+
+static void exited_cb(mux_process_t *p, int exit_status, int term_signal)
+{
+    struct child *c = p->data;
+    c->exited++;
+    c->status = exit_status;
+    c->signal = term_signal;
+    CHECK_EQ(mux_process_pid(p), -EINVAL); /* ended: no longer active */
+}
+
+static int spawn_argv(mux_loop_t *loop, struct child *c, char *const *argv, mux_spawn_options_t *o)
+{
+    mux_spawn_options_t dflt;
+    if (!o) {
+        memset(&dflt, 0, sizeof dflt);
+        o = &dflt;
+    }
+    o->file = argv[0];
+    o->argv = argv;
+    memset(c, 0, sizeof *c);
+    c->p.data = c;
+    int r = mux_spawn(loop, &c->p, o, exited_cb);
+    CHECK_EQ(c->p.data, c); /* kept */
+    return r;
+}
+
+static void wait_exit(mux_loop_t *loop, struct child *c)
+{
+    while (!c->exited)
+        CHECK_GE(mux_run(loop, MUX_RUN_ONCE), 0);
+    CHECK_EQ(c->exited, 1);
+}
+
+/* No child of this process is left, running or a zombie. */
+static void check_no_children(void)
+{
+    errno = 0;
+    CHECK_EQ(waitpid(-1, NULL, WNOHANG), -1);
+    CHECK_EQ(errno, ECHILD);
+}
+
+TEST(spawn_true_exits_0_and_is_reaped)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {"true", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, NULL), 0);
+    CHECK_GT(mux_process_pid(&c.p), 0);
+    CHECK_EQ(mux_loop_active(&loop), 1);
+    CHECK_EQ(mux_loop_close(&loop), -EBUSY);
+    wait_exit(&loop, &c);
+    CHECK_EQ(c.status, 0);
+    CHECK_EQ(c.signal, 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    CHECK_EQ(mux_process_kill(&c.p, SIGTERM), -ESRCH);
+    check_no_children();
+    loop_close(&loop);
+}
+
+TEST(spawn_reports_the_exit_code)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {"/bin/sh", "-c", "exit 77", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, NULL), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(c.exited, 1);
+    CHECK_EQ(c.status, 77);
+    CHECK_EQ(c.signal, 0);
+    loop_close(&loop);
+}
+
+TEST(spawn_a_program_that_does_not_exist_is_enoent)
+{
+    long fds = count_fds();
+    mux_loop_t loop;
+    loop_open(&loop);
+    long loop_fds = count_fds() - fds;
+    struct child c;
+    char *path[] = {"/nonexistent/iomux-no-such-program", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, path, NULL), -ENOENT);
+    char *name[] = {"iomux-no-such-program-in-path", NULL};
+    mux_stdio_t out = {MUX_STDIO_STREAM, NULL, 0};
+    mux_stream_t s;
+    memset(&s, 0, sizeof s);
+    out.stream = &s;
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    o.stdio[1] = out;
+    CHECK_EQ(spawn_argv(&loop, &c, name, &o), -ENOENT);
+    CHECK(mux_stream_loop(&s) == NULL); /* not opened */
+    CHECK_EQ(c.exited, 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    CHECK_EQ(count_fds(), fds + loop_fds); /* the pair made for stdout is closed */
+    check_no_children();
+    loop_close(&loop);
+}
+
+TEST(spawn_a_file_that_may_not_be_run_is_eacces)
+{
+    char path[] = "/tmp/iomux-spawn-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK_GE(fd, 0);
+    CHECK_EQ(write(fd, "#!/bin/sh\n", 10), 10);
+    close(fd);
+    CHECK_EQ(chmod(path, 0600), 0);
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {path, NULL};
+    int r = spawn_argv(&loop, &c, argv, NULL); /* root too needs an execute bit */
+    unlink(path);
+    CHECK_EQ(r, -EACCES);
+    loop_close(&loop);
+}
+
+TEST(spawn_killed_child_reports_the_signal)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {"sleep", "30", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, NULL), 0);
+    CHECK_EQ(mux_process_kill(&c.p, 0), 0); /* it is there */
+    CHECK_EQ(mux_process_kill(&c.p, SIGTERM), 0);
+    wait_exit(&loop, &c);
+    CHECK_EQ(c.signal, SIGTERM);
+    CHECK_EQ(c.status, 0);
+    CHECK_EQ(mux_process_kill(&c.p, SIGKILL), -ESRCH);
+    check_no_children();
+    loop_close(&loop);
+}
+
+TEST(process_kill_bad_input_is_einval)
+{
+    mux_process_t p;
+    memset(&p, 0, sizeof p);
+    CHECK_EQ(mux_process_kill(NULL, SIGTERM), -EINVAL);
+    CHECK_EQ(mux_process_kill(&p, SIGTERM), -EINVAL); /* never spawned */
+    CHECK_EQ(mux_process_pid(&p), -EINVAL);
+    CHECK_EQ(mux_process_pid(NULL), -EINVAL);
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {"sleep", "30", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, NULL), 0);
+    CHECK_EQ(mux_process_kill(&c.p, 100000), -EINVAL);
+    CHECK_EQ(mux_process_kill(&c.p, -SIGKILL), -EINVAL); /* no group of its own */
+    CHECK_EQ(mux_process_kill(&c.p, SIGKILL), 0);
+    wait_exit(&loop, &c);
+    CHECK_EQ(c.signal, SIGKILL);
+    loop_close(&loop);
+}
+
+TEST(spawn_process_group_is_killed_as_a_whole)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    /* The shell's own child keeps the pipe's write end: the read sees its end only when the
+     * whole group is gone. */
+    int pfd[2];
+    CHECK_EQ(pipe(pfd), 0);
+    char *argv[] = {"/bin/sh", "-c", "sleep 30 & wait", NULL};
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    o.flags = MUX_SPAWN_PROCESS_GROUP;
+    o.stdio[1].kind = MUX_STDIO_FD;
+    o.stdio[1].fd = pfd[1];
+    CHECK_EQ(spawn_argv(&loop, &c, argv, &o), 0);
+    close(pfd[1]);
+    CHECK_EQ(getpgid(mux_process_pid(&c.p)), mux_process_pid(&c.p));
+    sleep_ms(100); /* the shell has started its sleep */
+    CHECK_EQ(mux_process_kill(&c.p, -SIGKILL), 0);
+    wait_exit(&loop, &c);
+    CHECK_EQ(c.signal, SIGKILL);
+    char b;
+    CHECK_EQ(read(pfd[0], &b, 1), 0); /* the sleep is gone too */
+    close(pfd[0]);
+    loop_close(&loop);
+}
+
+/* ---- standard descriptors ---- */
+
+struct out {
+    mux_stream_t s;
+    char buf[4096];
+    size_t len;
+    int eof, closed;
+    char rbuf[512];
+};
+
+static void out_closed(mux_stream_t *s)
+{
+    ((struct out *)s->data)->closed = 1;
+}
+
+static void out_read(mux_stream_t *s, ssize_t n, char *buf)
+{
+    struct out *o = s->data;
+    if (n > 0) {
+        CHECK_LE(o->len + (size_t)n, sizeof o->buf);
+        memcpy(o->buf + o->len, buf, (size_t)n);
+        o->len += (size_t)n;
+        return;
+    }
+    CHECK_EQ(n, 0);
+    o->eof = 1;
+    CHECK_EQ(mux_stream_close(s, out_closed), 0);
+}
+
+static void out_init(struct out *o, mux_stdio_t *slot)
+{
+    memset(o, 0, sizeof o->s);
+    o->len = 0;
+    o->eof = o->closed = 0;
+    o->s.data = o;
+    slot->kind = MUX_STDIO_STREAM;
+    slot->stream = &o->s;
+}
+
+static void out_read_all(mux_loop_t *loop, struct out *o)
+{
+    CHECK_EQ(o->s.data, o); /* kept by the open */
+    CHECK_EQ(mux_read_start(&o->s, o->rbuf, sizeof o->rbuf, out_read), 0);
+    while (!o->closed)
+        CHECK_GE(mux_run(loop, MUX_RUN_ONCE), 0);
+    o->buf[o->len] = '\0';
+}
+
+TEST(spawn_stdout_and_stderr_to_streams)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    static struct out out, err;
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    out_init(&out, &o.stdio[1]);
+    out_init(&err, &o.stdio[2]);
+    struct child c;
+    char *argv[] = {"/bin/sh", "-c", "echo to-out; echo to-err >&2; exit 3", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, &o), 0);
+    CHECK(mux_stream_loop(&out.s) == &loop);
+    out_read_all(&loop, &out);
+    out_read_all(&loop, &err);
+    wait_exit(&loop, &c);
+    CHECK_EQ(c.status, 3);
+    CHECK_STR_EQ(out.buf, "to-out\n");
+    CHECK_STR_EQ(err.buf, "to-err\n");
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    check_no_children();
+    loop_close(&loop);
+}
+
+static void stdin_written(mux_write_t *req, int status)
+{
+    (void)req;
+    CHECK_EQ(status, 0);
+}
+
+static void stdin_shut(mux_stream_t *s, int status)
+{
+    CHECK_EQ(status, 0);
+    CHECK_EQ(mux_stream_close(s, NULL), 0);
+}
+
+TEST(spawn_stdin_from_a_stream_cat_echoes_it)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    static struct out out;
+    mux_stream_t in;
+    memset(&in, 0, sizeof in);
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    o.stdio[0].kind = MUX_STDIO_STREAM;
+    o.stdio[0].stream = &in;
+    out_init(&out, &o.stdio[1]);
+    struct child c;
+    char *argv[] = {"cat", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, &o), 0);
+    static char msg[] = "through cat\n";
+    mux_buf_t b = mux_buf_init(msg, sizeof msg - 1);
+    mux_write_t wr;
+    wr.data = &in;
+    CHECK_EQ(mux_write(&in, &wr, &b, 1, stdin_written), 0);
+    CHECK_EQ(mux_stream_shutdown(&in, stdin_shut), 0); /* cat's end of input */
+    out_read_all(&loop, &out);
+    wait_exit(&loop, &c);
+    CHECK_EQ(c.status, 0);
+    CHECK_STR_EQ(out.buf, "through cat\n");
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    loop_close(&loop);
+}
+
+TEST(spawn_stdout_closed_in_the_child)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    o.stdio[1].kind = MUX_STDIO_CLOSE;
+    struct child c;
+    char *argv[] = {"/bin/sh", "-c", "[ -e /proc/$$/fd/1 ] && exit 1; exit 0", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, &o), 0);
+    wait_exit(&loop, &c);
+    CHECK_EQ(c.status, 0);
+    memset(&o, 0, sizeof o); /* inherited: open */
+    CHECK_EQ(spawn_argv(&loop, &c, argv, &o), 0);
+    wait_exit(&loop, &c);
+    CHECK_EQ(c.status, 1);
+    loop_close(&loop);
+}
+
+TEST(spawn_stdout_to_a_descriptor_of_the_parent)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    int pfd[2];
+    CHECK_EQ(pipe(pfd), 0);
+    CHECK_EQ(fcntl(pfd[1], F_SETFD, FD_CLOEXEC), 0); /* duplicated for the child anyway */
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    o.stdio[1].kind = MUX_STDIO_FD;
+    o.stdio[1].fd = pfd[1];
+    o.stdio[2].kind = MUX_STDIO_FD;
+    o.stdio[2].fd = pfd[1];
+    struct child c;
+    char *argv[] = {"/bin/sh", "-c", "echo one; echo two >&2", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, &o), 0);
+    CHECK_EQ(fcntl(pfd[1], F_GETFD), FD_CLOEXEC); /* still the parent's, unchanged */
+    close(pfd[1]);
+    wait_exit(&loop, &c);
+    char buf[64] = {0};
+    size_t got = 0;
+    ssize_t n;
+    while ((n = read(pfd[0], buf + got, sizeof buf - 1 - got)) > 0)
+        got += (size_t)n;
+    close(pfd[0]);
+    CHECK_STR_EQ(buf, "one\ntwo\n");
+    loop_close(&loop);
+}
+
+TEST(spawn_with_environment_and_working_directory)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    static struct out out;
+    char dir[] = "/tmp/iomux-cwd-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *env[] = {"IOMUX_SPAWN_TEST=hello", "PATH=/usr/bin:/bin", NULL};
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    o.env = env;
+    o.cwd = dir;
+    out_init(&out, &o.stdio[1]);
+    struct child c;
+    char *argv[] = {"/bin/sh", "-c", "echo \"$IOMUX_SPAWN_TEST $(pwd) ${HOME:-nohome}\"", NULL};
+    int r = spawn_argv(&loop, &c, argv, &o);
+    if (r == -ENOTSUP) {
+        rmdir(dir);
+        SKIP("the system cannot set a spawned child's working directory");
+    }
+    CHECK_EQ(r, 0);
+    out_read_all(&loop, &out);
+    wait_exit(&loop, &c);
+    char want[128];
+    snprintf(want, sizeof want, "hello %s nohome\n", dir);
+    CHECK_STR_EQ(out.buf, want);
+    o.cwd = "/nonexistent/iomux-dir"; /* a directory that does not exist */
+    o.stdio[1].kind = MUX_STDIO_INHERIT;
+    CHECK_EQ(spawn_argv(&loop, &c, argv, &o), -ENOENT);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    rmdir(dir);
+    loop_close(&loop);
+}
+
+TEST(spawn_bad_input_is_einval)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_process_t p;
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    o.file = "true";
+    CHECK_EQ(mux_spawn(NULL, &p, &o, exited_cb), -EINVAL);
+    CHECK_EQ(mux_spawn(&loop, NULL, &o, exited_cb), -EINVAL);
+    CHECK_EQ(mux_spawn(&loop, &p, NULL, exited_cb), -EINVAL);
+    CHECK_EQ(mux_spawn(&loop, &p, &o, NULL), -EINVAL);
+    o.file = NULL;
+    CHECK_EQ(mux_spawn(&loop, &p, &o, exited_cb), -EINVAL);
+    o.file = "";
+    CHECK_EQ(mux_spawn(&loop, &p, &o, exited_cb), -EINVAL);
+    o.file = "true";
+    o.flags = 0x100;
+    CHECK_EQ(mux_spawn(&loop, &p, &o, exited_cb), -EINVAL);
+    o.flags = 0;
+    o.stdio[0].kind = 9;
+    CHECK_EQ(mux_spawn(&loop, &p, &o, exited_cb), -EINVAL);
+    o.stdio[0].kind = MUX_STDIO_STREAM; /* without a stream */
+    CHECK_EQ(mux_spawn(&loop, &p, &o, exited_cb), -EINVAL);
+    o.stdio[0].kind = MUX_STDIO_FD;
+    o.stdio[0].fd = -1;
+    CHECK_EQ(mux_spawn(&loop, &p, &o, exited_cb), -EINVAL);
+    o.stdio[0].fd = 987; /* not open */
+    CHECK_EQ(mux_spawn(&loop, &p, &o, exited_cb), -EBADF);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    check_no_children();
+    loop_close(&loop);
+}
+
+static void walk_kill(mux_loop_t *loop, int kind, void *handle, void *arg)
+{
+    (void)loop;
+    CHECK_EQ(kind, MUX_HANDLE_PROCESS);
+    (*(int *)arg)++;
+    CHECK_EQ(mux_process_kill(handle, SIGKILL), 0);
+}
+
+TEST(spawn_walk_reports_the_running_child)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {"sleep", "30", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, NULL), 0);
+    int seen = 0;
+    CHECK_EQ(mux_loop_walk(&loop, walk_kill, &seen), 1);
+    CHECK_EQ(seen, 1);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(c.signal, SIGKILL);
+    loop_close(&loop);
+}
+
+/* ---- nothing left behind ---- */
+
+enum { CHILDREN = 1000, AT_ONCE = 16 };
+
+struct herd {
+    mux_loop_t *loop;
+    struct child c[AT_ONCE];
+    int started, ended, bad;
+};
+
+static void herd_exit(mux_process_t *p, int exit_status, int term_signal);
+
+static void herd_start(struct herd *h, struct child *c)
+{
+    static char *argv[] = {"true", NULL};
+    mux_spawn_options_t o;
+    memset(&o, 0, sizeof o);
+    o.file = "true";
+    o.argv = argv;
+    c->p.data = h;
+    CHECK_EQ(mux_spawn(h->loop, &c->p, &o, herd_exit), 0);
+    h->started++;
+}
+
+static void herd_exit(mux_process_t *p, int exit_status, int term_signal)
+{
+    struct herd *h = p->data;
+    h->ended++;
+    if (exit_status != 0 || term_signal != 0)
+        h->bad++;
+    if (h->started < CHILDREN) /* the next, in the same memory, from its callback */
+        herd_start(h, (struct child *)p);
+}
+
+TEST(spawn_1000_children_leave_no_descriptor_thread_or_zombie_behind)
+{
+    harness_watchdog(240);
+    long fds = count_fds(), threads = count_threads();
+    mux_loop_t loop;
+    loop_open(&loop);
+    long loop_fds = count_fds() - fds;
+    static struct herd h;
+    memset(&h, 0, sizeof h);
+    h.loop = &loop;
+    uint64_t t0 = mono_ns();
+    for (int i = 0; i < AT_ONCE; i++)
+        herd_start(&h, &h.c[i]);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    double s = (double)(mono_ns() - t0) / 1e9;
+    printf("%d children in %.2f s (%.0f per second); %ld descriptors and %ld threads before, "
+           "%ld and %ld after (the loop's %ld)\n",
+           CHILDREN, s, CHILDREN / s, fds, threads, count_fds(), count_threads(), loop_fds);
+    CHECK_EQ(h.started, CHILDREN);
+    CHECK_EQ(h.ended, CHILDREN);
+    CHECK_EQ(h.bad, 0);
+    check_no_children();
+    CHECK_EQ(count_fds(), fds + loop_fds);
+    CHECK_EQ(count_threads(), threads);
+    loop_close(&loop);
+    CHECK_EQ(count_fds(), fds);
+}
+
+TEST(spawn_detached_child_is_no_longer_watched)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {"sleep", "30", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, NULL), 0);
+    int pid = mux_process_pid(&c.p);
+    CHECK_EQ(mux_process_detach(&c.p), 0);
+    CHECK_EQ(mux_process_detach(&c.p), -EINVAL);
+    CHECK_EQ(mux_process_kill(&c.p, SIGTERM), -EINVAL); /* no longer active */
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    loop_close(&loop); /* while the child runs */
+    CHECK_EQ(c.exited, 0);
+    CHECK_EQ(kill(pid, SIGKILL), 0); /* the program's to end and reap now */
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    check_no_children();
+}
+
+TEST(spawn_unreferenced_child_does_not_keep_the_loop_running) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *argv[] = {"sleep", "30", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, argv, NULL), 0);
+    CHECK_EQ(mux_has_ref(&loop, MUX_HANDLE_PROCESS, &c.p), 1);
+    CHECK_EQ(mux_unref(&loop, MUX_HANDLE_PROCESS, &c.p), 0);
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* at once, the child still running */
+    CHECK_EQ(c.exited, 0);
+    CHECK_EQ(mux_loop_close(&loop), -EBUSY); /* but it is still watched */
+    CHECK_EQ(mux_ref(&loop, MUX_HANDLE_PROCESS, &c.p), 0);
+    CHECK_EQ(mux_process_kill(&c.p, SIGKILL), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(c.signal, SIGKILL);
+    CHECK_EQ(mux_unref(&loop, MUX_HANDLE_PROCESS, &c.p), -EINVAL); /* ended */
+    loop_close(&loop);
+}
