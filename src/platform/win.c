@@ -470,13 +470,27 @@ int mux__wakefd_open(int *rfd, int *wfd)
     return 0;
 }
 
+/* A wake-up byte is sent once per wake-up (the loop drains before it takes the next), so
+ * the pair is never near full. Wine's non-blocking send says WSAEWOULDBLOCK now and then all
+ * the same (seen under load with other threads sending and the loop receiving): taken as
+ * "full, a wake-up is waiting", that lost the wake-up and the loop slept on, so the byte is
+ * sent again once the socket says it is writable (at most 1 s, for a pair truly full). */
 int mux__wakefd_signal(int wfd)
 {
     char one = 1;
-    if (send(MUX__SOCK(wfd), &one, 1, 0) == 1)
-        return 0;
-    int err = mux__wsa_errno();
-    return err == -EAGAIN ? 0 : err; /* full: a wake-up is waiting already */
+    SOCKET s = MUX__SOCK(wfd);
+    for (int tries = 0;; tries++) {
+        if (send(s, &one, 1, 0) == 1)
+            return 0;
+        int err = mux__wsa_errno();
+        if (err != -EAGAIN || tries == 100)
+            return err == -EAGAIN ? 0 : err; /* full: a wake-up is waiting already */
+        fd_set w;
+        FD_ZERO(&w);
+        FD_SET(s, &w);
+        struct timeval tv = {0, 10000};
+        (void)select(0, NULL, &w, NULL, &tv);
+    }
 }
 
 void mux__wakefd_drain(int rfd)
