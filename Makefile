@@ -3,8 +3,10 @@
 #   make            release build of the library and examples in build/release; installs
 #                   only what the library needs (scripts/install-deps lib)
 #   make test       install deps, build with -Werror + ASan/UBSan, run every test; then the
-#                   portable-POSIX build (every Linux-only path off) and the whole suite
-#                   on its poll and select; then the threaded tests under ThreadSanitizer
+#                   portable-POSIX build (every Linux-only path off), what a Mac builds, and
+#                   the whole suite on its kqueue (through libkqueue, built from
+#                   ../shared/vendor or IOMUX_LIBKQUEUE; skipped with the reason without it),
+#                   poll and select; then the threaded tests under ThreadSanitizer
 #   make test-portable  only the portable-POSIX run
 #   make test-tsan  only the ThreadSanitizer run
 #   make test-fault only the fault-injection sweeps and cases (tests/fault/README.md)
@@ -43,10 +45,11 @@ deps-coverage:
 
 # No tests and no benchmarks: they need the peers (libev, libevent, libuv, Boost); the library
 # and the examples need only liburing. `make bench` turns the benchmarks on in the same tree.
+# kqueue against libkqueue (a test dependency) is for the benchmarks only, never in the release.
 RELEASE_OPTS := -DCMAKE_BUILD_TYPE=Release -DIOMUX_TESTS=OFF
 
 release: deps-lib
-	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=OFF \
+	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=OFF -DIOMUX_KQUEUE=OFF \
 	      -DCMAKE_INSTALL_PREFIX=$(PREFIX)
 	cmake --build build/release -j $(JOBS)
 
@@ -59,11 +62,12 @@ test-asan: deps
 	cd build/asan && { ctest --output-on-failure -j $(JOBS) --timeout 300; rc=$$?; \
 	  ../../scripts/skip-reasons .; exit $$rc; }
 
-# The path macOS and the BSDs take, on this machine: poll and select only, no accept4,
-# SOCK_NONBLOCK, eventfd, timerfd or ppoll, POSIX declarations only.
+# The path macOS and the BSDs take, on this machine: kqueue (libkqueue), poll and select, no
+# accept4, SOCK_NONBLOCK, eventfd, timerfd or ppoll, POSIX declarations only.
 test-portable: deps
 	cmake -S . -B build/portable $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
-	      -DIOMUX_SANITIZE=address,undefined -DIOMUX_PORTABLE_POSIX=ON -DIOMUX_BENCH=OFF
+	      -DIOMUX_SANITIZE=address,undefined -DIOMUX_PORTABLE_POSIX=ON -DIOMUX_BENCH=OFF \
+	      -DIOMUX_KQUEUE=ON
 	cmake --build build/portable -j $(JOBS)
 	cd build/portable && { ctest --output-on-failure -j $(JOBS) --timeout 300; rc=$$?; \
 	  ../../scripts/skip-reasons .; exit $$rc; }
@@ -87,18 +91,24 @@ test-windows:
 	  ../../scripts/skip-reasons .; exit $$rc; }
 
 # The fault label of the sanitized build: the sweep on every backend variant and the
-# cases of test_fault.c.
+# cases of test_fault.c; then the same on kqueue, in the portable build.
+FAULT_CASES := '^fault\.|wake_fd|interrupted|fork_handler'
 test-fault: deps
 	cmake -S . -B build/asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
 	      -DIOMUX_SANITIZE=address,undefined
 	cmake --build build/asan -j $(JOBS)
-	cd build/asan && ctest --output-on-failure -j $(JOBS) --timeout 900 -R '^fault\.|wake_fd|interrupted|fork_handler'
+	cd build/asan && ctest --output-on-failure -j $(JOBS) --timeout 900 -R $(FAULT_CASES)
+	cmake -S . -B build/portable $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DIOMUX_WERROR=ON \
+	      -DIOMUX_SANITIZE=address,undefined -DIOMUX_PORTABLE_POSIX=ON -DIOMUX_BENCH=OFF \
+	      -DIOMUX_KQUEUE=ON
+	cmake --build build/portable -j $(JOBS)
+	cd build/portable && ctest --output-on-failure -j $(JOBS) --timeout 900 -R $(FAULT_CASES)
 
 coverage: deps-coverage
 	scripts/coverage build/coverage
 
 bench: deps-bench
-	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=ON
+	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=ON -DIOMUX_KQUEUE=ON
 	cmake --build build/release -j $(JOBS)
 	bench/run --build build/release $(BENCH_ARGS)
 
@@ -127,7 +137,7 @@ bench-compare: deps-bench
 	fi
 	cmake -S $(BASE_SRC) -B $(BASE_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BASE_BUILD) -j $(JOBS)
-	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=ON
+	cmake -S . -B build/release $(CMAKE_GEN) $(RELEASE_OPTS) -DIOMUX_BENCH=ON -DIOMUX_KQUEUE=ON
 	cmake --build build/release -j $(JOBS)
 	bench/run --build build/release --baseline $(BASE_BUILD) $(BENCH_ARGS)
 

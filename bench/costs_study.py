@@ -32,10 +32,11 @@ COST_STRACE_LENGTHS = {"poller-1": 100, "poller-100": 10, "chain": 300, "chain-t
                        "restart": 3, "echo": 0.5}
 ECHO_MANY_LENGTH = 2  # the echo unit's L in seconds at more than one session (--sessions)
 # rows: the drivers and echo servers measured (None: every one the mode's backends and
-# peers allow); the quick run keeps the floors, iomux on epoll and io_uring, its libevent
-# emulation and the peers, which is what the back-to-back pairs' ties need.
-QUICK_ROWS = ["raw-epoll", "raw-uring", "raw-uring-multi", "iomux-epoll", "iomux-uring",
-              "iomux-uring-edge", "iomux-event-epoll", "iomux-io", "libev", "libevent", "libuv",
+# peers allow); the quick run keeps the floors, iomux on epoll, io_uring and kqueue (libkqueue
+# here), its libevent emulation and the peers, which is what the back-to-back pairs' ties need.
+QUICK_ROWS = ["raw-epoll", "raw-uring", "raw-uring-multi", "raw-kqueue", "iomux-epoll",
+              "iomux-uring", "iomux-uring-edge", "iomux-kqueue", "iomux-event-epoll", "iomux-io",
+              "libev", "libevent", "libuv",
               "asio"]
 MODES = {
     "smoke": dict(n=100, units=["poller-1", "echo"], lengths={"poller-1": 100, "echo": 0.2},

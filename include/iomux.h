@@ -533,9 +533,11 @@ int mux_cleanup_start(mux_loop_t *loop, mux_cleanup_t *w); /* 0, -EBUSY, -EINVAL
 int mux_cleanup_stop(mux_loop_t *loop, mux_cleanup_t *w);  /* 0 or -EINVAL */
 
 /* fs_event: changes to a file or to the entries of a directory (docs/fs.md), from the
- * kernel's notifications: inotify on Linux, one descriptor per loop; ReadDirectoryChangesW on
- * Windows; where the platform has none of its own yet, mux_fs_event_start says -ENOTSUP and
- * mux_fs_poll_t serves. The events of one iteration for one name are coalesced into one call. */
+ * kernel's notifications: inotify on Linux, one descriptor per loop; kqueue's EVFILT_VNODE on
+ * the BSDs and macOS, one kqueue per loop (a directory's entries found by reading it again:
+ * created, removed and renamed ones only); ReadDirectoryChangesW on Windows; where the
+ * platform has none of its own, mux_fs_event_start says -ENOTSUP and mux_fs_poll_t serves.
+ * The events of one iteration for one name are coalesced into one call. */
 enum {
     MUX_FS_CHANGE = 0x01,   /* contents written */
     MUX_FS_ATTRIB = 0x02,   /* metadata: permissions, owner, times, links */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Child watchers on POSIX systems: the loop reaps the children it watches when SIGCHLD
- * arrives (Windows has none: child_win.c).
+ * arrives, or, for a watcher of one pid on a backend whose kernel reports exits (kqueue's
+ * EVFILT_PROC), when the kernel says so (Windows has none: child_win.c).
  *
  * SIGCHLD only says "some child changed state", and several exits can merge into one
  * delivery, so every delivery (and every start, for a child that exited before anyone
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "backend/backend.h"
 #include "internal.h"
 
 static int mux__child_valid(const mux_child_t *w)
@@ -27,8 +29,20 @@ static void mux__child_unlink(struct mux__loop *loop, mux_child_t *w)
     *pp = w->next_;
     w->next_ = NULL;
     mux__deactivate(loop, &w->h_);
-    if (--loop->nchildren == 0)
+    loop->nchildren--;
+    if (!(w->h_.flags & MUX__W_KERNEL))
         mux__sig_detach(loop, SIGCHLD);
+}
+
+/* The backend's kernel watches the pid, or SIGCHLD tells of every child. */
+static int mux__child_watch(struct mux__loop *loop, mux_child_t *w)
+{
+    w->h_.flags &= (uint8_t)~MUX__W_KERNEL;
+    if (w->pid_ && loop->backend->child && loop->backend->child(loop, w->pid_) == 0) {
+        w->h_.flags |= MUX__W_KERNEL;
+        return 0;
+    }
+    return mux__sig_attach(loop, SIGCHLD);
 }
 
 /* waitpid(WNOHANG), again when a signal interrupted it. */
@@ -74,6 +88,26 @@ void mux__children_reap(struct mux__loop *loop)
     loop->recheck = 1; /* there may be more */
 }
 
+/* The kernel may report the exit before the child can be reaped (libuv found FreeBSD, macOS
+ * and OpenBSD do: waitpid with WNOHANG then returns 0), so this reap waits for it, which is
+ * short: the child is on its way out. A pid that no watcher of this loop has is left alone. */
+void mux__child_exited(struct mux__loop *loop, int pid)
+{
+    int status, r = 0;
+    for (mux_child_t *w = loop->children, *next; w; w = next) {
+        next = w->next_;
+        if (w->pid_ != pid)
+            continue;
+        while (r == 0 && (r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+            r = 0;
+        if (r != pid)
+            return; /* reaped by someone else */
+        mux__child_unlink(loop, w);
+        w->rpid_ = pid;
+        mux__queue(loop, &w->h_, (unsigned)status);
+    }
+}
+
 MUX_EXPORT int mux_child_init(mux_child_t *w, mux_child_cb cb, int pid)
 {
     if (!w || !cb || pid < 0)
@@ -93,8 +127,8 @@ MUX_EXPORT int mux_child_start(mux_loop_t *pub, mux_child_t *w)
     if (w->h_.flags & MUX__W_ACTIVE)
         return -EBUSY;
     int err = mux__reserve(loop);
-    if (err == 0 && loop->nchildren == 0)
-        err = mux__sig_attach(loop, SIGCHLD);
+    if (err == 0)
+        err = mux__child_watch(loop, w);
     if (err != 0)
         return err;
     loop->nchildren++;

@@ -426,21 +426,6 @@ void mux__fsn_walk(struct mux__loop *loop, void (*add)(void *ctx, struct mux__wh
 
 /* ---- the watchers ------------------------------------------------------------------------ */
 
-MUX_EXPORT int mux_fs_event_init(mux_fs_event_t *w, mux_fs_event_cb cb, const char *path)
-{
-    if (!w || !cb || !path || !*path)
-        return -EINVAL;
-    char *copy = strdup(path);
-    if (!copy)
-        return -ENOMEM;
-    memset(w, 0, sizeof *w);
-    w->h_.type = MUX__T_FS_EVENT;
-    w->cb_ = cb;
-    w->path_ = copy;
-    w->wd_ = -1;
-    return 0;
-}
-
 MUX_EXPORT int mux_fs_event_start(mux_loop_t *pub, mux_fs_event_t *w)
 {
     struct mux__loop *loop = mux__loop_of(pub);
@@ -481,22 +466,4 @@ MUX_EXPORT int mux_fs_event_stop(mux_loop_t *pub, mux_fs_event_t *w)
     if (w->h_.flags & MUX__W_ACTIVE)
         mux__fs_detach(loop, w, 1);
     return 0;
-}
-
-MUX_EXPORT int mux_fs_event_free(mux_fs_event_t *w)
-{
-    if (!w || w->h_.type != MUX__T_FS_EVENT)
-        return -EINVAL;
-    if (w->h_.flags & MUX__W_ACTIVE)
-        return -EBUSY;
-    free(w->path_);
-    w->path_ = NULL;
-    return 0;
-}
-
-MUX_EXPORT int mux_fs_event_is_active(const mux_fs_event_t *w)
-{
-    if (!w || w->h_.type != MUX__T_FS_EVENT)
-        return -EINVAL;
-    return (w->h_.flags & MUX__W_ACTIVE) != 0;
 }

@@ -3,8 +3,6 @@
  * POSIX build, and systems whose mechanism is not written yet): a watcher initialises, and its
  * start says -ENOTSUP, so that a program falls back on mux_fs_poll_t. */
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "internal.h"
 
@@ -24,23 +22,6 @@ void mux__fsn_walk(struct mux__loop *loop, void (*add)(void *ctx, struct mux__wh
     (void)loop, (void)add, (void)ctx;
 }
 
-MUX_EXPORT int mux_fs_event_init(mux_fs_event_t *w, mux_fs_event_cb cb, const char *path)
-{
-    if (!w || !cb || !path || !*path)
-        return -EINVAL;
-    size_t n = strlen(path) + 1;
-    char *copy = malloc(n);
-    if (!copy)
-        return -ENOMEM;
-    memcpy(copy, path, n);
-    memset(w, 0, sizeof *w);
-    w->h_.type = MUX__T_FS_EVENT;
-    w->cb_ = cb;
-    w->path_ = copy;
-    w->wd_ = -1;
-    return 0;
-}
-
 MUX_EXPORT int mux_fs_event_start(mux_loop_t *pub, mux_fs_event_t *w)
 {
     if (!mux__loop_of(pub) || !w || w->h_.type != MUX__T_FS_EVENT || !w->path_)
@@ -53,20 +34,4 @@ MUX_EXPORT int mux_fs_event_stop(mux_loop_t *pub, mux_fs_event_t *w)
     if (!mux__loop_of(pub) || !w || w->h_.type != MUX__T_FS_EVENT)
         return -EINVAL;
     return 0;
-}
-
-MUX_EXPORT int mux_fs_event_free(mux_fs_event_t *w)
-{
-    if (!w || w->h_.type != MUX__T_FS_EVENT)
-        return -EINVAL;
-    free(w->path_);
-    w->path_ = NULL;
-    return 0;
-}
-
-MUX_EXPORT int mux_fs_event_is_active(const mux_fs_event_t *w)
-{
-    if (!w || w->h_.type != MUX__T_FS_EVENT)
-        return -EINVAL;
-    return (w->h_.flags & MUX__W_ACTIVE) != 0;
 }

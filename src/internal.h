@@ -52,6 +52,7 @@ enum {
     MUX__W_NEWFD = 0x04,    /* io: fd set since the last start; the kernel must be told */
     MUX__W_NOREF = 0x08,    /* a part of an upper layer's handle, which counts once itself */
     MUX__W_UNREF = 0x10,    /* the caller's mux_unref: active, it does not keep mux_run going */
+    MUX__W_KERNEL = 0x20,   /* child: the backend's kernel watches the pid (no SIGCHLD) */
 };
 
 /* Bits of an upper layer's handle's flags word (struct mux__handles_type.flags_off), which the
@@ -161,7 +162,7 @@ struct mux__loop {
     uint64_t sig_mask;                 /* signals this loop has watchers for (bit signum - 1) */
     unsigned sig_seen[MUX__NSIG];      /* last delivery count seen, per signal */
     mux_signal_t *sig_head[MUX__NSIG]; /* watchers per signal */
-    uint32_t sig_refs[MUX__NSIG]; /* watchers per signal, child watchers counting for SIGCHLD */
+    uint32_t sig_refs[MUX__NSIG]; /* watchers per signal (child watchers waiting for SIGCHLD) */
     mux_child_t *children;
     uint32_t nchildren;
 
@@ -328,6 +329,9 @@ static inline int mux__fd_reserve(struct mux__loop *loop, int fd)
     return mux__likely(mux__fd_find(loop, fd) != NULL) ? 0 : mux__fd_grow(loop, fd);
 }
 void mux__fd_table_free(struct mux__loop *loop);
+/* The backend refused to watch `fd` after all (kqueue finds out in its wait): as when its
+ * `change` returns `err`. */
+void mux__fd_refuse(struct mux__loop *loop, int fd, int err);
 /* Forgets what every fd's kernel registration was (kmask): the backend made a new kernel
  * object. Visits the leaves in use only. */
 void mux__fd_forget_kernel(struct mux__loop *loop);
@@ -374,6 +378,8 @@ void mux__sig_loop_fork(struct mux__loop *loop);    /* ... this, after a fork */
 void mux__sig_loop_close(struct mux__loop *loop);
 void mux__sig_atfork_child(void);
 void mux__children_reap(struct mux__loop *loop);
+/* The backend saw child `pid` exit (kqueue's EVFILT_PROC): reaps it for its watchers. */
+void mux__child_exited(struct mux__loop *loop, int pid);
 
 /* A circular doubly linked list through struct mux__link (hooks.c's lists, and the open
  * handles of the layers above). */

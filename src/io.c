@@ -111,6 +111,11 @@ static __attribute__((noinline)) void mux__fd_refused(struct mux__loop *loop, st
     mux__fd_kill(loop, fd, err);
 }
 
+void mux__fd_refuse(struct mux__loop *loop, int fd, int err)
+{
+    mux__fd_refused(loop, mux__fd_at(loop, fd), fd, err);
+}
+
 void mux__fd_apply(struct mux__loop *loop)
 {
     int fd;

@@ -366,6 +366,9 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
         mux__loop_free(loop);
         return err;
     }
+    /* The loop's time starts once it is ready: opening a backend can take a while (libkqueue's
+     * first kqueue starts a thread), and a timer started now must not count it. */
+    loop->now_stale = 1;
     pub->impl_ = loop;
     return 0;
 }

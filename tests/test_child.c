@@ -2,6 +2,7 @@
 /* Child watchers: exit status, death by signal, any-pid watchers, children that exited
  * before the watcher started, and children nobody watches (left alone). */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -170,3 +171,110 @@ TEST(child_unwatched_child_is_left_alone) {
     CHECK_EQ(WEXITSTATUS(st), 3);
     loop_close(&loop);
 }
+
+#ifndef _WIN32 /* signal masks, SIGCHLD and fork: POSIX only (Windows waits on process handles) */
+/* kqueue learns of one child's exit from the kernel (EVFILT_PROC, NOTE_EXIT): its watcher
+ * installs no SIGCHLD handler, and works with SIGCHLD blocked. A watcher of any pid still
+ * takes SIGCHLD's. */
+TEST(child_watcher_of_one_pid_needs_no_sigchld_on_kqueue) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    if (!loop_is(&loop, "kqueue")) {
+        loop_close(&loop);
+        SKIP("only kqueue's kernel reports one child's exit: the others wait for SIGCHLD");
+    }
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    CHECK_EQ(pthread_sigmask(SIG_BLOCK, &chld, &old), 0);
+    struct reaped r;
+    memset(&r, 0, sizeof r);
+    mux_child_t w;
+    int pid = spawn(7);
+    CHECK_EQ(mux_child_init(&w, child_cb, pid), 0);
+    w.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    struct sigaction sa;
+    CHECK_EQ(sigaction(SIGCHLD, NULL, &sa), 0);
+    CHECK(sa.sa_handler == SIG_DFL); /* not the library's */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.pid[0], pid);
+    CHECK(WIFEXITED(r.status[0]));
+    CHECK_EQ(WEXITSTATUS(r.status[0]), 7);
+    /* A watcher of any pid takes the library's SIGCHLD handler, and gives it back. */
+    mux_child_t any;
+    CHECK_EQ(mux_child_init(&any, child_cb, 0), 0);
+    any.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &any), 0);
+    CHECK_EQ(sigaction(SIGCHLD, NULL, &sa), 0);
+    CHECK(sa.sa_handler != SIG_DFL);
+    CHECK_EQ(mux_child_stop(&loop, &any), 0);
+    CHECK_EQ(sigaction(SIGCHLD, NULL, &sa), 0);
+    CHECK(sa.sa_handler == SIG_DFL);
+    CHECK_EQ(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+    loop_close(&loop);
+}
+
+static void count_iteration(mux_loop_t *loop, mux_prepare_t *p)
+{
+    (void)loop;
+    ++*(long *)p->data;
+}
+
+static void end_run(mux_loop_t *loop, mux_timer_t *t)
+{
+    (void)t;
+    mux_loop_stop(loop);
+}
+
+/* A watcher of a pid that is not this process's child (a grandchild, which its own parent
+ * reaps): it is never called, and the loop does not spin meanwhile (libkqueue, asked to
+ * watch such a pid, reported its exit on every wait and never delivered it). */
+TEST(child_watcher_of_a_grandchild_is_never_called_and_the_loop_does_not_spin) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    int child = fork();
+    CHECK_GE(child, 0);
+    if (child == 0) {
+        int grandchild = fork();
+        if (grandchild == 0) {
+            sleep_ms(50); /* exits once the watcher is there */
+            child_exit(0);
+        }
+        if (write(p[1], &grandchild, sizeof grandchild) != sizeof grandchild)
+            child_exit(1);
+        waitpid(grandchild, NULL, 0);
+        for (;;)
+            pause();
+    }
+    int grandchild;
+    CHECK_EQ(read(p[0], &grandchild, sizeof grandchild), (ssize_t)sizeof grandchild);
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct reaped r;
+    memset(&r, 0, sizeof r);
+    mux_child_t w;
+    CHECK_EQ(mux_child_init(&w, child_cb, grandchild), 0);
+    w.data = &r;
+    CHECK_EQ(mux_child_start(&loop, &w), 0);
+    long n = 0;
+    mux_prepare_t prep;
+    mux_timer_t end;
+    CHECK_EQ(mux_prepare_init(&prep, count_iteration), 0);
+    prep.data = &n;
+    CHECK_EQ(mux_prepare_start(&loop, &prep), 0);
+    CHECK_EQ(mux_timer_init(&end, end_run), 0);
+    CHECK_EQ(mux_timer_start(&loop, &end, 200 * MS, 0), 0);
+    CHECK_GE(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(r.calls, 0);
+    CHECK_LT(n, 20);
+    CHECK_EQ(mux_child_stop(&loop, &w), 0);
+    CHECK_EQ(mux_prepare_stop(&loop, &prep), 0);
+    loop_close(&loop);
+    CHECK_EQ(kill(child, SIGKILL), 0);
+    CHECK_EQ(waitpid(child, NULL, 0), child);
+    close(p[0]);
+    close(p[1]);
+}
+#endif

@@ -199,6 +199,15 @@ CORE_TEST(backend_list_is_the_configured_one) {
 #endif
 }
 
+/* Whether `name` is one of this build's backends. */
+static int backend_built(const char *name)
+{
+    for (size_t i = 0; mux_backend_name(i); i++)
+        if (strcmp(mux_backend_name(i), name) == 0)
+            return 1;
+    return 0;
+}
+
 CORE_TEST(backend_probe_results) {
     CHECK_EQ(mux_backend_probe(NULL), -EINVAL);
     CHECK_EQ(mux_backend_probe("no-such-backend"), -EINVAL);
@@ -217,8 +226,9 @@ CORE_TEST(backend_probe_results) {
     CHECK_EQ(mux_backend_probe("epoll"), -ENOTSUP); /* known, not in this build */
     CHECK_EQ(mux_backend_probe("uring"), -ENOTSUP);
 #endif
-    /* Names of other platforms' mechanisms: known but absent here. */
-    CHECK_EQ(mux_backend_probe("kqueue"), -ENOTSUP);
+    /* Names of other platforms' mechanisms: known but absent here (kqueue is built on Linux
+     * against libkqueue when asked: IOMUX_KQUEUE). */
+    CHECK_EQ(mux_backend_probe("kqueue"), backend_built("kqueue") ? 0 : -ENOTSUP);
     for (size_t i = 0; mux_backend_name(i); i++) {
         int r = mux_backend_probe(mux_backend_name(i));
         CHECK(r <= 0);
@@ -359,7 +369,9 @@ CORE_TEST(loop_init_rejects_bad_options) {
     CHECK_EQ(mux_loop_init(NULL, NULL), -EINVAL);
 #ifdef __linux__
     mux_loop_options_t kq = {"kqueue", 0};
-    int r = mux_loop_init(&loop, &kq);
-    CHECK(r == -ENOTSUP || r == -EINVAL);
+    if (!backend_built("kqueue")) {
+        int r = mux_loop_init(&loop, &kq);
+        CHECK(r == -ENOTSUP || r == -EINVAL);
+    }
 #endif
 }

@@ -680,6 +680,12 @@ TEST(an_event_on_a_regular_file_is_ready_at_once_on_every_backend) {
     int fd = mkstemp(name);
     CHECK_GE(fd, 0);
     unlink(name);
+    /* kqueue's rule for a regular file is its own: readable only while the offset is before
+     * the end (docs/io.md), so there the file holds a byte ahead of its offset. */
+    if (strcmp(event_base_get_method(base), "kqueue") == 0) {
+        CHECK_EQ(write(fd, "x", 1), 1);
+        CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+    }
     int n = 0;
     struct event *ev = event_new(base, fd, EV_READ | EV_WRITE | EV_CLOSED, what_cb, &n);
     CHECK_EQ(event_add(ev, NULL), 0);

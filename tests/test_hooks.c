@@ -462,7 +462,7 @@ enum {
     BROKEN_NO_WRITE = 2, /* a signal meanwhile wrote nothing into a socket of the child's */
     BROKEN_IO = 4,      /* once descriptors were there again, the loop worked */
     BROKEN_SIG = 8,     /* and the signal from the broken time was delivered */
-    BROKEN_REUSED = 16, /* the child's socket has the old wake-up descriptor's number */
+    BROKEN_REUSED = 16, /* the child's socket has the old wake-up descriptor's number (if any) */
 };
 
 /* Runs in the child: no descriptor can be created, so re-creating the loop's kernel state
@@ -488,6 +488,13 @@ static _Noreturn void broken_child(mux_loop_t *loop, struct broken *b, int wfd)
     code |= r1 == -EMFILE && r2 == -EMFILE ? BROKEN_ERROR : 0;
     if (setrlimit(RLIMIT_NOFILE, &old) != 0)
         child_exit(103);
+    /* Numbers below the old wake-up descriptor's that the child freed too (a kqueue is not
+     * inherited) are taken first, so that the socket gets that number. */
+    int fill[16], nfill = 0;
+    while (nfill < 16 && (fill[nfill] = open("/dev/null", O_RDONLY)) >= 0 && fill[nfill] < old_wake)
+        nfill++;
+    if (nfill < 16 && fill[nfill] >= 0)
+        close(fill[nfill]);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0)
         child_exit(104);
@@ -533,8 +540,10 @@ TEST(fork_child_that_cannot_recreate_the_loop_gets_the_error_and_retries) {
     int status;
     CHECK_EQ(waitpid(pid, &status, 0), pid);
     CHECK(WIFEXITED(status));
-    CHECK_EQ(WEXITSTATUS(status),
-             BROKEN_ERROR | BROKEN_NO_WRITE | BROKEN_IO | BROKEN_SIG | BROKEN_REUSED);
+    /* A loop woken through its kernel queue (kqueue's EVFILT_USER) has no wake-up
+     * descriptor whose number could be reused. */
+    int reused = mux__loop_of(&loop)->wake_wfd >= 0 ? BROKEN_REUSED : 0;
+    CHECK_EQ(WEXITSTATUS(status), BROKEN_ERROR | BROKEN_NO_WRITE | BROKEN_IO | BROKEN_SIG | reused);
     /* The parent's loop was never touched by the child's attempts. */
     write_byte(p[1]);
     CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 2);

@@ -957,7 +957,9 @@ TEST(io_eventfd_readiness) {
 }
 
 /* Regular files cannot be polled (epoll refuses them); they are reported ready on every
- * iteration, as poll and select do. */
+ * iteration, as poll and select do. kqueue has a rule of its own, which BSD kernels and
+ * libkqueue share: a regular file is always writable, and readable while its offset is before
+ * its end. */
 TEST(io_regular_file_is_always_ready) {
 #ifdef _WIN32
     SKIP("Windows has no such thing: only sockets can be watched there, a file cannot "
@@ -968,6 +970,11 @@ TEST(io_regular_file_is_always_ready) {
     FILE *f = tmpfile();
     CHECK(f != NULL);
     int fd = fileno(f);
+    int kq = loop_is(&loop, "kqueue");
+    if (kq) {
+        CHECK_EQ(write(fd, "0123456789", 10), 10);
+        CHECK_EQ(lseek(fd, 0, SEEK_SET), 0);
+    }
     struct seen s = {0};
     mux_io_t w;
     CHECK_EQ(mux_io_init(&w, record, fd, MUX_READ | MUX_WRITE), 0);
@@ -977,6 +984,12 @@ TEST(io_regular_file_is_always_ready) {
         CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
         CHECK_EQ(s.calls, i);
         CHECK_EQ(s.revents, MUX_READ | MUX_WRITE);
+    }
+    if (kq) { /* at the end: writable only */
+        CHECK_EQ(lseek(fd, 0, SEEK_END), 10);
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1);
+        CHECK_EQ(s.calls, 4);
+        CHECK_EQ(s.revents, MUX_WRITE);
     }
     CHECK_EQ(mux_io_stop(&loop, &w), 0);
     loop_close(&loop);
@@ -1287,7 +1300,9 @@ static int peer_sees_close(int peer)
  * flight ends with the socket's close (AFD's LOCAL_CLOSE). epoll: the kernel drops a closed file from
  * the set without a word, so nothing is reported until the loop next tells the kernel about
  * that fd (a change of interest): then MUX_ERROR. rtsig the same: the close ends the file's
- * signals, and a change of interest polls the fd, which finds it closed. io_uring: the armed poll request holds the
+ * signals, and a change of interest polls the fd, which finds it closed. kqueue the same: a close
+ * removes the fd's registrations (libkqueue's epoll set drops the closed file), and a change
+ * of interest is refused with EBADF. io_uring: the armed poll request holds the
  * file open, so the peer does not even see the close, and nothing is reported, until the
  * watcher is stopped. */
 TEST(io_fd_closed_behind_the_loops_back_what_each_backend_reports) {
@@ -1310,7 +1325,7 @@ TEST(io_fd_closed_behind_the_loops_back_what_each_backend_reports) {
         CHECK_EQ(b.revents, MUX_ERROR | MUX_READ);
         CHECK_EQ(mux_io_is_active(&w), 0);
         CHECK(peer_sees_close(sv[1]));
-    } else if (loop_is(&loop, "epoll") || loop_is(&loop, "rtsig")) {
+    } else if (loop_is(&loop, "epoll") || loop_is(&loop, "rtsig") || loop_is(&loop, "kqueue")) {
         CHECK_EQ(b.calls, 0);
         CHECK_EQ(mux_io_is_active(&w), 1);
         CHECK(peer_sees_close(sv[1]));

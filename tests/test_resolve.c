@@ -439,10 +439,14 @@ static void flood_cb(mux_getaddrinfo_t *req, int status, struct addrinfo *res)
 THREAD_TEST(getaddrinfo_10000_lookups_of_localhost_leave_no_descriptor_or_thread_behind)
 {
     harness_watchdog(240);
+    mux_loop_t first; /* libkqueue keeps descriptors and a thread from its first kqueue on */
+    loop_open(&first);
+    loop_close(&first);
     long fds = count_fds(), threads = count_threads();
     mux_loop_t loop;
     loop_open(&loop);
     long loop_fds = count_fds() - fds; /* the loop's own (backend, wake-up) */
+    long loop_threads = count_threads() - threads; /* libkqueue's, on kqueue */
     struct flood *f = calloc(1, sizeof *f);
     CHECK(f != NULL);
     f->loop = &loop;
@@ -464,7 +468,7 @@ THREAD_TEST(getaddrinfo_10000_lookups_of_localhost_leave_no_descriptor_or_thread
            "(the loop's %ld, the pool's %u)\n",
            fds, threads, count_fds(), count_threads(), loop_fds, started);
     CHECK_EQ(count_fds(), fds + loop_fds);
-    CHECK_EQ(count_threads(), threads + (long)started);
+    CHECK_EQ(count_threads(), threads + loop_threads + (long)started);
     loop_close(&loop);
     CHECK_EQ(count_fds(), fds);
     free(f);

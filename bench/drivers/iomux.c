@@ -143,8 +143,8 @@ static int close_(void)
 /* Every backend iomux may have; the ones not built report themselves unavailable. rtsig
  * is opt-in in the loop (never chosen unless named), so named here it runs like the others. */
 static const struct bench_driver drivers[] = {
-    IOMUX_DRIVER("uring", 0), IOMUX_DRIVER("epoll", 0),  IOMUX_DRIVER("rtsig", 0),
-    IOMUX_DRIVER("poll", 0),  IOMUX_DRIVER("select", FD_SETSIZE),
+    IOMUX_DRIVER("uring", 0), IOMUX_DRIVER("epoll", 0),  IOMUX_DRIVER("kqueue", 0),
+    IOMUX_DRIVER("rtsig", 0), IOMUX_DRIVER("poll", 0),   IOMUX_DRIVER("select", FD_SETSIZE),
     {.name = "iomux-uring-edge", .variant = "uring+edge", .edge = 1, .unavailable = unavailable,
      .identify = identify, .open = open_, .start = start, .stop = stop, .dispatch = dispatch,
      .close = close_}};

@@ -199,6 +199,11 @@ struct mux__backend {
      * completion port), so that every operation on it completes there. 0 or -errno (the open,
      * connect or listen then fails with it). */
     int (*adopt)(struct mux__loop *loop, mux_os_sock_t sock);
+    /* May be NULL. Makes the kernel report the exit of child `pid` (kqueue's EVFILT_PROC), so
+     * that a watcher of it needs no SIGCHLD: the wait then calls mux__child_exited. 0, or
+     * -errno (the watcher uses SIGCHLD). The registration may outlive the watcher: the exit of
+     * a pid no watcher has is ignored. */
+    int (*child)(struct mux__loop *loop, int pid);
     /* Waits at most `timeout_ns` (-1: no limit, 0: poll) and reports events. Returns 0 or
      * -errno; -EINTR is not an error. */
     int (*wait)(struct mux__loop *loop, int64_t timeout_ns);

@@ -34,6 +34,9 @@
 #ifdef FAULT_HAVE_LIBURING
 #include <liburing.h>
 #endif
+#ifdef FAULT_HAVE_KQUEUE
+#include <sys/event.h> /* libkqueue's */
+#endif
 
 enum {
 #define FAULT_POINT(sym, err, eintr)        P_##sym,
@@ -216,6 +219,29 @@ int mux_fault_timerfd_settime(int fd, int flags, const struct itimerspec *v, str
 {
     return hit(P_timerfd_settime) ? -1 : timerfd_settime(fd, flags, v, o);
 }
+
+#ifdef FAULT_HAVE_KQUEUE
+int mux_fault_kqueue(void)
+{
+    return hit(P_kqueue) ? -1 : kqueue();
+}
+
+/* An interrupted kevent was interrupted in its wait, after it applied the changes: they are
+ * applied here, with nothing waited for (what the call finds, it returns, as if the signal
+ * came too late). */
+int mux_fault_kevent(int kq, const struct kevent *changes, int nchanges, struct kevent *events,
+                     int nevents, const struct timespec *timeout)
+{
+    if (!hit(P_kevent))
+        return kevent(kq, changes, nchanges, events, nevents, timeout);
+    if (errno != EINTR || nchanges == 0)
+        return -1;
+    int n = kevent(kq, changes, nchanges, events, nevents, &(struct timespec){0, 0});
+    if (n == 0)
+        errno = EINTR;
+    return n == 0 ? -1 : n;
+}
+#endif
 
 #ifdef FAULT_HAVE_LIBURING
 int mux_fault_io_uring_queue_init_params(unsigned entries, struct io_uring *ring,

@@ -100,8 +100,9 @@ int evx_backend_features(const char *name)
     return strcmp(name, "iocp") == 0 ? EV_FEATURE_O1 : 0;
 #endif
     /* Every iomux backend watches any fd: one the kernel cannot poll (a regular file) is
-     * reported ready on every turn, as poll does. Only epoll has a real edge trigger. */
-    if (strcmp(name, "epoll") == 0)
+     * reported ready on every turn, as poll does. Only epoll and kqueue (EV_CLEAR) have a
+     * real edge trigger. */
+    if (strcmp(name, "epoll") == 0 || strcmp(name, "kqueue") == 0)
         return EV_FEATURE_ET | EV_FEATURE_O1 | EV_FEATURE_FDS;
     if (strcmp(name, "uring") == 0)
         return EV_FEATURE_O1 | EV_FEATURE_FDS;
