@@ -130,12 +130,18 @@ foreach(b IN LISTS IOMUX_BACKENDS)
     ENVIRONMENT "${wine_env};IOMUX_TEST_WINE=${IOMUX_WINE}" TIMEOUT 600 SKIP_RETURN_CODE 77
     LABELS "${b};libevent;windows" FIXTURES_REQUIRED "libevent_regress;wine")
 endforeach()
-# libevent's test programs (tests/libevent/run-programs) are built and run on Linux only: the
-# script builds them with the host's tools and runs them directly, not under Wine. Registered
-# so that the report says so.
+# libevent's own test programs (tests/libevent/run-programs), built for Windows as libevent's
+# CMakeLists.txt builds them there and run under Wine on each backend.
+add_test(NAME core.libevent_programs_build
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/libevent/run-programs build ${regress_dir}
+          ${CMAKE_C_COMPILER} "-g -O1" ${regress_libs} ${IOMUX_EVENT_CONFIG_DIR})
+set_tests_properties(core.libevent_programs_build PROPERTIES
+  TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS "core;libevent;windows"
+  FIXTURES_REQUIRED libevent_regress FIXTURES_SETUP libevent_programs)
 foreach(b IN LISTS IOMUX_BACKENDS)
-  add_test(NAME ${b}.libevent_programs COMMAND sh -c
-    "echo 'SKIP libevent_programs: not ported to Windows yet: run-programs builds and runs libevent test programs natively on Linux only, not cross-built nor under Wine'; exit 77")
-  set_tests_properties(${b}.libevent_programs PROPERTIES SKIP_RETURN_CODE 77
-    LABELS "${b};libevent;windows")
+  add_test(NAME ${b}.libevent_programs
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/libevent/run-programs run ${regress_dir} ${b})
+  set_tests_properties(${b}.libevent_programs PROPERTIES
+    ENVIRONMENT "${wine_env};IOMUX_TEST_WINE=${IOMUX_WINE}" TIMEOUT 900 SKIP_RETURN_CODE 77
+    LABELS "${b};libevent;windows" FIXTURES_REQUIRED "libevent_programs;wine")
 endforeach()
