@@ -26,7 +26,8 @@ struct ev_token_bucket_cfg {
 
 struct bucket {
     ev_ssize_t rd, wr;
-    uint64_t tick; /* the tick it was last refilled at */
+    uint64_t tick;    /* the tick it was last refilled at */
+    uint64_t tick_ms; /* the length of the ticks `tick` counts */
 };
 
 struct bufferevent_rate_limit_group {
@@ -76,11 +77,20 @@ static void bucket_init(struct bucket *bk, const struct ev_token_bucket_cfg *cfg
     bk->rd = (ev_ssize_t)cfg->read_rate;
     bk->wr = (ev_ssize_t)cfg->write_rate;
     bk->tick = tick_now(cfg);
+    bk->tick_ms = cfg->tick_ms;
 }
 
+/* A configuration with another tick length starts the count again from now: the old count
+ * in the new unit would be a tick far ahead (a longer tick: no refill for ages) or far behind
+ * (a shorter one: the bucket full at once). */
 static void bucket_refill(struct bucket *bk, const struct ev_token_bucket_cfg *cfg)
 {
     uint64_t t = tick_now(cfg);
+    if (bk->tick_ms != cfg->tick_ms) {
+        bk->tick = t;
+        bk->tick_ms = cfg->tick_ms;
+        return;
+    }
     if (t <= bk->tick)
         return;
     bk->rd = add_capped(bk->rd, cfg->read_rate, t - bk->tick, cfg->read_burst);
