@@ -123,6 +123,7 @@ TEST(pair_reader_high_watermark_holds_the_rest_until_the_input_is_drained) {
     CHECK_EQ(in_len(pair[1]), 10);
     CHECK_EQ(out_len(pair[0]), 22);
     char buf[32];
+    CHECK_EQ(bufferevent_get_max_to_read(pair[1]), 0); /* no room under the mark */
     CHECK_EQ(bufferevent_read(pair[1], buf, 4), 4); /* room for 4: 4 more come */
     CHECK_EQ(memcmp(buf, "0123", 4), 0);
     CHECK_EQ(in_len(pair[1]), 10);
@@ -339,12 +340,15 @@ TEST(rate_limit_a_new_configuration_keeps_the_level_within_its_burst) {
     struct bufferevent *pair[2];
     open_pair(base, pair);
     CHECK_EQ(bufferevent_set_rate_limit(pair[1], big), 0);
-    CHECK_EQ(bufferevent_decrement_write_limit(pair[1], 80), 0);
+    CHECK_EQ(bufferevent_decrement_write_limit(pair[1], 60), 0);
     CHECK_EQ(bufferevent_get_read_limit(pair[1]), 100);
-    CHECK_EQ(bufferevent_get_write_limit(pair[1]), 20);
+    CHECK_EQ(bufferevent_get_write_limit(pair[1]), 40);
     CHECK_EQ(bufferevent_set_rate_limit(pair[1], small), 0);
     CHECK(bufferevent_get_token_bucket_cfg(pair[1]) == small);
-    CHECK_EQ(bufferevent_get_read_limit(pair[1]), 20);  /* cut to the burst */
+    CHECK_EQ(bufferevent_get_read_limit(pair[1]), 20);  /* cut to the bursts */
+    CHECK_EQ(bufferevent_get_write_limit(pair[1]), 30);
+    CHECK_EQ(bufferevent_decrement_write_limit(pair[1], 10), 0);
+    CHECK_EQ(bufferevent_set_rate_limit(pair[1], small), 0);
     CHECK_EQ(bufferevent_get_write_limit(pair[1]), 20); /* under the burst: kept */
     CHECK_EQ(bufferevent_set_rate_limit(pair[1], big), 0);
     CHECK_EQ(bufferevent_get_read_limit(pair[1]), 20); /* a bigger burst adds nothing */
@@ -375,6 +379,25 @@ TEST(rate_limit_an_empty_bucket_suspends_reading_until_the_ticks_refill_it) {
     CHECK_EQ(strcmp(evt_buffer_text(bufferevent_get_input(pair[1])), "suspended"), 0);
     CHECK_EQ(out_len(pair[0]), 0);
     CHECK_LE(bufferevent_get_read_limit(pair[1]), 100 - 9);
+    bufferevent_free(pair[0]);
+    bufferevent_free(pair[1]);
+    ev_token_bucket_cfg_free(cfg);
+    evt_base_close(base);
+}
+
+TEST(rate_limit_tokens_given_over_the_burst_are_kept_until_used) {
+    struct event_base *base = evt_base_open();
+    struct timeval tick = {0, 5000};
+    struct ev_token_bucket_cfg *cfg = ev_token_bucket_cfg_new(10, 10, 10, 10, &tick);
+    CHECK(cfg != NULL);
+    struct bufferevent *pair[2];
+    open_pair(base, pair);
+    CHECK_EQ(bufferevent_set_rate_limit(pair[1], cfg), 0);
+    CHECK_EQ(bufferevent_decrement_read_limit(pair[1], -90), 0);
+    CHECK_EQ(bufferevent_get_read_limit(pair[1]), 100);
+    sleep_ms(30); /* ticks pass: a level over the burst neither grows nor is cut */
+    CHECK_EQ(bufferevent_get_read_limit(pair[1]), 100);
+    CHECK_EQ(bufferevent_get_max_to_read(pair[1]), 100);
     bufferevent_free(pair[0]);
     bufferevent_free(pair[1]);
     ev_token_bucket_cfg_free(cfg);
