@@ -99,9 +99,11 @@ TEST(fd_bufferevent_read_timeout_disables_reading_and_reading_resumes_when_enabl
     int p[2];
     make_pipe(p);
     struct bufferevent *bev = fd_bev(base, p[0], BEV_OPT_CLOSE_ON_FREE);
-    struct timeval tv = {0, 30000};
-    CHECK_EQ(bufferevent_set_timeouts(bev, &tv, NULL), 0);
     CHECK_EQ(bufferevent_enable(bev, EV_READ), 0);
+    turn(base);
+    CHECK_EQ(events, 0); /* no timeout: it waits */
+    struct timeval tv = {0, 30000};
+    CHECK_EQ(bufferevent_set_timeouts(bev, &tv, NULL), 0); /* the wait gets it */
     turn_until(base, &events, 1);
     CHECK_EQ(last_what, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
     CHECK_EQ(bufferevent_get_enabled(bev) & EV_READ, 0);

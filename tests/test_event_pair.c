@@ -224,6 +224,24 @@ TEST(pair_end_freed_with_callbacks_owed_runs_none_of_them) {
     evt_base_close(base);
 }
 
+TEST(pair_transfer_waits_while_the_program_holds_a_buffer_frozen) {
+    struct event_base *base = evt_base_open();
+    struct bufferevent *pair[2];
+    open_pair(base, pair);
+    struct evbuffer *in = bufferevent_get_input(pair[1]);
+    CHECK_EQ(evbuffer_freeze(in, 0), 0); /* its end: nothing may be added */
+    CHECK_EQ(bufferevent_write(pair[0], "frozen", 6), 0);
+    CHECK_EQ(in_len(pair[1]), 0);
+    CHECK_EQ(out_len(pair[0]), 6);
+    CHECK_EQ(evbuffer_unfreeze(in, 0), 0);
+    CHECK_EQ(bufferevent_enable(pair[1], EV_READ), 0); /* tried again */
+    CHECK_EQ(strcmp(evt_buffer_text(in), "frozen"), 0);
+    CHECK_EQ(out_len(pair[0]), 0);
+    bufferevent_free(pair[0]);
+    bufferevent_free(pair[1]);
+    evt_base_close(base);
+}
+
 /* ---- a bufferevent's own rate limit ---- */
 
 TEST(rate_limit_configurations_refuse_bad_rates_bursts_and_ticks) {

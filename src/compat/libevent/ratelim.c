@@ -61,10 +61,9 @@ static uint64_t tick_now(const struct ev_token_bucket_cfg *cfg)
     return now_ms() / cfg->tick_ms;
 }
 
+/* `ticks` is at least 1 (bucket_refill calls only when a tick boundary passed). */
 static ev_ssize_t add_capped(ev_ssize_t level, size_t rate, uint64_t ticks, size_t burst)
 {
-    if (ticks == 0)
-        return level;
     if (level >= (ev_ssize_t)burst)
         return level;
     uint64_t room = (uint64_t)((ev_ssize_t)burst - level);
@@ -301,8 +300,6 @@ static void rl_settle(struct evx_bev *b)
 
 void evx_rl_free(struct evx_bev *b)
 {
-    if (!b->rl)
-        return;
     group_leave(b->rl);
     b->rl->cfg = NULL;
     rl_settle(b);
