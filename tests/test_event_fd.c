@@ -52,17 +52,6 @@ static struct bufferevent *fd_bev(struct event_base *base, int fd, int options)
     return bev;
 }
 
-/* Turns the loop, 10 ms at a time, until *count reaches want (a watchdog of 15 s). */
-static void turn_until(struct event_base *base, const int *count, int want)
-{
-    for (int i = 0; i < 1500 && *count < want; i++) {
-        struct timeval step = {0, 10000};
-        event_base_loopexit(base, &step);
-        CHECK_GE(event_base_dispatch(base), 0);
-    }
-    CHECK_GE(*count, want);
-}
-
 /* One turn of the loop that waits for nothing new. */
 static void turn(struct event_base *base)
 {
@@ -104,16 +93,16 @@ TEST(fd_bufferevent_read_timeout_disables_reading_and_reading_resumes_when_enabl
     CHECK_EQ(events, 0); /* no timeout: it waits */
     struct timeval tv = {0, 30000};
     CHECK_EQ(bufferevent_set_timeouts(bev, &tv, NULL), 0); /* the wait gets it */
-    turn_until(base, &events, 1);
+    evt_turn_until(base, &events, 1);
     CHECK_EQ(last_what, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
     CHECK_EQ(bufferevent_get_enabled(bev) & EV_READ, 0);
     CHECK_EQ(reads, 0);
     /* Reading on again: the bytes come, and the timeout is armed again with them. */
     CHECK_EQ(write(p[1], "late", 4), 4);
     CHECK_EQ(bufferevent_enable(bev, EV_READ), 0);
-    turn_until(base, &reads, 1);
+    evt_turn_until(base, &reads, 1);
     CHECK_EQ(strcmp(evt_buffer_text(bufferevent_get_input(bev)), "late"), 0);
-    turn_until(base, &events, 2);
+    evt_turn_until(base, &events, 2);
     CHECK_EQ(last_what, BEV_EVENT_READING | BEV_EVENT_TIMEOUT);
     bufferevent_free(bev);
     close(p[1]);
@@ -139,7 +128,7 @@ TEST(fd_bufferevent_timeouts_set_while_waiting_apply_to_the_wait) {
     /* A write timeout given while the write waits ends the write. */
     struct timeval tv = {0, 30000};
     CHECK_EQ(bufferevent_set_timeouts(wr, NULL, &tv), 0);
-    turn_until(base, &events, 1);
+    evt_turn_until(base, &events, 1);
     CHECK_EQ(last_what, BEV_EVENT_WRITING | BEV_EVENT_TIMEOUT);
     CHECK_EQ(bufferevent_get_enabled(wr) & EV_WRITE, 0);
     CHECK_EQ(out_len(wr), 5);
@@ -151,7 +140,7 @@ TEST(fd_bufferevent_timeouts_set_while_waiting_apply_to_the_wait) {
     CHECK_EQ(bufferevent_set_max_single_read(rd, 65536), 0);
     CHECK_EQ(bufferevent_enable(rd, EV_READ), 0);
     while (in_len(rd) < full + 5)
-        turn_until(base, &reads, reads + 1);
+        evt_turn_until(base, &reads, reads + 1);
     CHECK_EQ(in_len(rd), full + 5);
     CHECK_EQ(writes, 1);
     CHECK_EQ(events, 1);
@@ -170,7 +159,7 @@ TEST(fd_bufferevent_writing_to_a_pipe_nobody_reads_is_a_writing_error_epipe) {
     close(p[0]);
     struct bufferevent *bev = fd_bev(base, p[1], BEV_OPT_CLOSE_ON_FREE);
     CHECK_EQ(bufferevent_write(bev, "to nobody", 9), 0);
-    turn_until(base, &events, 1);
+    evt_turn_until(base, &events, 1);
     CHECK_EQ(last_what, BEV_EVENT_WRITING | BEV_EVENT_ERROR);
     CHECK_EQ(last_errno, EPIPE);
     CHECK_EQ(bufferevent_get_enabled(bev) & EV_WRITE, 0);
@@ -188,7 +177,7 @@ TEST(fd_bufferevent_high_watermark_stops_reading_until_the_input_is_drained) {
     bufferevent_setwatermark(bev, EV_READ, 0, 8);
     CHECK_EQ(bufferevent_enable(bev, EV_READ), 0);
     CHECK_EQ(write(p[1], "0123456789abcdef", 16), 16);
-    turn_until(base, &reads, 1);
+    evt_turn_until(base, &reads, 1);
     CHECK_EQ(in_len(bev), 8);
     /* Full: the descriptor is watched no more, though 8 bytes wait in the pipe. */
     turn(base);
@@ -198,11 +187,11 @@ TEST(fd_bufferevent_high_watermark_stops_reading_until_the_input_is_drained) {
     char buf[16];
     CHECK_EQ(bufferevent_read(bev, buf, 5), 5);
     CHECK_EQ(memcmp(buf, "01234", 5), 0);
-    turn_until(base, &reads, 2);
+    evt_turn_until(base, &reads, 2);
     CHECK_EQ(in_len(bev), 8);
     CHECK_EQ(bufferevent_read(bev, buf, sizeof buf), 8);
     CHECK_EQ(memcmp(buf, "56789abc", 8), 0);
-    turn_until(base, &reads, 3);
+    evt_turn_until(base, &reads, 3);
     CHECK_EQ(bufferevent_read(bev, buf, sizeof buf), 3);
     CHECK_EQ(memcmp(buf, "def", 3), 0);
     bufferevent_free(bev);
@@ -226,12 +215,12 @@ TEST(fd_bufferevent_rate_limit_holds_reading_and_writing_until_tokens_are_given)
     CHECK_EQ(bufferevent_set_rate_limit(wr, cfg), 0);
     CHECK_EQ(bufferevent_enable(rd, EV_READ), 0);
     CHECK_EQ(write(in[1], "abcdefgh", 8), 8);
-    turn_until(base, &reads, 1);
+    evt_turn_until(base, &reads, 1);
     CHECK_EQ(in_len(rd), 4); /* the bucket's 4 */
     turn(base);
     CHECK_EQ(in_len(rd), 4);
     CHECK_EQ(bufferevent_decrement_read_limit(rd, -2), 0);
-    turn_until(base, &reads, 2);
+    evt_turn_until(base, &reads, 2);
     CHECK_EQ(strcmp(evt_buffer_text(bufferevent_get_input(rd)), "abcdef"), 0);
     CHECK_EQ(bufferevent_write(wr, "uvwxyz", 6), 0);
     char buf[8];
@@ -244,7 +233,7 @@ TEST(fd_bufferevent_rate_limit_holds_reading_and_writing_until_tokens_are_given)
     CHECK_EQ(out_len(wr), 3); /* the bucket is empty */
     CHECK_EQ(writes, 0);
     CHECK_EQ(bufferevent_set_rate_limit(wr, NULL), 0);
-    turn_until(base, &writes, 1);
+    evt_turn_until(base, &writes, 1);
     CHECK_EQ(out_len(wr), 0);
     CHECK_EQ(read(out[0], buf, sizeof buf), 3);
     CHECK_EQ(memcmp(buf, "xyz", 3), 0);
@@ -273,7 +262,7 @@ TEST(fd_bufferevent_output_taken_back_or_writing_disabled_writes_nothing) {
     CHECK_EQ(bufferevent_flush(bev, EV_WRITE, BEV_FLUSH), 0); /* the events write, not flush */
     CHECK_EQ(out_len(bev), 4);
     CHECK_EQ(bufferevent_enable(bev, EV_WRITE), 0);
-    turn_until(base, &writes, 1);
+    evt_turn_until(base, &writes, 1);
     char buf[8];
     CHECK_EQ(read(p[0], buf, sizeof buf), 4);
     CHECK_EQ(memcmp(buf, "held", 4), 0);
@@ -298,7 +287,7 @@ TEST(fd_bufferevent_freed_from_its_read_callback_goes_at_once) {
     bufferevent_setcb(bev, free_on_read, NULL, on_event, NULL);
     CHECK_EQ(bufferevent_enable(bev, EV_READ), 0);
     CHECK_EQ(write(p[1], "last words", 10), 10);
-    turn_until(base, &reads, 1);
+    evt_turn_until(base, &reads, 1);
     CHECK_EQ(fcntl(p[0], F_GETFD), -1); /* closed with it */
     CHECK_EQ(write(p[1], "more", 4), -1); /* nobody reads the pipe now */
     CHECK_EQ(errno, EPIPE);
@@ -320,7 +309,7 @@ TEST(fd_bufferevent_made_without_a_descriptor_takes_a_pipe_later_with_its_priori
     CHECK_EQ(bufferevent_setfd(bev, p[1]), 0); /* a pipe: the descriptor kind now */
     CHECK_EQ(bufferevent_getfd(bev), p[1]);
     CHECK_EQ(bufferevent_get_priority(bev), 3);
-    turn_until(base, &writes, 1);
+    evt_turn_until(base, &writes, 1);
     char buf[8];
     CHECK_EQ(read(p[0], buf, sizeof buf), 6);
     CHECK_EQ(memcmp(buf, "queued", 6), 0);
@@ -334,7 +323,7 @@ TEST(fd_bufferevent_made_without_a_descriptor_takes_a_pipe_later_with_its_priori
     CHECK_EQ(bufferevent_setfd(bev, sv[0]), -1);
     CHECK(strstr(evt_last_warning, "cannot take a socket") != NULL);
     CHECK_EQ(bufferevent_write(bev, "second", 6), 0);
-    turn_until(base, &writes, 2);
+    evt_turn_until(base, &writes, 2);
     CHECK_EQ(read(q[0], buf, sizeof buf), 6);
     CHECK_EQ(memcmp(buf, "second", 6), 0);
     bufferevent_free(bev);
@@ -364,7 +353,7 @@ TEST(fd_bufferevents_racing_for_one_byte_take_it_once_without_an_error) {
     CHECK_EQ(bufferevent_enable(b, EV_READ), 0);
     for (int i = 0; i < 20; i++) {
         CHECK_EQ(write(p[1], "x", 1), 1);
-        turn_until(base, &reads, i + 1);
+        evt_turn_until(base, &reads, i + 1);
         CHECK_EQ(in_len(a) + in_len(b), (size_t)i + 1);
     }
     turn(base);

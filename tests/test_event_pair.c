@@ -71,17 +71,6 @@ static void run_deferred(struct event_base *base)
     CHECK_GE(event_base_loop(base, EVLOOP_NONBLOCK), 0);
 }
 
-/* Turns the loop, 10 ms at a time, until *count reaches want (a watchdog of 20 s). */
-static void turn_until(struct event_base *base, const int *count, int want)
-{
-    for (int i = 0; i < 2000 && *count < want; i++) {
-        struct timeval step = {0, 10000};
-        event_base_loopexit(base, &step);
-        CHECK_GE(event_base_dispatch(base), 0);
-    }
-    CHECK_GE(*count, want);
-}
-
 static long ms_since(uint64_t t0)
 {
     return (long)((mono_ns() - t0) / MS);
@@ -392,7 +381,7 @@ TEST(rate_limit_an_empty_bucket_suspends_reading_until_the_ticks_refill_it) {
     CHECK_EQ(bufferevent_write(pair[0], "suspended", 9), 0);
     CHECK_EQ(in_len(pair[1]), 0);
     CHECK_EQ(out_len(pair[0]), 9);
-    turn_until(base, &reads[1], 1);
+    evt_turn_until(base, &reads[1], 1);
     CHECK_GE(ms_since(t0), 2 * 20);
     CHECK_EQ(strcmp(evt_buffer_text(bufferevent_get_input(pair[1])), "suspended"), 0);
     CHECK_EQ(out_len(pair[0]), 0);
@@ -690,7 +679,7 @@ TEST(rate_limit_group_tick_refills_it_and_wakes_the_members_it_stopped) {
     uint64_t t0 = mono_ns();
     CHECK_EQ(bufferevent_write(pair[0], "woken by the tick", 17), 0);
     CHECK_EQ(in_len(pair[1]), 0);
-    turn_until(base, &reads[1], 1);
+    evt_turn_until(base, &reads[1], 1);
     CHECK_GE(ms_since(t0), 2 * 20); /* 300 below empty: three ticks at least */
     CHECK_EQ(strcmp(evt_buffer_text(bufferevent_get_input(pair[1])), "woken by the tick"), 0);
     ev_uint64_t r = 0;
@@ -724,7 +713,7 @@ TEST(rate_limit_a_longer_tick_set_while_suspended_still_refills) {
     /* At 100 a tick, two ticks of 50 ms end the suspension. */
     CHECK_EQ(bufferevent_set_rate_limit(pair[1], fast), 0);
     CHECK_LE(bufferevent_get_read_limit(pair[1]), 0);
-    turn_until(base, &reads[1], 1);
+    evt_turn_until(base, &reads[1], 1);
     CHECK_EQ(in_len(pair[1]), 4);
     bufferevent_free(pair[0]);
     bufferevent_free(pair[1]);
@@ -750,7 +739,7 @@ TEST(rate_limit_group_a_longer_tick_set_while_suspended_still_refills) {
     CHECK_EQ(in_len(pair[1]), 0);
     /* At 1,000 a tick the next tick of 50 ms ends the suspension. */
     CHECK_EQ(bufferevent_rate_limit_group_set_cfg(g, fast), 0);
-    turn_until(base, &reads[1], 1);
+    evt_turn_until(base, &reads[1], 1);
     CHECK_EQ(in_len(pair[1]), 10);
     bufferevent_free(pair[0]);
     bufferevent_free(pair[1]);
