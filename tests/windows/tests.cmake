@@ -15,9 +15,7 @@ set(win_skipped_files
   test_process.c
   "mux_spawn is not written for Windows yet: it returns -ENOTSUP (windows_spawn_is_not_supported)"
   test_event_fd.c
-  "descriptor bufferevents (pipes, ptys) are POSIX's: a Windows bufferevent is on a socket"
-  test_event_pair.c
-  "pairs and rate limits are the same code on Windows, but these cases are not run under Wine yet")
+  "Windows has no such thing: a pipe a loop can watch (a bufferevent there is on a socket: test_event_bufferevent.c)")
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
   test_periodic.c test_hooks.c test_async.c test_ref.c test_cleanup.c test_stream.c test_stream_read.c
   test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
@@ -25,6 +23,7 @@ set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_time
   test_chan.c test_multiloop.c test_signal.c test_event.c test_event_util.c test_event_buffer.c
   test_event_base.c test_event_bufferevent.c test_event_listener.c test_event_alloc.c test_fs.c
   test_event_compat.c test_child.c test_udp.c test_work.c test_resolve.c
+  test_event_pair.c
   windows/test_windows.c)
 
 set(win_sources harness.c event_fixture.c ${win_ported_files})
