@@ -15,7 +15,10 @@
  * flight, the close callback, after which the stream's memory is the caller's. The task runs
  * from the loop's pending queue, or at once when the completion came from where the loop
  * dispatches callbacks (MUX__OPC_NOW); either way a callback never runs inside the call
- * that caused it.
+ * that caused it. Two completions at once take a short cut when nothing else is due (the
+ * receive of bytes into a pool buffer, and the send that finishes the one queued write), and
+ * the common reply (one buffer, to an idle stream, where the kernel sends) skips the queue's
+ * walk: the echo's round trip, whose cost the cost table counts (bench/README.md).
  *
  * Receives are submitted from the task only, as its last step, and a receive that completes
  * is delivered before anything else runs: bytes put in a caller buffer reach the read
@@ -111,6 +114,22 @@ static void mux__stream_kick(mux_stream_t *s)
 }
 
 static void mux__stream_run(struct mux__task *t);
+static void mux__stream_deliver(mux_stream_t *s);
+
+/* After a callback run at once by a fast path below: the task's rounds only if the callback
+ * made something due (else they would find nothing: no completion or callback due, no
+ * close, and the receive armed or not wanted). */
+static inline void mux__stream_after(mux_stream_t *s)
+{
+    unsigned f = s->flags_;
+    if (mux__likely(!(f & (S_WDONE | S_DCONNECT | S_RDONE | S_DSHUT | S_CLOSING)) &&
+                    !s->done_head_ && !s->fail_ &&
+                    (!(f & S_READING) || mux__op_in_flight(&s->rop_)))) {
+        s->flags_ = f & ~(unsigned)S_IN_TASK;
+        return;
+    }
+    mux__stream_deliver(s);
+}
 
 /* A completion came in: delivered at once where the loop dispatches callbacks (NOW), else by
  * the task. */
@@ -273,6 +292,23 @@ static void mux__stream_send_next(mux_stream_t *s)
     mux__op_submit(s->loop_, op);
 }
 
+/* The send of `req`, the first write of an empty queue: one buffer's goes out at once, as
+ * send_next would send it, without its walk of the queue (a reply's common case). */
+static void mux__stream_send_first(mux_stream_t *s, mux_write_t *req)
+{
+    struct mux__op *op = &s->wop_;
+    if (req->nbufs_ != 1 || req->ffd_ >= 0 || req->left_ == 0 || mux__op_in_flight(op) ||
+        (s->flags_ & (S_WDONE | S_CLOSING))) {
+        mux__stream_send_next(s);
+        return;
+    }
+    op->kind_ = MUX__OP_SEND;
+    /* What a direct send left of it (mux__write): its buffer from off_ on. */
+    op->a_.buf = mux_buf_init(req->bufs_[0].base + req->off_, req->bufs_[0].len - req->off_);
+    mux__op_hint(op, s->flags_ & S_WFULL ? MUX__OPF_POLL_FIRST : 0);
+    mux__op_submit(s->loop_, op);
+}
+
 /* The send in flight completed with `res` (bytes, or -errno). */
 static void mux__stream_sent(mux_stream_t *s, int res)
 {
@@ -324,10 +360,41 @@ static void mux__stream_wop_finished(mux_stream_t *s)
     }
 }
 
+/* Stream states in which a completion delivered at once (MUX__OPC_NOW) cannot take the fast
+ * paths below: something else is due first, or the general path has more to do. */
+#define S_FAST_WNOT                                                                               \
+    (S_IN_TASK | S_CLOSING | S_WHOLD | S_RDONE | S_DCONNECT | S_DSHUT | S_SHUTTING | S_WDONE)
+#define S_FAST_RNOT (S_IN_TASK | S_CLOSING | S_RDONE | S_DCONNECT | S_WDONE)
+
+/* The send of the one queued write, of one buffer, completed in full, from where the loop
+ * dispatches callbacks, with nothing else due: what the task would do (the send taken in, the
+ * write popped, its callback), without the task's rounds. Returns 1 when it did. */
+static inline int mux__stream_sent_fast(mux_stream_t *s, int res, unsigned flags)
+{
+    mux_write_t *req = s->wq_head_;
+    if (!(flags & MUX__OPC_NOW) || res <= 0 || (s->flags_ & S_FAST_WNOT) || !req || req->next_ ||
+        (size_t)res != req->left_ || s->done_head_ || s->fail_ || s->wop_.kind_ != MUX__OP_SEND)
+        return 0;
+    s->wq_bytes_ -= (size_t)res;
+    s->flags_ = (s->flags_ & ~(unsigned)S_WFULL) | S_IN_TASK |
+                (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
+    if (s->to_.idle_ns | s->to_.write_ns)
+        s->last_write_ = mux__now(s->loop_);
+    req->left_ = 0;
+    req->next_ = NULL;
+    req->status_ = 0;
+    s->wq_head_ = s->wq_tail_ = NULL;
+    req->cb_(req, 0);
+    mux__stream_after(s);
+    return 1;
+}
+
 static int mux__stream_wop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
     mux_stream_t *s = mux__container_of(op, mux_stream_t, wop_);
     (void)buf;
+    if (mux__stream_sent_fast(s, res, flags))
+        return 0;
     /* The queue's size drops as the bytes leave, not when the task takes the result in. */
     if (res > 0 && mux__wop_is_send(s) && !(s->flags_ & (S_WHOLD | S_CLOSING)))
         s->wq_bytes_ -= (size_t)res;
@@ -385,6 +452,18 @@ static __attribute__((noinline)) int mux__stream_rop_surplus(mux_stream_t *s, st
 static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
     mux_stream_t *s = mux__container_of(op, mux_stream_t, rop_);
+    if ((flags & MUX__OPC_NOW) && res > 0 && buf &&
+        (s->flags_ & (S_FAST_RNOT | S_READING | S_POOL)) == (S_READING | S_POOL)) {
+        /* Bytes in a pool buffer, from where the loop dispatches callbacks, with nothing due
+         * before them (the top's order): delivered as the task would, without its rounds. */
+        s->flags_ = (s->flags_ & ~(unsigned)(S_RMORE | S_RFILLED)) | S_IN_TASK |
+                    (flags & MUX__OPC_NONEMPTY ? S_RMORE : 0) |
+                    (flags & MUX__OPC_FILLED ? (unsigned)S_RFILLED : 0);
+        mux__stream_read_moved(s);
+        s->read_cb_(s, res, buf);
+        mux__stream_after(s);
+        return 0;
+    }
     if (mux__unlikely(s->flags_ & S_RDONE))
         return mux__stream_rop_surplus(s, op, buf, flags);
     s->flags_ = (s->flags_ & ~(unsigned)(S_RMORE | S_RFILLED)) |
@@ -513,6 +592,12 @@ static void mux__stream_run(struct mux__task *t)
 {
     mux_stream_t *s = mux__container_of(t, mux_stream_t, task_);
     s->flags_ |= S_IN_TASK;
+    mux__stream_deliver(s);
+}
+
+/* The task's body, with S_IN_TASK set; it clears it (or the stream is finished). */
+static void mux__stream_deliver(mux_stream_t *s)
+{
     for (;;) {
         unsigned f = s->flags_;
         if (f & S_WDONE) {
@@ -947,7 +1032,7 @@ static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, 
     s->wq_tail_ = req;
     s->wq_bytes_ += left;
     if (first) {
-        mux__stream_send_next(s);
+        mux__stream_send_first(s, req);
         /* A write deadline may come before the one the timer sleeps for now. */
         if (s->wq_head_ && s->to_.write_ns)
             mux__stream_deadline(s, s->to_.write_ns, s->last_write_);
@@ -955,10 +1040,43 @@ static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, 
     return 0;
 }
 
+/* The states in which a stream takes a write at once: open and connected, nothing shut or
+ * closing, the write slot's last completion taken in. */
+#define S_WRITE_MASK (S_OPEN | S_CONNECTED | S_CLOSING | S_SHUTTING | S_SHUT | S_WDONE)
+#define S_WRITE_OK   (S_OPEN | S_CONNECTED)
+
+/* Whether a write of the one buffer `b` to `s` goes straight to a kernel that sends (io_uring):
+ * the arguments are good, the stream can take it, and nothing is queued or in flight before it.
+ * The common reply, which then skips mux__write's general path (the same checks, the same
+ * outcome). */
+static inline int mux__write_fast(const mux_stream_t *s, const mux_buf_t *b)
+{
+    return s && s->loop_ && (s->flags_ & S_WRITE_MASK) == S_WRITE_OK && !s->wq_head_ &&
+           !s->wq_bytes_ && !mux__op_in_flight(&s->wop_) &&
+           (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) && b->len - 1 < MUX__SSIZE_MAX;
+}
+
 MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
                          mux_write_cb cb)
 {
-    return mux__write(s, req, bufs, nbufs, -1, 0, 0, cb);
+    if (nbufs != 1 || !req || !cb || !bufs || !mux__write_fast(s, bufs))
+        return mux__write(s, req, bufs, nbufs, -1, 0, 0, cb);
+    size_t len = bufs[0].len;
+    *req = (mux_write_t){.data = req->data, .cb_ = cb, .bufs_ = bufs, .nbufs_ = 1, .left_ = len,
+                         .ffd_ = -1};
+    s->flags_ &= ~(unsigned)S_RFILLED; /* as mux__write: a peer waits for this answer */
+    s->wq_head_ = s->wq_tail_ = req;
+    s->wq_bytes_ = len;
+    if (s->to_.idle_ns | s->to_.write_ns)
+        s->last_write_ = mux__now(s->loop_);
+    struct mux__op *op = &s->wop_;
+    op->kind_ = MUX__OP_SEND;
+    op->a_.buf = bufs[0];
+    mux__op_hint(op, s->flags_ & S_WFULL ? MUX__OPF_POLL_FIRST : 0);
+    mux__op_submit(s->loop_, op);
+    if (s->wq_head_ && s->to_.write_ns)
+        mux__stream_deadline(s, s->to_.write_ns, s->last_write_);
+    return 0;
 }
 
 MUX_EXPORT int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs,
@@ -984,6 +1102,8 @@ int mux__write_os_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs,
  * the program (where the kernel runs them, the reply goes through mux_write's queue). */
 MUX_EXPORT ssize_t mux_try_write(mux_stream_t *s, const mux_buf_t *bufs, unsigned nbufs)
 {
+    if (nbufs == 1 && bufs && mux__write_fast(s, bufs))
+        return -EAGAIN; /* where the kernel sends, as below, without the general checks */
     size_t left;
     int err = mux__write_args(s, bufs, nbufs, &left);
     if (err != 0 || left == 0)

@@ -25,8 +25,13 @@
  *   MSG_WAITALL | MSG_DONTWAIT, which posts a CQE only for a short or failed send) would let
  *   the wait block, but the write's callback would then come only with the next event,
  *   however long that takes: a program that closes after its answer would hang. Not done.
- * - Completions only record results and queue tasks (mux__op_complete), so no callback runs
- *   inside the reap and nothing is submitted from it.
+ * - Completions reaped after the wait's enter (st->post_enter) carry MUX__OPC_NOW: their
+ *   owners deliver at once, user callbacks included, as the poll CQEs' watchers are called
+ *   from the reap (uring.c), with no round trip through the pending queue. What a callback
+ *   submits goes into the SQ ring (or the queue) for the next enter, like a poll's re-arm;
+ *   nothing reaps or enters from inside it. A reap made before the enter (an early submit
+ *   of a full SQ ring) passes no such flag: its completions only record results and queue
+ *   tasks (mux__op_complete).
  * - Refusals. A listener with a full batch of accepted connections refuses the next
  *   completion of its multishot accept, and a stream refuses its multishot receive's next
  *   buffer while the last one waits for delivery: that CQE, and the later ones of the same
@@ -185,10 +190,18 @@ static int mux__upool_register(struct mux__uring *st, struct mux__upool *up)
     return err;
 }
 
+/* Whether the ring holds fewer buffers than it should (a top-up may have work). */
+static inline int mux__upool_short(const struct mux__upool *up)
+{
+    return up->inring < up->armed + MUX__RING_SLACK;
+}
+
 /* The pool's hook: a buffer went back on the free list, first in line for the ring. */
 static void mux__uring_pool_put(mux_bufpool_t *p)
 {
-    mux__upool_topup(mux__upool_of(p));
+    struct mux__upool *up = mux__upool_of(p);
+    if (mux__upool_short(up))
+        mux__upool_topup(up);
 }
 
 int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
@@ -285,13 +298,33 @@ static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, 
 void mux__uring_submit(struct mux__loop *loop, struct mux__op *op)
 {
     struct mux__uring *st = loop->bdata;
+    struct io_uring_sqe *sqe;
+    if (mux__likely(op->kind_ == MUX__OP_SEND && st->queue.qnext == &st->queue && st->ring_ok &&
+                    !mux__forked_since(loop) && (sqe = mux__uring_sqe(st)) != NULL)) {
+        /* A send of one buffer, the common reply: its SQE written here, as below, with no
+         * pool to count and no switch. */
+        uint32_t len = op->a_.buf.len > MUX__SEND_MAX ? MUX__SEND_MAX : (uint32_t)op->a_.buf.len;
+        *sqe = (struct io_uring_sqe){.opcode = IORING_OP_SEND,
+                                     .fd = op->sock_,
+                                     .addr = (uint64_t)(uintptr_t)op->a_.buf.base,
+                                     .len = len,
+                                     .msg_flags = MSG_NOSIGNAL,
+                                     .user_data = mux__op_ud(op)};
+        struct mux__uop *u = mux__uop_of(op);
+        u->queue = 0;
+        u->state = MUX__OPS_FLIGHT;
+        u->next = st->ops.next;
+        u->prev = &st->ops;
+        st->ops.next->prev = u;
+        st->ops.next = u;
+        return;
+    }
     /* Not in flight, so on no list: its private space may hold anything (the emulation's). */
     memset(mux__uop_of(op), 0, sizeof(struct mux__uop));
     /* A send goes straight into the SQ ring, for the next wait's enter to submit, when nothing
      * is queued ahead of it (the queue keeps the order) and the ring is this process's (in a
      * child that has not renewed it, the SQ ring's memory is still shared with the parent).
      * The other kinds wait for the queue: a receive's buffer ring is registered by the wait. */
-    struct io_uring_sqe *sqe;
     if ((op->kind_ == MUX__OP_SEND || op->kind_ == MUX__OP_SENDV) &&
         st->queue.qnext == &st->queue && mux__likely(st->ring_ok) &&
         !mux__forked_since(loop) && (sqe = mux__uring_sqe(st)) != NULL) {
@@ -454,10 +487,22 @@ static inline __attribute__((always_inline)) int mux__uring_op_cqe_inline(struct
     unsigned more = flags & IORING_CQE_F_MORE;
     unsigned opf =
         (more ? MUX__OPC_MORE : 0) | (flags & IORING_CQE_F_SOCK_NONEMPTY ? MUX__OPC_NONEMPTY : 0);
+    if (mux__likely(((struct mux__uring *)loop->bdata)->post_enter)) {
+        /* After the wait's enter, where the loop dispatches callbacks (as the poll CQEs'
+         * watchers are called from here): the owner delivers at once, with no round trip
+         * through the pending queue. The first callback marks the wait over, as
+         * mux__fd_report does, so that the clock is read again. */
+        opf |= MUX__OPC_NOW;
+        if (!loop->dispatched) {
+            loop->dispatched = 1;
+            loop->now_stale = 1;
+        }
+    }
     char *buf = NULL;
     uint32_t bid = 0;
-    mux_bufpool_t *pool = mux__op_pool(op);
+    mux_bufpool_t *pool = NULL;
     if (flags & IORING_CQE_F_BUFFER) { /* the owner's from done_ on, until mux_bufpool_put */
+        pool = mux__op_pool(op);
         bid = flags >> IORING_CQE_BUFFER_SHIFT;
         buf = mux__bufpool_taken(pool, bid);
         if (op->kind_ == MUX__OP_DGRAM_RECV && res >= 0)
@@ -507,7 +552,7 @@ int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
          * a multishot receive goes on taking buffers: the ring is topped up. */
         struct mux__upool *up = mux__upool_of(mux__op_pool(op));
         up->inring--;
-        if (cqe->flags & IORING_CQE_F_MORE)
+        if ((cqe->flags & IORING_CQE_F_MORE) && mux__upool_short(up))
             mux__upool_topup(up);
     }
     /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
