@@ -1053,7 +1053,8 @@ static inline int mux__write_fast(const mux_stream_t *s, const mux_buf_t *b)
 {
     return s && s->loop_ && (s->flags_ & S_WRITE_MASK) == S_WRITE_OK && !s->wq_head_ &&
            !s->wq_bytes_ && !mux__op_in_flight(&s->wop_) &&
-           (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) && b->len - 1 < MUX__SSIZE_MAX;
+           (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) &&
+           (size_t)b->len - 1 < (size_t)MUX__SSIZE_MAX; /* 1 to SSIZE_MAX bytes */
 }
 
 MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
