@@ -41,7 +41,8 @@ QUICK_ROWS = ["raw-epoll", "raw-uring", "raw-uring-multi", "raw-kqueue", "iomux-
 MODES = {
     "smoke": dict(n=100, units=["poller-1", "echo"], lengths={"poller-1": 100, "echo": 0.2},
                   strace=None, block=128, backends=["epoll", "uring"], peers=False, rows=None),
-    "quick": dict(n=100, units=None, lengths=COST_LENGTHS, strace=COST_STRACE_LENGTHS,
+    "quick": dict(n=100, units=None, lengths=dict(COST_LENGTHS, echo=0.3),
+                  strace=dict(COST_STRACE_LENGTHS, echo=0.3),
                   block=128, backends=["epoll", "uring"], peers=True, rows=QUICK_ROWS),
     "full": dict(n=100, units=None, lengths=COST_LENGTHS, strace=COST_STRACE_LENGTHS,
                  block=128, backends=None, peers=True, rows=None),

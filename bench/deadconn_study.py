@@ -44,7 +44,7 @@ TARGETED = ("iomux-epoll", "iomux-uring")
 MODES = {
     "smoke": dict(dead=[0, 200], sizes=["128"], calls=20, warmup_calls=0, reps=1,
                   burst_dead=[0, 200], burst=dict(conns=200, rate=1000), pairs=1),
-    "quick": dict(dead=[0, "max"], sizes=["128"], calls=1000, warmup_calls=100, reps=1,
+    "quick": dict(dead=[0, "max"], sizes=["128"], calls=500, warmup_calls=50, reps=1,
                   burst_dead=[0], burst=dict(conns=2000, rate=2000), pairs=1),
     "full": dict(dead=[0, 1000, 2000, 5000, 10000, "max"], sizes=["128", "512", "1k"],
                  calls=2500, warmup_calls=250, reps=5, burst_dead=[0, 10000, "max"],
