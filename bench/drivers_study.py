@@ -58,7 +58,7 @@ def cell_estimate(study, n, cfg):
     the warm-up's included, and the poll-based drivers scan all n at each dispatch."""
     if study == "poller":
         return 0.3 * (1 + n / 5000)
-    return 0.3 + 2e-4 * n * (cfg["iterations"] + cfg["warmup"])
+    return 0.5 + 7.5e-5 * n * (cfg["iterations"] + cfg["warmup"])
 
 
 def study_cfg(study, mode, args):
