@@ -171,8 +171,8 @@ class Study:
 def mark_quick(md):
     """A quick run's report sections with every verdict's heading marked as indicative."""
     verdicts = re.compile(r"target|against|Back-to-back pairs|finding hold", re.I)
-    return [line + QUICK_MARK if line.startswith("#") and verdicts.search(line) else line
-            for line in md]
+    return [line + QUICK_MARK if line.startswith("#") and verdicts.search(line)
+            and not line.endswith(QUICK_MARK) else line for line in md]
 
 
 def build_arg(args):

@@ -544,7 +544,6 @@ class Study(Base):
         if self.mode == "smoke":
             shutil.rmtree(self.dir, ignore_errors=True)
         end_line()
-        log(f"costs: took {fmt_dur(self.result['seconds'])}")
 
     def report_md(self, out):
         if self.result:
