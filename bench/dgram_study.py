@@ -30,7 +30,7 @@ TARGET = 0.97
 ORDER = ["raw", "iomux-epoll", "iomux-uring", "libuv", "asio"]
 MODES = {
     "smoke": dict(sizes=[64], peers=[1], seconds=0.5, warmup=0.2, reps=1, pairs=0),
-    "quick": dict(sizes=[64, 1200], peers=[1, 100], seconds=1.0, warmup=0.3, reps=1, pairs=2,
+    "quick": dict(sizes=[64, 1200], peers=[1, 100], seconds=0.5, warmup=0.3, reps=1, pairs=2,
                   pair_seconds=0.5, pair_warmup=0.2, pair_sizes=[64]),
     "full": dict(sizes=[64, 1200], peers=[1, 100], seconds=3.0, warmup=1.0, reps=5, pairs=15,
                  pair_seconds=1.0, pair_warmup=0.3),
