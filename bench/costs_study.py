@@ -383,7 +383,8 @@ def costs_md(args, mode, costs, names, enames, want, drivers):
         md += ["```", "", costs_table(entry, order), ""]
         if not entry["strace_lengths"] and mode == "quick":
             md += ["The quick run counts no system calls for this unit (`--full` does); study "
-                   "1's system-call table has those of the Poller rounds at n = 1,000.", ""]
+                   "1's system-call table has those of the Poller rounds at n = 1,000, 100 "
+                   "active.", ""]
         if COST_UNITS[unit].get("note"):
             md += [COST_UNITS[unit]["note"] + ".", ""]
         if unit == "echo":

@@ -37,8 +37,8 @@ METRICS = {  # study -> (metric, unit, title)
               ("proc_ms", "ms per iteration", "event processing alone")],
 }
 BASE_METRICS = {"poller": ["round_us"], "chain": ["total_ms"]}
-STRACE_N = 1000  # the Poller cells whose system calls are counted: n, and each active count
-STRACE_ACTIVE = (1, 100)
+STRACE_N = 1000  # the Poller cells whose system calls are counted: n, and the active counts
+STRACE_ACTIVE = dict(smoke=(), quick=(100,), full=(1, 100))  # per mode
 
 
 def sizes(spec, transport, lim):
@@ -411,7 +411,7 @@ class Study(Base):
                                           est_n, lambda s=study, t=transport, n=n, d=drv,
                                           c=cfg, r=rep: self.run_one(s, t, n, d, c, r)))
         if self.mode != "smoke" and not self.args.no_syscalls and "poller" in self.studies:
-            for active in STRACE_ACTIVE:
+            for active in STRACE_ACTIVE[self.mode]:
                 for drv in self.names:
                     cells.append(Cell(f"strace poller n={STRACE_N:,} {active} active {drv}",
                                       1.0, lambda a=active, d=drv: self.count_calls(d, a)))
