@@ -25,7 +25,7 @@ foreach(h arpa/inet.h afunix.h dlfcn.h errno.h fcntl.h ifaddrs.h inttypes.h memo
           stdlib.h string.h sys/epoll.h sys/event.h sys/eventfd.h sys/ioctl.h sys/mman.h
           sys/param.h sys/queue.h sys/random.h sys/resource.h sys/select.h sys/sendfile.h
           sys/socket.h sys/stat.h sys/sysctl.h sys/time.h sys/timerfd.h sys/types.h sys/uio.h
-          sys/un.h sys/wait.h unistd.h)
+          sys/un.h sys/wait.h unistd.h winsock2.h ws2tcpip.h)
   string(TOUPPER "${h}" _var)
   string(REGEX REPLACE "[/.]" "_" _var "${_var}")
   check_include_file(${h} IOMUX_EVCFG_HAVE_${_var})

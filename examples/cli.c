@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <signal.h>
 #ifndef _WIN32
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,6 +16,9 @@
 #ifdef __linux__
 #include <pthread.h>
 #include <sched.h>
+#endif
+#ifdef _WIN32
+#include <windows.h>
 #endif
 
 const char *cli_prog = "iomux";
@@ -49,6 +53,10 @@ double cli_seconds(const char *flag, const char *s, double lo, double hi)
 
 socklen_t cli_address(const char *addr, unsigned port, struct sockaddr_storage *ss)
 {
+#ifdef _WIN32
+    WSADATA wsa; /* inet_pton comes before the first loop, which starts Winsock itself */
+    WSAStartup(MAKEWORD(2, 2), &wsa);
+#endif
     memset(ss, 0, sizeof *ss);
     struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
@@ -100,6 +108,12 @@ int cli_cpus(int *cpus, int max)
         for (int i = 0; i < CPU_SETSIZE && n < max; i++)
             if (CPU_ISSET(i, &allowed))
                 cpus[n++] = i;
+#elif defined(_WIN32) /* the process's CPUs in its processor group (64 at most) */
+    DWORD_PTR proc, sys;
+    if (GetProcessAffinityMask(GetCurrentProcess(), &proc, &sys))
+        for (int i = 0; i < (int)(8 * sizeof proc) && n < max; i++)
+            if (proc >> i & 1)
+                cpus[n++] = i;
 #else
     (void)cpus;
     (void)max;
@@ -114,6 +128,10 @@ int cli_pin(int cpu)
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+#elif defined(_WIN32)
+    if (cpu >= (int)(8 * sizeof(DWORD_PTR)))
+        return EINVAL;
+    return SetThreadAffinityMask(GetCurrentThread(), (DWORD_PTR)1 << cpu) ? 0 : EINVAL;
 #else
     (void)cpu;
     return ENOTSUP;
@@ -130,4 +148,64 @@ void cli_loop_error(int rc)
             fprintf(stderr, " %s", mux_backend_name(i));
         fprintf(stderr, "\n");
     }
+}
+
+#ifdef _WIN32
+static const int cli_stop_signals[] = {SIGINT, SIGBREAK, SIGHUP};
+#else
+static const int cli_stop_signals[] = {SIGINT, SIGTERM};
+#endif
+
+int cli_stop_start(struct cli_stop *s, mux_loop_t *loop, mux_signal_cb cb, void *data)
+{
+    s->n = 0;
+    for (size_t i = 0; i < sizeof cli_stop_signals / sizeof cli_stop_signals[0]; i++) {
+        mux_signal_t *w = &s->w[s->n];
+        int rc = mux_signal_init(w, cb, cli_stop_signals[i]);
+        w->data = data;
+        if (rc == 0)
+            rc = mux_signal_start(loop, w);
+        if (rc < 0) {
+            fprintf(stderr, "%s: watching %s: %s\n", cli_prog,
+                    cli_signal_name(cli_stop_signals[i]), mux_strerror(rc));
+            cli_stop_stop(s, loop);
+            return -1;
+        }
+        s->n++;
+    }
+    return 0;
+}
+
+void cli_stop_stop(struct cli_stop *s, mux_loop_t *loop)
+{
+    for (int i = 0; i < s->n; i++)
+        mux_signal_stop(loop, &s->w[i]);
+}
+
+const char *cli_signal_name(int signum)
+{
+    switch (signum) {
+    case SIGINT:
+        return "SIGINT";
+#ifdef _WIN32
+    case SIGBREAK:
+        return "SIGBREAK";
+#else
+    case SIGTERM:
+        return "SIGTERM";
+#endif
+    case SIGHUP:
+        return "SIGHUP";
+    default:
+        return "a signal";
+    }
+}
+
+int cli_has_reuseport(void)
+{
+#ifdef _WIN32
+    return 0;
+#else
+    return 1;
+#endif
 }

@@ -38,4 +38,23 @@ int cli_pin(int cpu);
  * IOMUX_BACKEND names one (the usual cause: a misspelt or unavailable backend). */
 void cli_loop_error(int rc);
 
+/* The signals a server stops on: SIGINT and SIGTERM on POSIX; on Windows the console's
+ * Ctrl-C, Ctrl-Break and closing (SIGINT, SIGBREAK, SIGHUP), all it delivers to say "stop". */
+#define CLI_STOP_SIGNALS_MAX 3
+struct cli_stop {
+    mux_signal_t w[CLI_STOP_SIGNALS_MAX];
+    int n;
+};
+/* Starts a watcher of each on `loop`, calling `cb` with `data` in each watcher's `data`. 0, or
+ * -1 said on stderr. */
+int cli_stop_start(struct cli_stop *s, mux_loop_t *loop, mux_signal_cb cb, void *data);
+/* Stops them all. */
+void cli_stop_stop(struct cli_stop *s, mux_loop_t *loop);
+/* The signal's name ("SIGINT"). */
+const char *cli_signal_name(int signum);
+
+/* Whether several loops can share a port (SO_REUSEPORT). Without it (Windows), --threads N
+ * runs an acceptor: loop 0 accepts and hands the connections out through channels. */
+int cli_has_reuseport(void);
+
 #endif

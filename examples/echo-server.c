@@ -16,18 +16,19 @@
  * for --timeout seconds (10 by default), or whose echo cannot be written for that long (its
  * client does not read), is closed: a client that stops reading holds one buffer at most,
  * and only that long. SIGINT or SIGTERM closes everything and ends the program with status
- * 0. The backend comes from IOMUX_BACKEND, as in every iomux program. On Windows there are no
- * signals to watch (mux_signal_start says -ENOTSUP): the program runs until it is ended.
+ * 0 (on Windows: Ctrl-C, Ctrl-Break or the console closing). The backend comes from
+ * IOMUX_BACKEND, as in every iomux program.
  *
  * A loop per core: --threads N runs N loops, each on a thread of its own (loop 0 on the main
  * thread), and --pin pins loop i to the i-th CPU the process may use. By default every loop
  * listens on the port itself (SO_REUSEPORT: the kernel spreads the connections by hash),
  * with --steer the kernel gives each connection to the loop on the CPU that received it, and
  * with --acceptor loop 0 alone accepts and hands the connections round robin to every loop
- * through channels (mux_chan_t). Each loop has its own pool (--pool is shared out). Loop 0
- * hears SIGINT and SIGTERM and tells every loop, through an async, to close what it owns;
- * each loop's mux_run then returns, and at the end each prints its connections and bytes.
- * Pinning and steering need Linux's CPU affinity calls; elsewhere they are refused.
+ * through channels (mux_chan_t), as every --threads run does on Windows, which has no
+ * SO_REUSEPORT. Each loop has its own pool (--pool is shared out). Loop 0 hears the signals
+ * and tells every loop, through an async, to close what it owns; each loop's mux_run then
+ * returns, and at the end each prints its connections and bytes. Steering needs Linux;
+ * pinning Linux's or Windows' CPU affinity calls.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,7 +78,7 @@ struct server {
     mux_listener_t listener;      /* every loop's, or loop 0's alone with --acceptor */
     mux_chan_t chan;              /* --acceptor: the connections loop 0 hands over */
     mux_async_t stop;             /* loop 0 tells every loop to close what it owns */
-    mux_signal_t sigint, sigterm; /* loop 0's */
+    struct cli_stop sigs;         /* loop 0's */
     pthread_t thread;
     int index, cpu; /* cpu: where it is pinned, or -1 */
     int listening, has_chan;
@@ -317,10 +318,9 @@ static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
     struct server *srv = loop->data;
     (void)w;
     /* The other loops' counts are theirs until their threads end: told at exit. */
-    fprintf(stderr, "echo-server: signal %d, closing %d loop%s\n", signum, cfg.nthreads,
-            cfg.nthreads > 1 ? "s" : "");
-    mux_signal_stop(loop, &srv->sigint);
-    mux_signal_stop(loop, &srv->sigterm);
+    fprintf(stderr, "echo-server: %s, closing %d loop%s\n", cli_signal_name(signum),
+            cfg.nthreads, cfg.nthreads > 1 ? "s" : "");
+    cli_stop_stop(&srv->sigs, loop);
     for (int i = 0; i < cfg.nthreads; i++)
         mux_async_send(&cfg.srv[i].stop); /* loop 0's own included */
 }
@@ -353,7 +353,7 @@ static void usage(FILE *to)
                 "                  be written for S seconds (default 10; 0: never)\n"
                 "  --reuseport     set SO_REUSEPORT, to run one server per CPU on one port\n"
                 "  --threads N     N loops, a thread each (default 1); each listens on the\n"
-                "                  port (SO_REUSEPORT) unless --acceptor\n"
+                "                  port (SO_REUSEPORT) unless --acceptor (always on Windows)\n"
                 "  --pin           pin loop i to the i-th CPU this process may run on\n"
                 "  --steer cpu     (implies --pin) give each connection to the loop on the CPU\n"
                 "                  that received it: SO_INCOMING_CPU (Linux 6.2 on)\n"
@@ -363,8 +363,9 @@ static void usage(FILE *to)
                 "                  every loop (itself included) through channels\n"
                 "Prints 'listening on ADDR:PORT' once ready, and per loop at exit 'loop I (cpu\n"
                 "C): N connections, B bytes echoed'. The backend comes from the IOMUX_BACKEND\n"
-                "environment variable (epoll, poll, select, uring, or the opt-in rtsig), else the\n"
-                "best available. SIGINT or SIGTERM stops it.\n");
+                "environment variable (epoll, poll, select, uring, or the opt-in rtsig; iocp or\n"
+                "select on Windows), else the best available. SIGINT or SIGTERM stops it (on\n"
+                "Windows Ctrl-C, Ctrl-Break, or its console closing).\n");
 }
 
 static int open_loop(struct server *srv)
@@ -508,19 +509,10 @@ static int open_server(struct server *srv, const struct options *op, struct sock
     return 0;
 }
 
-/* Loop 0 hears SIGINT and SIGTERM (Windows has no signals: the program runs until ended). */
+/* Loop 0 hears the signals that stop a server (cli.h). */
 static int watch_signals(struct server *first)
 {
-    int rc;
-    mux_signal_init(&first->sigint, on_signal, SIGINT);
-    mux_signal_init(&first->sigterm, on_signal, SIGTERM);
-    if (((rc = mux_signal_start(&first->loop, &first->sigint)) < 0 ||
-         (rc = mux_signal_start(&first->loop, &first->sigterm)) < 0) &&
-        rc != -ENOTSUP) {
-        fprintf(stderr, "echo-server: signals: %s\n", mux_strerror(rc));
-        return -1;
-    }
-    return 0;
+    return cli_stop_start(&first->sigs, &first->loop, on_signal, first);
 }
 
 /* Waits for the loops, says what each served, and closes them: the exit status. */
@@ -557,16 +549,11 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &op);
     if (rc >= 0)
         return rc;
-#ifdef _WIN32
-    WSADATA wsa; /* inet_pton comes before the loop, which starts Winsock itself */
-    WSAStartup(MAKEWORD(2, 2), &wsa);
-#endif
     struct sockaddr_storage ss;
     socklen_t len = cli_address(op.bind_addr, op.port, &ss);
     int cpus[MAX_THREADS], ncpus = cli_cpus(cpus, MAX_THREADS);
     if (op.pin && ncpus == 0) {
-        fprintf(stderr, "echo-server: cannot read the CPUs this process may use (pinning and "
-                        "steering need Linux)\n");
+        fprintf(stderr, "echo-server: cannot read the CPUs this process may use\n");
         return 1;
     }
     cfg.timeouts.idle_ns = cfg.timeouts.write_ns = (uint64_t)(op.timeout_s * 1e9);
@@ -574,6 +561,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "echo-server: out of memory\n");
         return 1;
     }
+    if (cfg.nthreads > 1 && !cfg.acceptor && !cli_has_reuseport())
+        cfg.acceptor = 1; /* no SO_REUSEPORT (Windows): loop 0 hands connections out */
     if (cfg.nthreads > 1 && !cfg.acceptor)
         op.lopts.flags |= MUX_LISTEN_REUSEPORT;
     for (int i = 0; i < cfg.nthreads; i++) {

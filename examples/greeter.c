@@ -5,17 +5,26 @@
  *
  * A client reads "hello from iomux" and then end of stream: the write side is shut down
  * behind the line. What the client sends is dropped; when it closes its side, so does the
- * server. SIGINT or SIGTERM closes the listener and every stream, and then mux_run returns.
+ * server. SIGINT or SIGTERM closes the listener and every stream, and then mux_run returns
+ * (on Windows, Ctrl-C or Ctrl-Break: SIGINT or SIGBREAK).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
-#include <iomux.h>
+#include <iomux.h> /* on Windows: winsock2.h, where sockets close with closesocket */
+
+#ifdef _WIN32
+#define close_socket closesocket
+#define SIGTERM_OR_BREAK SIGBREAK
+#else
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+#define close_socket close
+#define SIGTERM_OR_BREAK SIGTERM
+#endif
 
 struct conn {
     mux_stream_t stream;
@@ -69,7 +78,7 @@ static void on_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
         return;
     struct conn *c = malloc(sizeof *c);
     if (!c || mux_stream_open(&srv->loop, &c->stream, sock) < 0) {
-        close(sock); /* still ours: no stream took it */
+        close_socket(sock); /* still ours: no stream took it */
         free(c);
         return;
     }
@@ -119,7 +128,7 @@ int main(int argc, char **argv)
         srv.loop.data = &srv;
         srv.listener.data = &srv; /* mux_listen keeps `data`, so it may be set first */
         mux_signal_init(&srv.sig[0], on_signal, SIGINT);
-        mux_signal_init(&srv.sig[1], on_signal, SIGTERM);
+        mux_signal_init(&srv.sig[1], on_signal, SIGTERM_OR_BREAK);
         if ((rc = mux_listen(&srv.loop, &srv.listener, (struct sockaddr *)&addr, len, NULL,
                              on_accept)) == 0 &&
             (rc = mux_signal_start(&srv.loop, &srv.sig[0])) == 0)

@@ -3,18 +3,22 @@
 #define _GNU_SOURCE
 #include "httpd_log.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _WIN32 /* the C runtime's: UTC by gmtime_s, files binary and not inherited */
+#define gmtime_r(t, tm) (gmtime_s(tm, t) == 0 ? (tm) : NULL)
+#define O_CLOEXEC       (O_BINARY | O_NOINHERIT)
+#else
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#endif
 
 #define ACCESS_BUF  65536 /* a loop's buffer */
 #define ACCESS_LINE 4096  /* the longest line: longer fields are cut */
@@ -103,8 +107,8 @@ void access_log_flush(struct access_log *l)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) { /* a full disk or a closed pipe: the lines are lost, and said so */
-            error_log("access log: %s (%zu bytes of lines lost)", n < 0 ? strerror(errno) : "",
-                      l->len - off);
+            error_log("access log: %s (%llu bytes of lines lost)", n < 0 ? strerror(errno) : "",
+                      (unsigned long long)(l->len - off));
             break;
         }
         off += (size_t)n;

@@ -11,6 +11,10 @@
 
 #include "httpd_log.h"
 
+#ifdef _WIN32 /* the C runtime has no lstat (nor symbolic links of its own): stat */
+#define lstat stat
+#endif
+
 /* One directory below the root, watched. */
 struct dir {
     mux_fs_event_t w;

@@ -9,21 +9,24 @@
  * Serves GET and HEAD from DIR: conditional requests, byte ranges (several as
  * multipart/byteranges), index.html for directories (or a listing with --autoindex),
  * /.well-known/ but no other dot-file unless --dotfiles, media types from /etc/mime.types
- * (or --mime-types FILE) over a built-in table, nothing outside DIR. The backend comes from IOMUX_BACKEND. SIGINT or SIGTERM
+ * (or --mime-types FILE) over a built-in table, nothing outside DIR. The backend comes from
+ * IOMUX_BACKEND. SIGINT or SIGTERM (on Windows: Ctrl-C, Ctrl-Break, or the console closing)
  * shuts it down gracefully: it stops accepting, closes the connections that wait for a
  * request, lets the answers in flight finish for up to --drain-timeout seconds, and exits 0;
  * a second signal closes everything at once. Errors go to stderr with their time; with
  * --access-log, a line per answer in the Combined Log Format. At start the soft limit on
  * open files is raised to the hard one (as nginx's worker_rlimit_nofile lets you), and the
  * limit it got is said; each loop's file cache keeps at most its share of a quarter of it
- * open.
+ * open. Windows has no such limit: the caches keep handles as the HTTP module's default
+ * says.
  *
  * A loop per core: --threads N runs N loops, a thread each (loop 0 on the main thread), each
  * with its own server, file cache and access-log buffer (none is shared between threads). By
  * default every loop listens on the port (SO_REUSEPORT), --steer gives each connection to the
  * loop on the CPU that received it, and --acceptor makes loop 0 accept for all and hand the
- * connections round robin through channels. Loop 0 hears the signals and tells every loop
- * through an async. At exit each loop prints the requests it answered.
+ * connections round robin through channels (always on Windows, which has no SO_REUSEPORT).
+ * Loop 0 hears the signals and tells every loop through an async. At exit each loop prints
+ * the requests it answered.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,8 +37,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
+#ifdef _WIN32
+#define close_socket closesocket
+#else
+#include <sys/resource.h>
+#define close_socket close
+#endif
 
 #include "cli.h"
 #include "httpd_log.h"
@@ -56,7 +64,7 @@ struct httpd {
     mux_async_t stop;  /* loop 0 tells every loop to drain or close its server */
     mux_timer_t flush; /* writes the access log's buffer out once a second */
     struct access_log alog;
-    mux_signal_t sigint, sigterm; /* loop 0's */
+    struct cli_stop sigs;         /* loop 0's */
     mux_async_t all_closed;       /* loop 0's: a loop's server has closed */
     pthread_t thread;
     int index, cpu, has_chan, listening, logging;
@@ -144,7 +152,7 @@ static void on_accept(mux_listener_t *l, mux_os_sock_t sock, int status)
         if (mux_chan_send_socket(&to->chan, l, sock, NULL) == 0)
             return;
     }
-    close(sock);
+    close_socket(sock);
     on_error(&d->srv, -EAGAIN); /* every channel full */
 }
 
@@ -168,8 +176,7 @@ static void on_all_closed(mux_loop_t *loop, mux_async_t *a)
     struct httpd *d = a->data;
     if (atomic_load(&cfg.closed) < cfg.nthreads)
         return;
-    mux_signal_stop(loop, &d->sigint);
-    mux_signal_stop(loop, &d->sigterm);
+    cli_stop_stop(&d->sigs, loop);
     mux_async_stop(loop, a);
 }
 
@@ -198,7 +205,7 @@ static void on_signal(mux_loop_t *loop, mux_signal_t *w, int signum)
     if (phase >= 2)
         return;
     atomic_store(&cfg.phase, phase + 1);
-    error_log("%s: %s", signum == SIGINT ? "SIGINT" : "SIGTERM",
+    error_log("%s: %s", cli_signal_name(signum),
               phase == 0 && cfg.drain_ns ? "draining (a second signal closes at once)" : "closing");
     for (int i = 0; i < cfg.nthreads; i++)
         mux_async_send(&cfg.d[i].stop); /* loop 0's own included */
@@ -241,7 +248,8 @@ static void usage(FILE *to)
                 "  --max-requests N     per connection (default 1000)\n"
                 "  --max-connections N  at once (default 10000)\n"
                 "  --access-log FILE|-  a line per answer, Combined Log Format ('-': stdout)\n"
-                "  --drain-timeout S    on SIGINT or SIGTERM, how long answers in flight may\n"
+                "  --drain-timeout S    on SIGINT or SIGTERM (Windows: Ctrl-C, Ctrl-Break, the\n"
+                "                       console closing), how long answers in flight may\n"
                 "                       take to finish (default 30; 0: close at once)\n"
                 "  --reuseport          SO_REUSEPORT, to run one server per CPU on one port\n"
                 "  --autoindex          list a directory that has no index.html\n"
@@ -255,6 +263,7 @@ static void usage(FILE *to)
                 "                       checked at most once a second)\n"
                 "  --threads N          N loops, a thread and a server each (default 1); each\n"
                 "                       listens on the port (SO_REUSEPORT) unless --acceptor\n"
+                "                       (always on Windows)\n"
                 "  --pin                pin loop i to the i-th CPU this process may run on\n"
                 "  --steer cpu|bpf      (implies --pin) each connection to the loop on the CPU\n"
                 "                       that received it: SO_INCOMING_CPU, or a BPF program\n"
@@ -264,7 +273,7 @@ static void usage(FILE *to)
                 "Prints 'listening on ADDR:PORT' once ready, and at exit per loop 'loop I\n"
                 "(cpu C): R requests'. The backend comes from the\n"
                 "IOMUX_BACKEND environment variable (epoll, poll, select, uring, or the opt-in\n"
-                "rtsig), else the best available.\n");
+                "rtsig; iocp or select on Windows), else the best available.\n");
 }
 
 /* The command line into `op`; returns -1 to go on, or the status to exit with. */
@@ -440,9 +449,12 @@ static int parse_args(int argc, char **argv, struct options *op)
 }
 
 /* The soft limit on open files raised to the hard one: every file the cache keeps open and
- * every connection takes one. Says what it got. */
+ * every connection takes one. Says what it got. Windows has no such limit. */
 static void raise_nofile(void)
 {
+#ifdef _WIN32
+    error_log("open files: no limit (Windows handles)");
+#else
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return;
@@ -457,6 +469,7 @@ static void raise_nofile(void)
                   (unsigned long long)was);
     else
         error_log("open files: %llu", (unsigned long long)rl.rlim_cur);
+#endif
 }
 
 /* Loop i: its loop, file cache, server, and listener or channel. 0, or -1 said. */
@@ -527,18 +540,17 @@ static int open_httpd(struct httpd *d, struct options *op, struct sockaddr_stora
     return 0;
 }
 
-/* Loop 0 hears SIGINT and SIGTERM, and learns when every loop's server has closed. */
+/* Loop 0 hears the signals that stop a server (cli.h), and learns when every loop's server
+ * has closed. */
 static int watch_signals(struct httpd *first)
 {
     int rc;
-    mux_signal_init(&first->sigint, on_signal, SIGINT);
-    mux_signal_init(&first->sigterm, on_signal, SIGTERM);
+    if (cli_stop_start(&first->sigs, &first->loop, on_signal, first) < 0)
+        return -1;
     mux_async_init(&first->all_closed, on_all_closed);
-    first->all_closed.data = first->sigint.data = first->sigterm.data = first;
-    if ((rc = mux_signal_start(&first->loop, &first->sigint)) < 0 ||
-        (rc = mux_signal_start(&first->loop, &first->sigterm)) < 0 ||
-        (rc = mux_async_start(&first->loop, &first->all_closed)) < 0) {
-        fprintf(stderr, "iomux-httpd: signals: %s\n", mux_strerror(rc));
+    first->all_closed.data = first;
+    if ((rc = mux_async_start(&first->loop, &first->all_closed)) < 0) {
+        fprintf(stderr, "iomux-httpd: async: %s\n", mux_strerror(rc));
         return -1;
     }
     return 0;
@@ -587,9 +599,11 @@ int main(int argc, char **argv)
         return 1;
     }
     raise_nofile();
+#ifndef _WIN32
     struct rlimit rl; /* the file caches share a quarter of what it got */
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         op.files.max_open = (uint32_t)(rl.rlim_cur / 4 / (rlim_t)cfg.nthreads) + 1;
+#endif
     int log_fd = -1;
     if (op.access_log) {
         if ((log_fd = access_log_open(op.access_log)) < 0)
@@ -598,6 +612,8 @@ int main(int argc, char **argv)
     }
     if (!(cfg.d = calloc((size_t)cfg.nthreads, sizeof *cfg.d)))
         return fprintf(stderr, "iomux-httpd: out of memory\n"), 1;
+    if (cfg.nthreads > 1 && !cfg.acceptor && !cli_has_reuseport())
+        cfg.acceptor = 1; /* no SO_REUSEPORT (Windows): loop 0 hands connections out */
     if (cfg.nthreads > 1 && !cfg.acceptor)
         op.lopts.flags |= MUX_LISTEN_REUSEPORT;
     for (int i = 0; i < cfg.nthreads; i++) {

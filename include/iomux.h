@@ -32,8 +32,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #ifdef _WIN32
+#include <signal.h>
 #include <winsock2.h>
 #include <ws2tcpip.h>
+/* The signals Windows delivers, as console events (docs/signal.md): SIGINT and SIGBREAK are the
+ * C runtime's; these two, which it lacks, have the numbers libuv gives them. */
+#ifndef SIGHUP
+#define SIGHUP 1 /* the console closed */
+#endif
+#ifndef SIGWINCH
+#define SIGWINCH 28 /* the console window changed its size */
+#endif
 #if defined(_MSC_VER) && !defined(_SSIZE_T_DEFINED)
 typedef intptr_t ssize_t;
 #define _SSIZE_T_DEFINED
@@ -362,7 +371,8 @@ int64_t mux_periodic_at(const mux_loop_t *loop, const mux_periodic_t *p);
 /* signal: delivered through the loop, never in a signal handler, to every active watcher
  * of that signal in every loop. Signals that arrive together are coalesced into one call.
  * The process's previous disposition is restored when the last watcher of the signal in
- * the process stops. */
+ * the process stops. On Windows, the console's events: SIGINT (Ctrl-C), SIGBREAK
+ * (Ctrl-Break), SIGHUP (the console closed) and SIGWINCH (its window resized). */
 typedef struct mux_signal mux_signal_t;
 typedef void (*mux_signal_cb)(mux_loop_t *loop, mux_signal_t *w, int signum);
 struct mux_signal {
@@ -373,10 +383,12 @@ struct mux_signal {
     int signum_;
 };
 
-/* Initialises `w` for `signum` (1 .. NSIG-1, not SIGKILL or SIGSTOP). Returns 0 or -EINVAL. */
+/* Initialises `w` for `signum` (1 .. NSIG-1, not SIGKILL or SIGSTOP; on Windows 1 .. 63).
+ * Returns 0 or -EINVAL. */
 int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum);
 /* Starts the watcher. Returns 0, -EBUSY if active, -EINVAL, -ENOSPC when more loops than
- * the library supports (64) watch signals at once, or sigaction's error. */
+ * the library supports (64) watch signals at once, or sigaction's error; on Windows
+ * -ENOTSUP for a signal other than the four it delivers. */
 int mux_signal_start(mux_loop_t *loop, mux_signal_t *w);
 /* Stops the watcher. Returns 0 (also when inactive) or -EINVAL. */
 int mux_signal_stop(mux_loop_t *loop, mux_signal_t *w);
@@ -384,9 +396,12 @@ int mux_signal_stop(mux_loop_t *loop, mux_signal_t *w);
 /* child: the exit (or death by signal) of a child process, reaped by the loop with
  * waitpid. A watcher for one pid stops itself before its callback; a watcher for any pid
  * (pid 0) stays active and is called once per reaped child. Only children that some loop
- * watches are reaped, except that an any-pid watcher reaps every child. */
+ * watches are reaped, except that an any-pid watcher reaps every child. On Windows, any
+ * process the program may open (SYNCHRONIZE) can be watched by its id, its end learnt from
+ * its handle; there is no any-pid watcher (docs/child.md). */
 typedef struct mux_child mux_child_t;
-/* `wstatus` is waitpid's status: use WIFEXITED, WEXITSTATUS, WIFSIGNALED, WTERMSIG. */
+/* `wstatus` is waitpid's status: use WIFEXITED, WEXITSTATUS, WIFSIGNALED, WTERMSIG. On
+ * Windows, the process's exit code (GetExitCodeProcess). */
 typedef void (*mux_child_cb)(mux_loop_t *loop, mux_child_t *w, int pid, int wstatus);
 struct mux_child {
     void *data;
@@ -395,12 +410,19 @@ struct mux_child {
     mux_child_t *next_;
     int pid_;
     int rpid_;
+#ifdef _WIN32
+    void *proc_;  /* the process's handle while watched */
+    void *wait_;  /* the wait registered on it */
+    int exited_;  /* atomic: the wait saw it end */
+    int pad_;
+#endif
 };
 
 /* Initialises `w` for child `pid` (> 0), or for any child (0). Returns 0 or -EINVAL. */
 int mux_child_init(mux_child_t *w, mux_child_cb cb, int pid);
 /* Starts the watcher; a child that already exited is reported on the next iteration.
- * Returns 0, -EBUSY if active, -EINVAL, -ENOSPC (see mux_signal_start). */
+ * Returns 0, -EBUSY if active, -EINVAL, -ENOSPC (see mux_signal_start). On Windows also
+ * -ESRCH (no such process), -EACCES (one the program may not open), -ENOTSUP (pid 0). */
 int mux_child_start(mux_loop_t *loop, mux_child_t *w);
 /* Stops the watcher. Returns 0 (also when inactive) or -EINVAL. */
 int mux_child_stop(mux_loop_t *loop, mux_child_t *w);
@@ -513,9 +535,9 @@ int mux_cleanup_stop(mux_loop_t *loop, mux_cleanup_t *w);  /* 0 or -EINVAL */
 /* fs_event: changes to a file or to the entries of a directory (docs/fs.md), from the
  * kernel's notifications: inotify on Linux, one descriptor per loop; kqueue's EVFILT_VNODE on
  * the BSDs and macOS, one kqueue per loop (a directory's entries found by reading it again:
- * created, removed and renamed ones only); where the platform has none of its own yet,
- * mux_fs_event_start says -ENOTSUP and mux_fs_poll_t serves. The events of one iteration for
- * one name are coalesced into one call. */
+ * created, removed and renamed ones only); ReadDirectoryChangesW on Windows; where the
+ * platform has none of its own, mux_fs_event_start says -ENOTSUP and mux_fs_poll_t serves.
+ * The events of one iteration for one name are coalesced into one call. */
 enum {
     MUX_FS_CHANGE = 0x01,   /* contents written */
     MUX_FS_ATTRIB = 0x02,   /* metadata: permissions, owner, times, links */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What a file-system watcher is whatever the platform's mechanism: its initialisation, its
  * release and its state. Starting and stopping it are the mechanism's (fs_event_inotify.c,
- * fs_event_kqueue.c; fs_event_none.c where there is none). */
+ * fs_event_kqueue.c, fs_event_win.c; fs_event_none.c where there is none). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

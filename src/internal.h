@@ -350,6 +350,26 @@ void mux__periodics_expire(struct mux__loop *loop);
 int64_t mux__periodics_timeout(struct mux__loop *loop);
 
 /* signal.c, child.c */
+/* A signal arrived: every loop that watches it is woken, and its watchers run from there.
+ * Async-signal-safe, any thread (signal.c). */
+void mux__sig_deliver(int signum);
+/* Whether some loop of the process watches `signum` now (signal.c). */
+int mux__sig_watched(int signum);
+/* How the system delivers signals (signal_posix.c, signal_win.c): whether mux_signal_init
+ * takes `signum`; 0, or -ENOTSUP for one the system never delivers (mux_signal_start's
+ * answer); and catching it from the first watcher of the process on, until the last stops
+ * (called under the registry's lock). */
+int mux__sig_valid(int signum);
+int mux__sig_deliverable(int signum);
+int mux__sig_catch(int signum);
+void mux__sig_release(int signum);
+#ifdef _WIN32
+/* Windows has no SIGCHLD: child_win.c delivers this number of the library's own, which no
+ * signal watcher can start, when a watched process ends. */
+#define MUX__SIGCHLD (MUX__NSIG - 1)
+#else
+#define MUX__SIGCHLD SIGCHLD
+#endif
 int mux__sig_attach(struct mux__loop *loop, int signum);
 void mux__sig_detach(struct mux__loop *loop, int signum);
 void mux__sig_poll(struct mux__loop *loop);         /* queue watchers of signals that arrived */

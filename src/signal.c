@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Signal watchers on POSIX systems, and the process-wide registry behind them (Windows has
- * none: signal_win.c).
+/* Signal watchers, and the process-wide registry behind them, on every system. How a signal
+ * is caught is the system's: sigaction on POSIX (signal_posix.c), the console's control
+ * events on Windows (signal_win.c); either calls mux__sig_deliver when one arrives.
  *
  * A signal is process-wide but watchers live in loops, possibly several loops in several
  * threads, and all of them must hear of it. One handler serves every watched signal: it
@@ -34,9 +35,13 @@ static struct mux__sig_slot mux__sig_slots[MUX__SIG_SLOTS];
 static unsigned mux__sig_counts[MUX__NSIG]; /* atomic */
 static pthread_mutex_t mux__sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned mux__sig_installed[MUX__NSIG]; /* loops watching, per signal */
-static struct sigaction mux__sig_saved[MUX__NSIG];
 
-static void mux__sig_handler(int signum)
+int mux__sig_watched(int signum)
+{
+    return __atomic_load_n(&mux__sig_installed[signum], __ATOMIC_SEQ_CST) != 0;
+}
+
+void mux__sig_deliver(int signum)
 {
     int saved = errno;
     uint64_t bit = 1ull << (signum - 1);
@@ -98,17 +103,10 @@ int mux__sig_attach(struct mux__loop *loop, int signum)
     uint64_t bit = 1ull << (signum - 1);
     pthread_mutex_lock(&mux__sig_lock);
     int err = mux__sig_slot_take(loop);
-    if (err == 0 && mux__sig_installed[signum] == 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = mux__sig_handler;
-        sa.sa_flags = SA_RESTART;
-        sigfillset(&sa.sa_mask);
-        if (sigaction(signum, &sa, &mux__sig_saved[signum]) != 0)
-            err = -errno;
-    }
+    if (err == 0 && mux__sig_installed[signum] == 0)
+        err = mux__sig_catch(signum);
     if (err == 0) {
-        mux__sig_installed[signum]++;
+        __atomic_fetch_add(&mux__sig_installed[signum], 1, __ATOMIC_SEQ_CST);
         /* Count first, then listen: a delivery from now on is seen as a change. */
         loop->sig_seen[signum] = __atomic_load_n(&mux__sig_counts[signum], __ATOMIC_SEQ_CST);
         loop->sig_mask |= bit;
@@ -130,8 +128,8 @@ void mux__sig_detach(struct mux__loop *loop, int signum)
     pthread_mutex_lock(&mux__sig_lock);
     loop->sig_mask &= ~bit;
     __atomic_fetch_and(&mux__sig_slots[loop->sig_slot].mask, ~bit, __ATOMIC_SEQ_CST);
-    if (--mux__sig_installed[signum] == 0)
-        sigaction(signum, &mux__sig_saved[signum], NULL);
+    if (__atomic_sub_fetch(&mux__sig_installed[signum], 1, __ATOMIC_SEQ_CST) == 0)
+        mux__sig_release(signum);
     if (loop->sig_mask == 0)
         mux__sig_slot_release(loop);
     pthread_mutex_unlock(&mux__sig_lock);
@@ -145,7 +143,7 @@ void mux__sig_poll(struct mux__loop *loop)
         if (c == loop->sig_seen[signum])
             continue;
         loop->sig_seen[signum] = c;
-        if (signum == SIGCHLD && loop->nchildren)
+        if (signum == MUX__SIGCHLD && loop->nchildren)
             loop->recheck = 1;
         for (mux_signal_t *w = loop->sig_head[signum]; w; w = w->next_)
             mux__queue(loop, &w->h_, 0);
@@ -186,9 +184,7 @@ void mux__sig_atfork_child(void)
 
 MUX_EXPORT int mux_signal_init(mux_signal_t *w, mux_signal_cb cb, int signum)
 {
-    /* The system's signals, but not the two that cannot be caught. */
-    if (!w || !cb || signum <= 0 || signum >= MUX__NSIG || signum >= NSIG || signum == SIGKILL ||
-        signum == SIGSTOP)
+    if (!w || !cb || signum <= 0 || signum >= MUX__NSIG || !mux__sig_valid(signum))
         return -EINVAL;
     memset(w, 0, sizeof *w);
     w->h_.type = MUX__T_SIGNAL;
@@ -209,7 +205,9 @@ MUX_EXPORT int mux_signal_start(mux_loop_t *pub, mux_signal_t *w)
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
         return -EBUSY;
-    int err = mux__reserve(loop);
+    int err = mux__sig_deliverable(w->signum_);
+    if (err == 0)
+        err = mux__reserve(loop);
     if (err == 0)
         err = mux__sig_attach(loop, w->signum_);
     if (err != 0)

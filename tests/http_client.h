@@ -157,6 +157,9 @@ static inline const char *ha_field(const struct hanswer *r, const char *name)
 /* The descriptors this process has open (of the first 1024). */
 static inline int open_fds(void)
 {
+#ifdef _WIN32 /* descriptors are files there, sockets are handles: count those */
+    return win_open_sockets();
+#endif
     int n = 0;
     char p[64];
     for (int fd = 0; fd < 1024; fd++) {

@@ -250,9 +250,6 @@ TEST(badinput_periodic) {
 }
 
 TEST(badinput_signal) {
-#ifdef _WIN32
-    SKIP("signal watchers do not start on Windows (-ENOTSUP): the case starts one");
-#endif
     mux_loop_t loop;
     loop_open(&loop);
     mux_signal_t s, z;
@@ -261,9 +258,13 @@ TEST(badinput_signal) {
     CHECK_EQ(mux_signal_init(&s, NULL, SIGUSR1), -EINVAL);
     CHECK_EQ(mux_signal_init(&s, signal_cb, 0), -EINVAL);
     CHECK_EQ(mux_signal_init(&s, signal_cb, -1), -EINVAL);
+#ifdef _WIN32 /* no SIGKILL or SIGSTOP there: numbers up to 63 initialise (docs/signal.md) */
+    CHECK_EQ(mux_signal_init(&s, signal_cb, 64), -EINVAL);
+#else
     CHECK_EQ(mux_signal_init(&s, signal_cb, SIGKILL), -EINVAL);
     CHECK_EQ(mux_signal_init(&s, signal_cb, SIGSTOP), -EINVAL);
     CHECK_EQ(mux_signal_init(&s, signal_cb, NSIG), -EINVAL);
+#endif
     CHECK_EQ(mux_signal_init(&s, signal_cb, 1000), -EINVAL);
     CHECK_EQ(mux_signal_init(&s, signal_cb, SIGUSR1), 0);
     CHECK_EQ(mux_signal_start(NULL, &s), -EINVAL);
@@ -283,9 +284,6 @@ TEST(badinput_signal) {
 }
 
 TEST(badinput_child) {
-#ifdef _WIN32
-    SKIP("child watchers do not start on Windows (-ENOTSUP): the case starts one");
-#endif
     mux_loop_t loop;
     loop_open(&loop);
     mux_child_t c, z;
@@ -302,6 +300,10 @@ TEST(badinput_child) {
     CHECK_EQ(mux_child_stop(&loop, NULL), -EINVAL);
     CHECK_EQ(mux_child_stop(&loop, &z), -EINVAL);
     CHECK_EQ(mux_child_stop(&loop, &c), 0);
+#ifdef _WIN32 /* no watcher for any child there: this process's own end is watched instead */
+    CHECK_EQ(mux_child_start(&loop, &c), -ENOTSUP);
+    CHECK_EQ(mux_child_init(&c, child_cb, getpid()), 0);
+#endif
     CHECK_EQ(mux_child_start(&loop, &c), 0);
     CHECK_EQ(mux_child_start(&loop, &c), -EBUSY);
     CHECK_EQ(mux_loop_active(&loop), 1);

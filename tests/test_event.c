@@ -17,6 +17,25 @@
 #include "event_fixture.h"
 #include "harness.h"
 
+/* A timeout added outside the loop counts from when it was added, not from the loop's last
+ * turn: a program that worked a while between two runs of its loop (filling a socket, say)
+ * had every such timeout fire at once. */
+TEST(event_timeout_added_outside_the_loop_counts_from_now) {
+    struct event_base *base = evt_base_open();
+    int n = 0;
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1); /* a turn: the loop's time is now */
+    sleep_ms(300);
+    struct event *ev = evtimer_new(base, evt_count_cb, &n);
+    struct timeval tv = {0, 100 * 1000};
+    CHECK_EQ(evtimer_add(ev, &tv), 0);
+    uint64_t t0 = mono_ns();
+    CHECK_EQ(event_base_loop(base, EVLOOP_ONCE), 0);
+    CHECK_EQ(n, 1);
+    CHECK_GE(mono_ns() - t0, 90 * MS); /* the clock's reading may come just before t0 */
+    event_free(ev);
+    evt_base_close(base);
+}
+
 TEST(event_add_of_a_never_assigned_event_is_refused_with_a_warning) {
     struct event_base *base = evt_base_open();
     struct event ev;

@@ -85,9 +85,11 @@ CORE_TEST(evbuffer_sizes_no_allocation_can_hold_are_refused) {
     CHECK_EQ(evbuffer_prepend(b, "x", SIZE_MAX - 1), -1);
     CHECK_EQ(evbuffer_get_length(b), 0);
     /* A format the C library cannot convert (a wide character outside the "C" locale). */
+#ifndef _WIN32 /* Windows' C runtime converts any wide character, as '?' where it must */
     static const wchar_t wide[] = {0x20ac, 0};
     CHECK_EQ(evbuffer_add_printf(b, "%ls", wide), -1);
     CHECK_EQ(evbuffer_get_length(b), 0);
+#endif
     evbuffer_free(b);
 }
 
@@ -285,6 +287,24 @@ CORE_TEST(evbuffer_readln_ends_lines_as_each_style_says) {
     evbuffer_free(b);
 }
 
+#ifdef _WIN32
+/* On Windows the cases' socket pairs and pipes are loopback TCP pairs: a send after the peer's
+ * close goes out, and the peer's reset makes a later one fail. Writes `b` (one byte, again
+ * each time) to `fd` until a write fails; its errno. */
+static int write_until_refused(struct evbuffer *b, int fd)
+{
+    for (int i = 0; i < 400; i++) {
+        if (evbuffer_get_length(b) == 0)
+            CHECK_EQ(evbuffer_add(b, "x", 1), 0);
+        if (evbuffer_write(b, fd) == -1)
+            return errno;
+        sleep_ms(5);
+    }
+    CHECK(!"a send to a closed peer never failed");
+    return 0;
+}
+#endif
+
 CORE_TEST(evbuffer_read_and_write_move_bytes_through_a_pipe) {
     int p[2];
     make_pipe(p);
@@ -310,8 +330,13 @@ CORE_TEST(evbuffer_read_and_write_move_bytes_through_a_pipe) {
     CHECK_EQ(evbuffer_freeze(b, 1), 0);
     CHECK_EQ(evbuffer_write(b, p[0]), -1); /* frozen at the front */
     CHECK_EQ(evbuffer_unfreeze(b, 1), 0);
+#ifdef _WIN32 /* the pipe is a TCP pair: its read end can send, until the peer's reset */
+    int err = write_until_refused(b, p[0]);
+    CHECK(err == ECONNRESET || err == ECONNABORTED || err == EPIPE);
+#else
     CHECK_EQ(evbuffer_write(b, p[0]), -1); /* the read end of a pipe */
     CHECK_EQ(evbuffer_get_length(b), 1);
+#endif
     close(p[0]);
     evbuffer_free(b);
 }
@@ -337,8 +362,13 @@ CORE_TEST(evbuffer_write_sends_at_most_64_chunks_at_once_over_a_socket) {
     CHECK_EQ(got[359], 'A' + 99 % 26);
     close(sv[1]);
     CHECK_EQ(evbuffer_add(b, "x", 1), 0);
+#ifdef _WIN32 /* a TCP pair: the peer's close is learnt from its reset */
+    int err = write_until_refused(b, sv[0]);
+    CHECK(err == ECONNRESET || err == ECONNABORTED || err == EPIPE);
+#else
     CHECK_EQ(evbuffer_write(b, sv[0]), -1); /* the peer is gone, and no SIGPIPE came */
     CHECK_EQ(errno, EPIPE);
+#endif
     close(sv[0]);
     evbuffer_free(b);
 }

@@ -15,10 +15,21 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#ifndef _WIN32
 #include <termios.h>
+#endif
 #include <unistd.h>
 
 /* A program's `#ifdef EVENT__HAVE_...` takes the path it takes with libevent built here. */
+#ifdef _WIN32 /* libevent's Windows build: Winsock's headers, select, no setrlimit */
+#if !defined(EVENT__HAVE_WINSOCK2_H) || !defined(EVENT__HAVE_WS2TCPIP_H) ||    \
+    !defined(EVENT__HAVE_STDINT_H) || !defined(EVENT__HAVE_FCNTL_H) ||         \
+    !defined(EVENT__HAVE_SELECT) || defined(EVENT__HAVE_SYS_RESOURCE_H) ||    \
+    defined(EVENT__HAVE_SETRLIMIT) || defined(EVENT__HAVE_SYS_SOCKET_H) ||    \
+    defined(EVENT__HAVE_POLL) || defined(EVENT__HAVE_PTHREADS)
+#error "<event2/event-config.h> says of Windows what libevent's Windows build does not"
+#endif
+#else
 #ifndef EVENT__HAVE_SYS_RESOURCE_H
 #error "EVENT__HAVE_SYS_RESOURCE_H is not defined: libevent's test-fdleak would not build"
 #endif
@@ -26,6 +37,7 @@
     !defined(EVENT__HAVE_FCNTL_H) || !defined(EVENT__HAVE_SETRLIMIT) ||       \
     !defined(EVENT__HAVE_GETTIMEOFDAY) || !defined(EVENT__HAVE_POLL)
 #error "<event2/event-config.h> lacks a platform macro libevent defines here"
+#endif
 #endif
 #ifdef EVENT__HAVE_SYS_RESOURCE_H
 #include <sys/resource.h>
@@ -188,6 +200,10 @@ TEST(a_null_base_is_the_one_event_init_made) {
 /* ---- descriptors that are no sockets ---- */
 
 TEST(bufferevents_read_and_write_pipes) {
+#ifdef _WIN32
+    SKIP("Windows has no such thing: a pipe a loop can watch (only sockets can be; a handle "
+         "that is no socket is refused, test_event_bufferevent.c)");
+#endif
     struct event_base *base = evt_base_open();
     int in[2], out[2];
     CHECK_EQ(pipe(in), 0);
@@ -222,6 +238,10 @@ TEST(bufferevents_read_and_write_pipes) {
 }
 
 TEST(a_bufferevent_on_a_pty_master_talks_to_its_slave) {
+#ifdef _WIN32
+    SKIP("Windows has no such thing: a pty (a pseudo console's ends are pipes, which a loop "
+         "cannot watch)");
+#else
     int master = posix_openpt(O_RDWR | O_NOCTTY);
     if (master < 0)
         SKIP("posix_openpt failed: no pty here");
@@ -263,6 +283,7 @@ TEST(a_bufferevent_on_a_pty_master_talks_to_its_slave) {
     CHECK_GE(fcntl(master, F_GETFD), 0); /* no BEV_OPT_CLOSE_ON_FREE: still ours */
     close(master);
     evt_base_close(base);
+#endif
 }
 
 /* ---- pairs and rate limits ---- */
@@ -325,7 +346,7 @@ TEST(a_rate_limit_lets_through_one_ticks_rate_per_tick) {
     CHECK_EQ(bufferevent_get_read_limit(pair[0]), EV_SSIZE_MAX); /* no limit of its own */
     CHECK_EQ(bufferevent_enable(pair[1], EV_READ), 0);
     struct timeval t0, t1;
-    gettimeofday(&t0, NULL);
+    evutil_gettimeofday(&t0, NULL);
     char data[1000];
     memset(data, 'r', sizeof data);
     CHECK_EQ(bufferevent_write(pair[0], data, sizeof data), 0);
@@ -338,7 +359,7 @@ TEST(a_rate_limit_lets_through_one_ticks_rate_per_tick) {
         event_base_dispatch(base);
         CHECK_LE(evbuffer_get_length(in), sizeof data);
     }
-    gettimeofday(&t1, NULL);
+    evutil_gettimeofday(&t1, NULL);
     CHECK_EQ(evbuffer_get_length(in), sizeof data);
     /* Nine more ticks' worth: at least eight tick boundaries passed (a lower bound only: a
      * busy machine may make it later, never earlier). */
@@ -371,6 +392,10 @@ static void expect_method(const char *want)
 }
 
 CORE_TEST(event_no_variables_fall_back_in_libevents_order_and_iomux_backend_chooses) {
+#ifdef _WIN32
+    SKIP("Windows has no such thing: epoll and poll, between which EVENT_NOEPOLL and "
+         "EVENT_NOPOLL choose (select is Windows' only method of libevent's)");
+#endif
     if (!supported("poll") || !supported("select") || !supported("epoll"))
         SKIP("epoll, poll and select are not all here");
     const char *was = getenv("IOMUX_BACKEND");

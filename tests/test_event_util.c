@@ -145,6 +145,44 @@ CORE_TEST(evutil_sockaddr_cmp_orders_by_family_then_address_then_port) {
     CHECK_EQ(evutil_sockaddr_cmp(&u1, &u2, 1), 0);
 }
 
+/* ---- addresses ---- */
+
+/* A numeric host's results name their protocol and socket type, which Windows' getaddrinfo
+ * leaves 0 (found by libevent's util/getaddrinfo case under Wine). */
+CORE_TEST(evutil_getaddrinfo_fills_in_the_protocol_and_the_socket_type) {
+    struct evutil_addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    CHECK_EQ(evutil_getaddrinfo("1.2.3.4", "8080", &hints, &ai), 0);
+    CHECK(ai != NULL);
+    CHECK_EQ(ai->ai_socktype, SOCK_STREAM);
+    CHECK_EQ(ai->ai_protocol, IPPROTO_TCP);
+    evutil_freeaddrinfo(ai);
+    hints.ai_socktype = SOCK_DGRAM;
+    CHECK_EQ(evutil_getaddrinfo("127.0.0.1", "53", &hints, &ai), 0);
+    CHECK_EQ(ai->ai_protocol, IPPROTO_UDP);
+    evutil_freeaddrinfo(ai);
+    /* Neither asked for: one result per socket type, TCP and UDP, as libevent gives. */
+    hints.ai_socktype = 0;
+    hints.ai_protocol = 0;
+    CHECK_EQ(evutil_getaddrinfo("1.2.3.4", NULL, &hints, &ai), 0);
+    int tcp = 0, udp = 0;
+    for (struct evutil_addrinfo *a = ai; a; a = a->ai_next) {
+        tcp += a->ai_socktype == SOCK_STREAM && a->ai_protocol == IPPROTO_TCP;
+        udp += a->ai_socktype == SOCK_DGRAM && a->ai_protocol == IPPROTO_UDP;
+    }
+    CHECK_EQ(tcp, 1);
+    CHECK_EQ(udp, 1);
+    evutil_freeaddrinfo(ai);
+    hints.ai_socktype = 0; /* and the socket type from the protocol */
+    hints.ai_protocol = IPPROTO_UDP;
+    CHECK_EQ(evutil_getaddrinfo("127.0.0.1", "53", &hints, &ai), 0);
+    CHECK_EQ(ai->ai_socktype, SOCK_DGRAM);
+    CHECK_EQ(ai->ai_protocol, IPPROTO_UDP);
+    evutil_freeaddrinfo(ai);
+}
+
 /* ---- strings ---- */
 
 CORE_TEST(evutil_snprintf_always_terminates_and_returns_the_full_length) {
@@ -198,7 +236,7 @@ CORE_TEST(evutil_getaddrinfo_resolves_numeric_hosts_and_names_its_errors) {
 
 static int sockopt(int fd, int level, int name)
 {
-    int v = -1;
+    int v = 0; /* Wine writes a boolean option's one byte only */
     socklen_t len = sizeof v;
     CHECK_EQ(getsockopt(fd, level, name, &v, &len), 0);
     return v;
@@ -208,15 +246,34 @@ CORE_TEST(evutil_socket_helpers_set_the_options_they_name) {
     int fd = socket(AF_INET6, SOCK_STREAM, 0);
     if (fd < 0)
         SKIP("no IPv6 sockets here");
+#ifdef _WIN32 /* Windows cannot tell whether a socket blocks: an accept says it */
+    struct sockaddr_in6 any = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    CHECK_EQ(evutil_make_listen_socket_ipv6only(fd), 0); /* Windows takes it before bind only */
+    CHECK_EQ(bind(fd, (struct sockaddr *)&any, sizeof any), 0);
+    CHECK_EQ(listen(fd, 1), 0);
+    CHECK_EQ(evutil_make_socket_nonblocking(fd), 0);
+    CHECK_EQ(accept(fd, NULL, NULL), INVALID_SOCKET); /* nobody there: it would block */
+    CHECK_EQ(WSAGetLastError(), WSAEWOULDBLOCK);
+    CHECK_EQ(evutil_make_socket_nonblocking(fd), 0);
+#else
     CHECK_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
     CHECK_EQ(evutil_make_socket_nonblocking(fd), 0);
     CHECK_NE(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
     CHECK_EQ(evutil_make_socket_nonblocking(fd), 0); /* already: nothing to change */
+#endif
     CHECK_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
     CHECK_EQ(evutil_make_socket_closeonexec(fd), 0);
     CHECK_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
     CHECK_EQ(evutil_make_socket_closeonexec(fd), 0);
     CHECK_EQ(evutil_make_listen_socket_reuseable(fd), 0);
+#ifdef _WIN32
+    /* As libevent on Windows: SO_REUSEADDR there lets another socket take the port, so it
+     * stays off; there is no SO_REUSEPORT and no deferred accept (the calls do nothing). */
+    CHECK_EQ(sockopt(fd, SOL_SOCKET, SO_REUSEADDR), 0);
+    CHECK_EQ(evutil_make_listen_socket_reuseable_port(fd), 0);
+    CHECK_EQ(evutil_make_tcp_listen_socket_deferred(fd), 0);
+    CHECK_EQ(sockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY), 1);
+#else
     CHECK_EQ(sockopt(fd, SOL_SOCKET, SO_REUSEADDR), 1);
     CHECK_EQ(evutil_make_listen_socket_reuseable_port(fd), 0);
     CHECK_EQ(sockopt(fd, SOL_SOCKET, SO_REUSEPORT), 1);
@@ -224,12 +281,13 @@ CORE_TEST(evutil_socket_helpers_set_the_options_they_name) {
     CHECK_EQ(sockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY), 1);
     CHECK_EQ(evutil_make_tcp_listen_socket_deferred(fd), 0);
     CHECK_GT(sockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT), 0);
+#endif
     CHECK_EQ(evutil_closesocket(fd), 0);
     CHECK_EQ(fcntl(fd, F_GETFD), -1); /* closed */
 }
 
 CORE_TEST(evutil_socket_helpers_on_a_closed_fd_fail_with_a_warning) {
-    int sv[2];
+    evutil_socket_t sv[2];
     CHECK_EQ(evutil_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     close(sv[0]);
     close(sv[1]);
@@ -247,6 +305,29 @@ CORE_TEST(evutil_socket_helpers_on_a_closed_fd_fail_with_a_warning) {
 /* ---- logging ---- */
 
 /* Runs fn with stderr sent into a pipe; returns what it wrote (static buffer). */
+#ifdef _WIN32
+/* On Windows the C runtime's descriptor 2 is pointed at a temporary file meanwhile (its pipes
+ * cannot stand in: the cases' pipes are socket pairs there). */
+static const char *stderr_of(void (*fn)(void))
+{
+    static char out[1024];
+    FILE *tmp = tmpfile();
+    CHECK(tmp != NULL);
+    fflush(stderr);
+    int saved = _dup(2);
+    CHECK_GE(saved, 0);
+    CHECK_EQ(_dup2(_fileno(tmp), 2), 0);
+    fn();
+    fflush(stderr);
+    CHECK_EQ(_dup2(saved, 2), 0);
+    _close(saved);
+    rewind(tmp);
+    size_t n = fread(out, 1, sizeof out - 1, tmp);
+    fclose(tmp);
+    out[n] = '\0';
+    return out;
+}
+#else
 static const char *stderr_of(void (*fn)(void))
 {
     static char out[1024];
@@ -266,6 +347,7 @@ static const char *stderr_of(void (*fn)(void))
     out[n > 0 ? n : 0] = '\0';
     return out;
 }
+#endif
 
 static const char bad_fd_warning[] = "[warn] fcntl(536870912, F_SETFL): Bad file descriptor\n";
 

@@ -130,11 +130,22 @@ TEST(fs_event_directory_entries_are_reported_by_name) {
                     fs_kq ? MUX_FS_CREATE : MUX_FS_CREATE | MUX_FS_CHANGE, 5000, "its write");
     CHECK(*heard_of(&h, "a") & MUX_FS_CREATE);
     int before = h.calls;
+#ifdef _WIN32 /* a mode there is the read-only attribute: set, then cleared for the removal */
+    CHECK_EQ(chmod(a, 0444), 0);
+    run_until_count(&loop, &h.calls, before + 1, 5000, "the mode change");
+    CHECK(*heard_of(&h, "a") & MUX_FS_ATTRIB);
+    *heard_of(&h, "a") = 0;
+    CHECK_EQ(chmod(a, 0644), 0);
+    before = h.calls;
+    run_until_count(&loop, &h.calls, before + 1, 5000, "the mode change back");
+    CHECK_EQ(*heard_of(&h, "a"), MUX_FS_ATTRIB);
+#else
     if (!fs_kq) { /* an entry's own change: not the directory's on kqueue */
         CHECK_EQ(chmod(a, 0600), 0);
         run_until_count(&loop, &h.calls, before + 1, 5000, "the mode change");
         CHECK(*heard_of(&h, "a") & MUX_FS_ATTRIB);
     }
+#endif
     CHECK_EQ(rename(a, b), 0);
     before = h.calls;
     run_until_count(&loop, &h.calls, before + 2, 5000, "the rename, both names");
@@ -175,14 +186,37 @@ TEST(fs_event_file_events_coalesce_and_its_removal_stops_the_watcher) {
     CHECK_EQ(mux_loop_active(&loop), 0);
     CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0); /* nothing keeps it running */
     CHECK_EQ(mux_fs_event_free(&w), 0);
-    /* A watched directory removed: gone too. */
-    char sub[128];
+    rm_tree(dir);
+    loop_finish(&loop);
+}
+
+/* A watched directory removed: MUX_FS_GONE, the watcher stopped. */
+TEST(fs_event_watched_directory_removed_is_gone) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    char dir[64], sub[128];
+    fs_dir(dir, sizeof dir);
     fs_path(sub, sizeof sub, dir, "sub");
     CHECK_EQ(mkdir(sub, 0755), 0);
+    mux_fs_event_t w;
+    struct heard h;
     fs_start(&loop, &w, sub, &h);
     CHECK_EQ(rmdir(sub), 0);
+#ifdef _WIN32
+    if (win_is_wine()) {
+        uint64_t end = mono_ns() + 1000 * MS;
+        while (!h.gone && mono_ns() < end)
+            run_ms(&loop, 20);
+        if (!h.gone)
+            SKIP("Wine does not implement it: Wine removes a directory that has open handles "
+                 "(the watcher's) only when the last one closes, as Windows did before its "
+                 "POSIX deletion semantics, and completes no ReadDirectoryChangesW of it "
+                 "meanwhile (Windows completes them)");
+    }
+#endif
     run_for(&loop, &h.gone, 5000, "the directory's removal");
     CHECK_EQ(*heard_of(&h, "sub") & MUX_FS_GONE, MUX_FS_GONE);
+    CHECK_EQ(mux_fs_event_is_active(&w), 0);
     CHECK_EQ(mux_fs_event_free(&w), 0);
     rm_tree(dir);
     loop_finish(&loop);

@@ -320,6 +320,9 @@ static _Noreturn void fork_child_side(mux_loop_t *loop, struct forked *f, mux_io
 }
 
 TEST(fork_watcher_runs_in_child_and_both_loops_work) {
+#ifdef _WIN32
+    SKIP("Windows has no such thing: no fork");
+#endif
     mux_loop_t loop;
     loop_open(&loop);
     struct forked f;
@@ -382,6 +385,9 @@ TEST(fork_watcher_runs_in_child_and_both_loops_work) {
 /* mux_loop_fork called explicitly in the child (as after a raw clone) also works, and the
  * fork watcher still runs exactly once. */
 TEST(fork_explicit_loop_fork_in_child) {
+#ifdef _WIN32
+    SKIP("Windows has no such thing: no fork");
+#endif
     mux_loop_t loop;
     loop_open(&loop);
     struct forked f;

@@ -676,10 +676,6 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     snprintf(path, sizeof path, "%s/sub", dir);
     CHECK_EQ(mkdir(path, 0755), 0);
     put_file(dir, "sub/index.html", "<p>sub</p>\n");
-    snprintf(path, sizeof path, "%s/out", dir);
-    CHECK_EQ(symlink("/etc/hostname", path), 0);
-    snprintf(path, sizeof path, "%s/in", dir);
-    CHECK_EQ(symlink("a.txt", path), 0);
     memset(&files, 0, sizeof files);
     CHECK_EQ(mux_http_static_init(&files, dir), 0);
 
@@ -740,7 +736,6 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
         const char *target;
         int status;
     } no[] = {
-        {"/out", 404},                 /* a link out of the root */
         {"/.secret", 403},             /* hidden */
         {"/../etc/passwd", 403},       /* above the root */
         {"/%2e%2e/etc/passwd", 403},   /* the same, encoded */
@@ -755,8 +750,6 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
             fprintf(stderr, "%s: %d\n", no[i].target, r.status);
         CHECK_EQ(r.status, no[i].status);
     }
-    get(&h, &c, "GET /in HTTP/1.1\r\nHost: t\r\n\r\n", &r); /* a link inside the root */
-    CHECK_STR_EQ(r.body, "hello file\n");
     get(&h, &c, "POST /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", &r);
     CHECK_EQ(r.status, 405);
     CHECK_STR_EQ(field(&r, "\r\nAllow: ", v, sizeof v), "GET, HEAD");
@@ -769,7 +762,7 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     hs_close(&h);
     mux_http_static_close(&files);
     /* Clean the directory up. */
-    static const char *names[] = {"a.txt", "index.html", ".secret", "sub/index.html", "out", "in"};
+    static const char *names[] = {"a.txt", "index.html", ".secret", "sub/index.html"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         CHECK_EQ(unlink(path), 0);
@@ -777,6 +770,46 @@ TEST(http_server_static_files_conditional_ranges_and_no_escape) {
     snprintf(path, sizeof path, "%s/sub", dir);
     CHECK_EQ(rmdir(path), 0);
     CHECK_EQ(rmdir(dir), 0);
+}
+
+/* A symbolic link that stays below the root is served; one that leads out of it is not, as
+ * if it were not there. */
+TEST(http_server_static_link_inside_served_link_outside_not) {
+    char dir[64], outside[64], path[600];
+    tmpdir_make(dir, sizeof dir);
+    tmpdir_make(outside, sizeof outside);
+    put_file(dir, "a.txt", "hello file\n");
+    put_file(outside, "b.txt", "not for the web\n");
+    snprintf(path, sizeof path, "%s/in", dir);
+    CHECK_EQ(symlink("a.txt", path), 0);
+    char target[600];
+    snprintf(target, sizeof target, "%s/b.txt", outside);
+    snprintf(path, sizeof path, "%s/out", dir);
+    CHECK_EQ(symlink(target, path), 0);
+    memset(&files, 0, sizeof files);
+    CHECK_EQ(mux_http_static_init(&files, dir), 0);
+    struct hs h;
+    hs_open_with(&h, NULL, hs_files);
+    static struct hclient c;
+    static struct hanswer r;
+    hc_open(&c, h.port);
+    get(&h, &c, "GET /in HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_EQ(r.status, 200);
+    CHECK_STR_EQ(r.body, "hello file\n");
+    get(&h, &c, "GET /out HTTP/1.1\r\nHost: t\r\n\r\n", &r);
+    CHECK_EQ(r.status, 404);
+    hc_close(&c);
+    hs_close(&h);
+    mux_http_static_close(&files);
+    static const char *names[] = {"a.txt", "in", "out"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        CHECK_EQ(unlink(path), 0);
+    }
+    snprintf(path, sizeof path, "%s/b.txt", outside);
+    CHECK_EQ(unlink(path), 0);
+    CHECK_EQ(rmdir(dir), 0);
+    CHECK_EQ(rmdir(outside), 0);
 }
 
 /* The open-file cache: a file changed in place, and one replaced by another under its
@@ -922,6 +955,11 @@ TEST(http_server_bodies_from_buffers_and_from_a_file) {
     CHECK_STR_EQ(r.body, "one,two,three");
     hc_sends(&h.loop, &c, "GET /f HTTP/1.1\r\nHost: t\r\n\r\n");
     cl_pattern_response(&h, &c, FB_OFF, FB_LEN);
+    /* Where the kernel sends the file (TransmitFile), the bytes can reach the client before
+     * the server's loop has heard that the send is done. */
+    uint64_t sent_by = mono_ns() + 5000 * MS;
+    while (fb.done_calls < 1 && mono_ns() < sent_by)
+        hc_pump(&h.loop, &c);
     CHECK_EQ(fb.done_calls, 1);
     CHECK_EQ(fb.done_status, 0);
     hc_sends(&h.loop, &c, "HEAD /f HTTP/1.1\r\nHost: t\r\n\r\n");
@@ -1260,7 +1298,9 @@ TEST(http_server_streamed_body_errors_reach_the_reader) {
     hc_sends(&h.loop, &c, "POST /read HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
                      "3\r\nabcXX");
     CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
-    CHECK(strstr(r.body, "end=-74") != NULL); /* EBADMSG */
+    char want[40];
+    snprintf(want, sizeof want, "end=%d", -EBADMSG);
+    CHECK(strstr(r.body, want) != NULL);
     CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
     CHECK_EQ(sb.ends, 1);
     hc_wait_eof(&h.loop, &c);
@@ -1273,7 +1313,6 @@ TEST(http_server_streamed_body_errors_reach_the_reader) {
     memset(chunk + n, 'z', 128);
     hc_send(&h.loop, &c, chunk, (size_t)n + 128);
     CHECK_EQ(hc_answer(&h.loop, &c, &r, 0), 0);
-    char want[40];
     snprintf(want, sizeof want, "end=%d", -EMSGSIZE);
     CHECK(strstr(r.body, want) != NULL);
     CHECK(ha_has(&r, "\r\nConnection: close\r\n"));
@@ -1476,10 +1515,15 @@ TEST(http_server_pipelined_requests_wait_while_answers_are_not_read) {
             sent += (size_t)w;
         CHECK_GE(mux_run(&h.loop, MUX_RUN_NOWAIT), 0);
     }
-    run_ms(&h.loop, 200);
-    int calls = h.calls;
-    run_ms(&h.loop, 200);
-    CHECK_EQ(h.calls, calls); /* stopped, and stays so */
+    /* It stops (a slow machine, Wine's first run, may take a few rounds to get there), and
+     * stays so. */
+    int calls = -1;
+    for (int round = 0; round < 25 && h.calls != calls; round++) {
+        calls = h.calls;
+        run_ms(&h.loop, 200);
+    }
+    run_ms(&h.loop, 300);
+    CHECK_EQ(h.calls, calls);
     /* What the kernel buffers (a loopback socket's send buffer grows to 4 MB at most, the
      * receive buffer to 6 MB) and max_output: well under the 2,000 answers. */
     CHECK_LT(calls, 800);
@@ -1601,7 +1645,11 @@ TEST(http_server_drain_ends_at_its_timeout_or_at_a_close) {
         cl_wait_pending(&h, &c);
         k.x = h.pending;
         CHECK_EQ(mux_http_exchange_on_cancel(h.pending, hs_cancel_cb, &k), 0);
+        /* The drain's timer counts from the loop's time, cached at its last iteration: taken
+         * fresh here, after t0, so that the time the test measures is not longer than the
+         * drain's (at load 15 the cached time was 11 ms older than t0). */
         uint64_t t0 = mono_ns();
+        CHECK_EQ(mux_now_update(&h.loop), 0);
         CHECK_EQ(mux_http_server_drain(&h.srv, (forced ? 10000 : 100) * MS, NULL), 0);
         if (forced) {
             run_ms(&h.loop, 20);

@@ -4,7 +4,6 @@
  * backend (defects found under hostile use, ranges, listings, dot-files, media types). */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -12,8 +11,10 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "http/fs.h"
 #include "http/http_internal.h"
 #include "http_client.h"
+#include "http_fixture.h"
 #include "stream_util.h"
 
 static mux_http_str_t S(const char *s)
@@ -74,6 +75,30 @@ CORE_TEST(http_path_normalises_and_never_leaves_the_root) {
     CHECK_EQ(mux__http_path("/abcdef", 7, small, sizeof small, &dir, 0), -ENAMETOOLONG);
     CHECK_EQ(mux__http_path("/abcde", 6, small, sizeof small, &dir, 0), 0);
     CHECK_STR_EQ(small, "abcde");
+}
+
+/* The names Windows reads as something else than named, which the static files refuse there
+ * (404) before opening anything: a byte Windows reads otherwise or does not allow, a trailing
+ * dot or space, a device name with any extension. Pure: checked on every system. */
+CORE_TEST(http_win_name_refuses_what_windows_reads_otherwise) {
+    static const char *ok[] = {"", "index.html", "a/b.txt", "a b.txt", "comet", "conx",
+                               "com10", "lpt", "console/nul2", "x.con", "a~1.htm", ".well-known/x",
+                               "caf\xc3\xa9"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        if (mux__http_win_name(ok[i]) != 0)
+            fprintf(stderr, "refused: %s\n", ok[i]);
+        CHECK_EQ(mux__http_win_name(ok[i]), 0);
+    }
+    static const char *no[] = {
+        "a.", "a ", "a..", "dir./x", "x/y. ", "a:b", "a::$DATA", "C:", "x/C:", "a\\b", "a*",
+        "a?", "a\"", "a<", "a>", "a|", "a\x01", "a\x1f", "a\x7f", "CON", "con", "nul.txt",
+        "Aux.tar.gz", "aux .txt", "x/PRN", "COM1", "lpt9.log", "com0", "COM\xc2\xb9",
+        "lpt\xc2\xb3.x", "CONIN$", "conout$.txt", "clock$"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        if (mux__http_win_name(no[i]) != -ENOENT)
+            fprintf(stderr, "allowed: %s\n", no[i]);
+        CHECK_EQ(mux__http_win_name(no[i]), -ENOENT);
+    }
 }
 
 /* /.well-known/ is served (ACME's challenges live there), other dot-files only when they
@@ -372,124 +397,7 @@ CORE_TEST(http_names_escaped_for_urls_and_html) {
     CHECK_EQ(memcmp(small, "&lt;", 4), 0);
 }
 
-/* ---- the static-file server over loopback ------------------------------------------------
- *
- * A fixture serves a temporary directory with mux_http_serve_static; a raw client sends
- * requests and takes the answers apart. These cases run on every backend. */
-
-struct fx {
-    char dir[64];
-    mux_http_static_t st;
-    mux_loop_t loop;
-    mux_http_server_t srv;
-    mux_timer_t tick;
-    uint16_t port;
-    int calls, closed, errors, last_error;
-};
-
-static void fx_handler(mux_http_exchange_t *x)
-{
-    struct fx *f = mux_http_exchange_server(x)->data;
-    f->calls++;
-    CHECK_EQ(mux_http_serve_static(x, &f->st), 0);
-}
-
-static void fx_error(mux_http_server_t *srv, int err)
-{
-    struct fx *f = srv->data;
-    f->errors++;
-    f->last_error = err;
-}
-
-/* A new directory to serve; the caller fills it, sets f->st's options and calls fx_serve. */
-static void fx_dir(struct fx *f)
-{
-    memset(f, 0, sizeof *f);
-    CHECK_LT(snprintf(f->dir, sizeof f->dir, "/tmp/iomux-static-XXXXXX"), (int)sizeof f->dir);
-    CHECK(mkdtemp(f->dir) != NULL);
-}
-
-static void fx_serve(struct fx *f)
-{
-    CHECK_EQ(mux_http_static_init(&f->st, f->dir), 0);
-    loop_open(&f->loop);
-    mux_http_server_options_t o = {.on_error = fx_error};
-    CHECK_EQ(mux_http_server_init(&f->srv, &f->loop, &o, fx_handler), 0);
-    f->srv.data = f;
-    struct sockaddr_storage ss;
-    socklen_t len = addr_v4(&ss, 0);
-    CHECK_EQ(mux_http_server_listen(&f->srv, (struct sockaddr *)&ss, len, NULL), 0);
-    len = sizeof ss;
-    CHECK_EQ(mux_http_server_address(&f->srv, (struct sockaddr *)&ss, &len), 0);
-    f->port = addr_port(&ss);
-    CHECK_EQ(mux_timer_init(&f->tick, ticker_cb), 0);
-    CHECK_EQ(mux_timer_start(&f->loop, &f->tick, 1 * MS, 1 * MS), 0);
-}
-
-static void fx_srv_closed(mux_http_server_t *srv)
-{
-    ((struct fx *)srv->data)->closed = 1;
-}
-
-static int fx_rm(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-    (void)sb, (void)type, (void)ftw;
-    return remove(path);
-}
-
-/* Closes the server and the files, and removes the directory. */
-static void fx_close(struct fx *f)
-{
-    CHECK_EQ(mux_http_server_close(&f->srv, fx_srv_closed), 0);
-    uint64_t end = mono_ns() + 5000 * MS;
-    while (!f->closed) {
-        CHECK_GE(mux_run(&f->loop, MUX_RUN_ONCE), 0);
-        CHECK_LT(mono_ns(), end);
-    }
-    CHECK_EQ(mux_timer_stop(&f->loop, &f->tick), 0);
-    loop_close(&f->loop);
-    mux_http_static_close(&f->st);
-    CHECK_EQ(nftw(f->dir, fx_rm, 16, FTW_DEPTH | FTW_PHYS), 0);
-}
-
-/* A file below the served directory (`name` may hold '/': the directories must exist). */
-static void fx_file(struct fx *f, const char *name, const void *data, size_t len)
-{
-    char path[8192];
-    CHECK_LT(snprintf(path, sizeof path, "%s/%s", f->dir, name), (int)sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    CHECK_GE(fd, 0);
-    write_all(fd, data, len);
-    CHECK_EQ(close(fd), 0);
-}
-
-static void fx_mkdir(struct fx *f, const char *name)
-{
-    char path[8192];
-    CHECK_LT(snprintf(path, sizeof path, "%s/%s", f->dir, name), (int)sizeof path);
-    CHECK_EQ(mkdir(path, 0755), 0);
-}
-
-/* Sends "METHOD TARGET" with `fields` (each ending in CRLF, may be "") and waits for the
- * answer. */
-static void cl_ask(struct fx *f, struct hclient *c, const char *method, const char *target,
-                   const char *fields, struct hanswer *r)
-{
-    size_t cap = strlen(target) + strlen(fields) + 64;
-    char *req = malloc(cap);
-    CHECK(req != NULL);
-    int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: t\r\n%s\r\n", method, target, fields);
-    CHECK(n > 0 && (size_t)n < cap);
-    hc_send(&f->loop, c, req, (size_t)n);
-    free(req);
-    CHECK_EQ(hc_answer(&f->loop, c, r, strcmp(method, "HEAD") == 0), 0);
-}
-
-static void cl_get(struct fx *f, struct hclient *c, const char *target, const char *fields,
-                   struct hanswer *r)
-{
-    cl_ask(f, c, "GET", target, fields, r);
-}
+/* ---- the static-file server over loopback (http_fixture.h) ------------------------------ */
 
 /* ---- defects -------------------------------------------------------------------------- */
 
@@ -980,25 +888,36 @@ TEST(http_static_well_known_served_and_dot_files_on_request) {
     fx_close(&f);
 }
 
+/* Names with what a URL and HTML must escape, with their links and texts in a listing.
+ * Windows has no names with '"', '?', ':', '<' or '>' in them (mux__http_win_name). */
+#ifdef _WIN32
+#define AB_NAME  "a b&i.txt"
+#define AB_ITEM  "<li><a href=\"a%%20b%%26i.txt\">a b&amp;i.txt</a></li>\n"
+#define ODD_NAME "q'#%.txt"
+#define ODD_ITEM "<li><a href=\"q%%27%%23%%25.txt\">q&#39;#%%.txt</a></li>\n"
+#else
+#define AB_NAME  "a b&<i>.txt"
+#define AB_ITEM  "<li><a href=\"a%%20b%%26%%3Ci%%3E.txt\">a b&amp;&lt;i&gt;.txt</a></li>\n"
+#define ODD_NAME "q\"'?#:%.txt"
+#define ODD_ITEM                                                                                   \
+    "<li><a href=\"q%%22%%27%%3F%%23%%3A%%25.txt\">q&quot;&#39;?#:%%.txt</a></li>\n"
+#endif
+
 /* A listing: off by default (404); on request, an HTML page whose entries are sorted,
- * directories (a link to one too) marked with '/', names escaped for HTML and links for
- * URLs, and dot-files left out unless allowed. An index file wins over the listing. */
+ * directories marked with '/', names escaped for HTML and links for URLs, and dot-files left
+ * out unless allowed. An index file wins over the listing. */
 TEST(http_static_autoindex_lists_escaped_sorted_names) {
     struct fx f;
     fx_dir(&f);
     fx_mkdir(&f, "pub");
     fx_file(&f, "pub/b.txt", "b", 1);
-    fx_file(&f, "pub/a b&<i>.txt", "a", 1);
-    fx_file(&f, "pub/q\"'?#:%.txt", "q", 1);
+    fx_file(&f, "pub/" AB_NAME, "a", 1);
+    fx_file(&f, "pub/" ODD_NAME, "q", 1);
     fx_mkdir(&f, "pub/zdir");
     fx_mkdir(&f, "pub/Upper");
     fx_file(&f, "pub/.hidden", "h", 1);
     fx_mkdir(&f, "withindex");
     fx_file(&f, "withindex/index.html", "index", 5);
-    char target[256], link[256];
-    snprintf(target, sizeof target, "%s/pub/zdir", f.dir);
-    snprintf(link, sizeof link, "%s/pub/link", f.dir);
-    CHECK_EQ(symlink(target, link), 0);
     fx_serve(&f);
     hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/pub/", "", &rsp1);
@@ -1018,10 +937,8 @@ TEST(http_static_autoindex_lists_escaped_sorted_names) {
                  "/pub/</title></head>\n<body>\n<h1>Index of /pub/</h1>\n<ul>\n"
                  "<li><a href=\"../\">../</a></li>\n%s"
                  "<li><a href=\"Upper/\">Upper/</a></li>\n"
-                 "<li><a href=\"a%%20b%%26%%3Ci%%3E.txt\">a b&amp;&lt;i&gt;.txt</a></li>\n"
-                 "<li><a href=\"b.txt\">b.txt</a></li>\n"
-                 "<li><a href=\"link/\">link/</a></li>\n"
-                 "<li><a href=\"q%%22%%27%%3F%%23%%3A%%25.txt\">q&quot;&#39;?#:%%.txt</a></li>\n"
+                 AB_ITEM
+                 "<li><a href=\"b.txt\">b.txt</a></li>\n" ODD_ITEM
                  "<li><a href=\"zdir/\">zdir/</a></li>\n"
                  "</ul>\n</body></html>\n",
                  dots ? "<li><a href=\".hidden\">.hidden</a></li>\n" : "");
@@ -1037,6 +954,28 @@ TEST(http_static_autoindex_lists_escaped_sorted_names) {
                                 "<li><a href=\"withindex/\">withindex/</a></li>\n</ul>") != NULL);
         hc_close(&cl1);
     }
+    fx_close(&f);
+}
+
+/* A link to a directory is listed as one (marked with '/'). */
+TEST(http_static_autoindex_marks_a_link_to_a_directory) {
+    struct fx f;
+    fx_dir(&f);
+    fx_mkdir(&f, "pub");
+    fx_mkdir(&f, "pub/zdir");
+    char target[256], link[256];
+    snprintf(target, sizeof target, "%s/pub/zdir", f.dir);
+    snprintf(link, sizeof link, "%s/pub/link", f.dir);
+    CHECK_EQ(symlink(target, link), 0);
+    f.st.flags = MUX_HTTP_STATIC_AUTOINDEX;
+    fx_serve(&f);
+    hc_open(&cl1, f.port);
+    cl_get(&f, &cl1, "/pub/", "", &rsp1);
+    CHECK_EQ(rsp1.status, 200);
+    CHECK(strstr(rsp1.body, "<ul>\n<li><a href=\"../\">../</a></li>\n"
+                            "<li><a href=\"link/\">link/</a></li>\n"
+                            "<li><a href=\"zdir/\">zdir/</a></li>\n</ul>") != NULL);
+    hc_close(&cl1);
     fx_close(&f);
 }
 
@@ -1077,7 +1016,8 @@ TEST(http_static_media_types_from_a_mime_types_file) {
     CHECK_EQ(mux_http_static_init(&f.st, f.dir), 0);
     hc_open(&cl1, f.port);
     cl_get(&f, &cl1, "/x.deb", "", &rsp1);
-    if (access("/etc/mime.types", R_OK) == 0)
+    const char *sys = mux__fs_mime_types(); /* none on Windows */
+    if (sys && access(sys, R_OK) == 0)
         CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "application/vnd.debian.binary-package");
     else
         CHECK_STR_EQ(ha_field(&rsp1, "Content-Type"), "application/octet-stream");

@@ -61,7 +61,12 @@ TEST(stream_listener_thousand_concurrent_connections_each_echo) {
         snprintf(msg[i], sizeof msg[i], "connection %04d says hello", i);
         client_start(&loop, &c[i], &srv.addr, srv.addrlen, msg[i]);
     }
+#ifdef _WIN32 /* Wine: every connection's round trips go through its one server */
+    uint64_t end = mono_ns() + 30000 * MS;
+    harness_watchdog(60);
+#else
     uint64_t end = mono_ns() + 8000 * MS;
+#endif
     int closed = 0;
     while (closed < MANY || srv.peers_closed < MANY) {
         CHECK_GE(mux_run(&loop, MUX_RUN_ONCE), 0);
@@ -71,7 +76,7 @@ TEST(stream_listener_thousand_concurrent_connections_each_echo) {
         if (mono_ns() > end) {
             fprintf(stderr, "clients done %d, accepted %d, server closed %d\n", closed,
                     srv.accepted, srv.peers_closed);
-            harness_fail(__FILE__, __LINE__, "1000 echoes within 8 s", NULL);
+            harness_fail(__FILE__, __LINE__, "1000 echoes in time", NULL);
         }
     }
     for (int i = 0; i < MANY; i++)
@@ -219,7 +224,7 @@ TEST(stream_listener_emfile_is_reported_once_then_the_backlog_is_served) {
 
 TEST(stream_listener_reuseport_lets_two_listeners_share_a_port) {
 #ifdef _WIN32
-    SKIP("Windows has no SO_REUSEPORT (mux_listen returns -ENOTSUP)");
+    SKIP("Windows has no such thing: no SO_REUSEPORT (mux_listen returns -ENOTSUP)");
 #endif
     mux_loop_t loop;
     loop_open(&loop);
@@ -289,7 +294,7 @@ TEST(stream_listener_unix_path_with_a_socket_file_is_eaddrinuse) {
     mux_loop_t loop;
     loop_open(&loop);
     char dir[64], path[128];
-    tmpdir_make(dir, sizeof dir);
+    tmpdir_make_unix(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/sock", dir);
     struct sockaddr_storage a;
     socklen_t alen = addr_unix(&a, path);
@@ -796,7 +801,7 @@ static void sa_run(int family)
     struct sockaddr_storage ss;
     socklen_t len;
     if (family == AF_UNIX) {
-        tmpdir_make(dir, sizeof dir);
+        tmpdir_make_unix(dir, sizeof dir);
         snprintf(path, sizeof path, "%s/sock", dir);
         len = addr_unix(&ss, path);
     } else {

@@ -19,6 +19,12 @@
 
 /* ---- steering ---- */
 
+#ifdef _WIN32
+#define NO_STEERING "Windows has no such thing: no SO_REUSEPORT group to steer (-ENOTSUP)"
+#else
+#define NO_STEERING "this build or system has no such CPU steering (-ENOTSUP)"
+#endif
+
 /* The first two CPUs this process may run on, or SKIP. */
 static void two_cpus(int cpu[2])
 {
@@ -72,8 +78,6 @@ static void steering_case(unsigned flag)
     two_cpus(cpu);
     if (flag == MUX_LISTEN_CPU_BPF && (cpu[0] != 0 || cpu[1] != 1))
         SKIP("the BPF program maps CPU k to the k-th listener: needs CPUs 0 and 1");
-    if (flag == MUX_LISTEN_INCOMING_CPU && !kernel_at_least(6, 2))
-        SKIP("SO_INCOMING_CPU selects a reuseport group's listener from Linux 6.2 on");
     mux_loop_t loop[2];
     struct steered st[2];
     struct sockaddr_storage a;
@@ -86,8 +90,10 @@ static void steering_case(unsigned flag)
         int r = mux_listen(&loop[i], &st[i].l, (struct sockaddr *)&a, alen, &o,
                            steered_accept_cb);
         if (r == -ENOTSUP)
-            SKIP("this build or system has no such CPU steering (-ENOTSUP)");
+            SKIP(NO_STEERING);
         CHECK_EQ(r, 0);
+        if (flag == MUX_LISTEN_INCOMING_CPU && !kernel_at_least(6, 2))
+            SKIP("SO_INCOMING_CPU selects a reuseport group's listener from Linux 6.2 on");
         if (i == 0) { /* the second joins the first's port */
             alen = sizeof a;
             CHECK_EQ(mux_listener_address(&st[0].l, (struct sockaddr *)&a, &alen), 0);
@@ -140,8 +146,15 @@ TEST(listener_steering_bad_input_returns_einval) {
     mux_listen_options_t neg = {.flags = MUX_LISTEN_INCOMING_CPU, .cpu = -1};
     CHECK_EQ(mux_listen(&loop, &l, (struct sockaddr *)&a, alen, &neg, steered_accept_cb),
              -EINVAL);
+    loop_finish(&loop);
+}
+
+TEST(listener_steering_on_a_unix_path_is_einval) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_listener_t l;
     char dir[64];
-    tmpdir_make(dir, sizeof dir);
+    tmpdir_make_unix(dir, sizeof dir);
     char path[128];
     snprintf(path, sizeof path, "%s/sock", dir);
     struct sockaddr_storage u;

@@ -261,7 +261,7 @@ TEST(stream_write_file_refuses_what_is_not_a_readable_range) {
  * with SIGPIPE blocked beforehand, which stays so. */
 TEST(stream_write_file_to_a_peer_that_has_gone_is_epipe_not_sigpipe) {
 #ifdef _WIN32
-    SKIP("Windows has no SIGPIPE");
+    SKIP("Windows has no such thing: no SIGPIPE");
 #else
     pattern_init();
     CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);

@@ -34,9 +34,17 @@
  *   (SO_UPDATE_ACCEPT_CONTEXT) so that getsockname, shutdown and the rest work on it.
  *   Connects are ConnectEx, which wants the socket bound first (to the family's any address)
  *   and SO_UPDATE_CONNECT_CONTEXT after. A shutdown is one quick call (shutdown(SD_SEND))
- *   made in the submit, whose result is posted to the port as its completion. File sends are
- *   left to the emulation over the AFD polls (ready_ops.c): TransmitFile would need the
- *   caller's C runtime descriptor's file opened for overlapped reads.
+ *   made in the submit, whose result is posted to the port as its completion.
+ * - File sends have two ways, both correct under Wine, which says nothing of their speed.
+ *   TransmitFile hands the file to the kernel, which reads it at the OVERLAPPED's offset and
+ *   sends it with no copy through the program; but the client editions of Windows run two
+ *   TransmitFile calls at a time in the whole system and queue the rest, which would make a
+ *   server's downloads wait for each other. So it is the way where Windows is a server
+ *   edition; elsewhere (Windows 10 and 11, and Wine, which says it is one) the emulation over
+ *   the AFD polls (ready_ops.c) reads the file with a positioned ReadFile and sends what it
+ *   read as the socket takes it. IOMUX_IOCP_FILES=transmitfile or =read chooses, for the
+ *   tests that run the file cases both ways. A file that ends before the send's first byte
+ *   completes it with 0 bytes: -ENODATA, as the emulation says it.
  * - Receives never lend a buffer to the kernel while a connection is idle: a receive is a
  *   zero-byte WSARecv, which completes when bytes (or the end of the stream) are there, and the
  *   bytes are then read with a non-blocking recv, as libuv does. For a caller's buffer that
@@ -160,6 +168,7 @@ struct mux__iocp {
     struct mux__ipool *pools;
     LPFN_ACCEPTEX acceptex;
     LPFN_CONNECTEX connectex;
+    LPFN_TRANSMITFILE transmitfile;
     HANDLE timer; /* a high-resolution waitable timer, or NULL: millisecond waits */
     OVERLAPPED_ENTRY entries[MUX__ENTRIES];
 };
@@ -215,6 +224,25 @@ static void mux__iocp_free(struct mux__iocp *st)
     free(st);
 }
 
+/* ntdll's, which user-mode headers leave out: the version without GetVersionEx's manifest
+ * games (the library links ntdll already, for the AFD device). */
+NTSYSAPI NTSTATUS NTAPI RtlGetVersion(OSVERSIONINFOW *v);
+
+/* Whether file sends go by TransmitFile (see the top): on a server edition of Windows, or
+ * when IOMUX_IOCP_FILES says so. */
+static int mux__iocp_transmits(void)
+{
+    const char *how = getenv("IOMUX_IOCP_FILES");
+    if (how && strcmp(how, "transmitfile") == 0)
+        return 1;
+    if (how && strcmp(how, "read") == 0)
+        return 0;
+    OSVERSIONINFOEXW v;
+    memset(&v, 0, sizeof v);
+    v.dwOSVersionInfoSize = sizeof v;
+    return RtlGetVersion((OSVERSIONINFOW *)&v) == 0 && v.wProductType != VER_NT_WORKSTATION;
+}
+
 static int mux__iocp_open(struct mux__loop *loop)
 {
     struct mux__iocp *st = calloc(1, sizeof *st);
@@ -236,6 +264,8 @@ static int mux__iocp_open(struct mux__loop *loop)
     st->timer = CreateWaitableTimerExW(NULL, NULL, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION,
                                        TIMER_ALL_ACCESS);
     loop->bdata = st;
+    if (!mux__iocp_transmits())
+        loop->caps &= ~MUX__CAP(MUX__OP_SENDFILE);
     return 0;
 }
 
@@ -612,6 +642,28 @@ static int mux__iocp_connect(struct mux__iocp *st, struct mux__op *op)
     return 0;
 }
 
+/* A file's bytes, by TransmitFile, from the offset in the OVERLAPPED. */
+static int mux__iocp_transmit(struct mux__iocp *st, struct mux__op *op)
+{
+    HANDLE file = (HANDLE)(intptr_t)op->a_.file.fd;
+    if (!file)
+        return -EBADF; /* mux__file_os found no file: TransmitFile would send none, and say so */
+    if (!st->transmitfile) {
+        GUID g = WSAID_TRANSMITFILE;
+        int err = mux__iocp_ext(op->sock_, g, &st->transmitfile, sizeof st->transmitfile);
+        if (err != 0)
+            return err;
+    }
+    OVERLAPPED *ov = &mux__iop_of(op)->ov;
+    ov->Offset = (DWORD)op->a_.file.off;
+    ov->OffsetHigh = (DWORD)(op->a_.file.off >> 32);
+    DWORD len = op->a_.file.len < MUX__RES_MAX ? op->a_.file.len : MUX__RES_MAX;
+    if (!st->transmitfile(op->sock_, file, len, 0, ov, NULL, 0) &&
+        WSAGetLastError() != ERROR_IO_PENDING)
+        return mux__wsa_errno();
+    return 0;
+}
+
 static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
 {
     struct mux__iocp *st = loop->bdata;
@@ -656,6 +708,9 @@ static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
         break;
     case MUX__OP_CONNECT:
         err = mux__iocp_connect(st, op);
+        break;
+    case MUX__OP_SENDFILE:
+        err = mux__iocp_transmit(st, op);
         break;
     case MUX__OP_SHUTDOWN: /* one quick call; its completion comes through the port */
         mux__iocp_post(loop, op, mux__sock_shutdown(op->sock_));
@@ -734,6 +789,26 @@ static int mux__iocp_pool_read(struct mux__op *op, int *res, char **buf)
     return 0;
 }
 
+/* Why a file send sent nothing: one byte is read where it began. The end of the file is
+ * -ENODATA; a file that cannot be read gives the read's error (-EBADF for one not open for
+ * reading, as POSIX says it; Wine's TransmitFile sends nothing from one and says no more). */
+static int mux__iocp_sent_nothing(struct mux__op *op)
+{
+    char c;
+    DWORD got = 0;
+    OVERLAPPED at;
+    memset(&at, 0, sizeof at);
+    at.Offset = (DWORD)op->a_.file.off;
+    at.OffsetHigh = (DWORD)(op->a_.file.off >> 32);
+    HANDLE h = (HANDLE)(intptr_t)op->a_.file.fd;
+    if (ReadFile(h, &c, 1, &got, &at))
+        return got == 0 ? -ENODATA : -EIO;
+    DWORD e = GetLastError();
+    if (e == ERROR_HANDLE_EOF)
+        return -ENODATA;
+    return e == ERROR_ACCESS_DENIED ? -EBADF : mux__win_errno(e);
+}
+
 /* An operation's completion: `res` is the byte count or a negative errno. */
 static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int res)
 {
@@ -785,6 +860,12 @@ static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int re
             res = mux__wsa_errno();
         else if (res > 0)
             res = 0;
+        break;
+    case MUX__OP_SENDFILE:
+        if (res == 0 && op->a_.file.len > 0)
+            res = mux__iocp_sent_nothing(op);
+        else if (res == -EACCES)
+            res = -EBADF; /* a file not open for reading, as POSIX says it */
         break;
     default:
         break;
@@ -892,7 +973,7 @@ const struct mux__backend mux__backend_iocp = {
     .name = "iocp",
     .caps = MUX__CAP(MUX__OP_RECV) | MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) |
             MUX__CAP(MUX__OP_SENDV) | MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP(MUX__OP_CONNECT) |
-            MUX__CAP(MUX__OP_SHUTDOWN),
+            MUX__CAP(MUX__OP_SHUTDOWN) | MUX__CAP(MUX__OP_SENDFILE),
     .fd_limit = INT_MAX,
     .open = mux__iocp_open,
     .close = mux__iocp_close,

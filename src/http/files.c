@@ -2,9 +2,8 @@
 /* Static files (include/iomux/http.h, mux_http_serve_static): the pure parts of
  * static.c and mime.c put to work on a directory.
  *
- * A file is opened below the root's descriptor. Where the kernel has openat2, with
- * RESOLVE_BENEATH, so that no symbolic link or ".." leads out of the root; elsewhere the
- * real path of what was opened must lie under the root's real path.
+ * A file is opened below the root through the file-system seam (fs.h: descriptors on POSIX,
+ * handles on Windows), never through a link that leads out of the root.
  *
  * The cache keeps the metadata and the response fields made from it, and either the bytes
  * of a file up to MUX__FCACHE_MEM_FILE (while the bytes kept stay under MUX__FCACHE_MEM),
@@ -25,20 +24,11 @@
  * front: a few pointers, no allocation and no system call.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-#if defined(__linux__) && !defined(MUX_PORTABLE_POSIX)
-#include <linux/openat2.h>
-#include <sys/syscall.h>
-#endif
 
+#include "http/fs.h"
 #include "http/http_internal.h"
 #include "internal.h"
 
@@ -57,8 +47,8 @@ struct mux__fentry {
     struct mux__fentry *newer, *older; /* in the order of use */
     uint32_t hash;
     char *key; /* the request's path below the root ("" for the root) */
-    int fd;    /* -1 when the bytes are kept, or the file is empty */
-    struct stat sb;
+    int fd;    /* -1 when the bytes are kept, or the file is empty (fs.h: a file) */
+    struct mux__fs_stat sb;
     int64_t checked; /* CLOCK_MONOTONIC ns of the last check */
     char *file;      /* the file's path below the root (the index's for a directory) */
     char etag[48], lastmod[32];
@@ -91,19 +81,25 @@ static uint32_t mux__hash(const char *s)
     return h;
 }
 
+/* The last write's time in whole seconds (rounded down, before the epoch too). */
+static int64_t mux__mtime_s(const struct mux__fs_stat *sb)
+{
+    int64_t s = sb->mtime_ns / 1000000000;
+    return s - (sb->mtime_ns % 1000000000 < 0);
+}
+
 static void mux__fentry_unref(struct mux__fentry *e)
 {
     if (--e->refs)
         return;
     if (e->fd >= 0)
-        close(e->fd);
+        mux__fs_close(e->fd);
     free(e->key);
     free(e->file);
     free(e->data);
     free(e);
 }
 
-/* A response that sent from the entry is done with it. */
 /* Makes e->fields; returns their length, or 0 when they do not fit. */
 static size_t mux__fentry_fields(struct mux__fentry *e)
 {
@@ -114,6 +110,7 @@ static size_t mux__fentry_fields(struct mux__fentry *e)
     return n > 0 && (size_t)n < sizeof e->fields ? (size_t)n : 0;
 }
 
+/* A response that sent from the entry is done with it. */
 static void mux__fentry_sent(void *arg, int status)
 {
     (void)status; /* a failure closed that connection; the entry is checked as usual */
@@ -146,7 +143,7 @@ static void mux__fcache_drop(struct mux__fcache *c, struct mux__fentry *e)
     if (e->fd >= 0)
         c->nfd--;
     if (e->data)
-        c->mem -= (size_t)e->sb.st_size;
+        c->mem -= (size_t)e->sb.size;
     mux__fentry_unref(e);
 }
 
@@ -183,11 +180,10 @@ static struct mux__fentry *mux__fcache_get(const mux_http_static_t *st, const ch
     if (!e)
         return NULL;
     if (now - e->checked >= MUX__FCACHE_VALID) {
-        struct stat sb;
-        if (fstatat(st->root_fd_, e->file, &sb, 0) != 0 || sb.st_ino != e->sb.st_ino ||
-            sb.st_dev != e->sb.st_dev || sb.st_size != e->sb.st_size ||
-            sb.st_mtim.tv_sec != e->sb.st_mtim.tv_sec ||
-            sb.st_mtim.tv_nsec != e->sb.st_mtim.tv_nsec) {
+        struct mux__fs_stat sb;
+        if (mux__fs_stat_at(st->root_fd_, st->root_real_, e->file, &sb) != 0 ||
+            sb.ino != e->sb.ino || sb.dev != e->sb.dev || sb.size != e->sb.size ||
+            sb.mtime_ns != e->sb.mtime_ns) {
             mux__fcache_drop(c, e);
             return NULL;
         }
@@ -200,26 +196,12 @@ static struct mux__fentry *mux__fcache_get(const mux_http_static_t *st, const ch
     return e;
 }
 
-/* Reads len bytes of a file from `off` into `out`. 0, or -errno (-EIO when it shrank). */
-static int mux__read_at(int fd, char *out, size_t len, uint64_t off)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, out + got, len - got, (off_t)(off + got));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        got += (size_t)n;
-    }
-    return 0;
-}
-
 /* Keeps the file `fd` (`file`, served for `key`) with its metadata, and its bytes instead
  * of its descriptor when it is small; takes the descriptor. The entry, or NULL with *err
  * set (-ENOMEM, or a read's error; the descriptor is closed then). */
 static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *key, const char *file,
-                                           int fd, const struct stat *sb, int64_t now, int *err)
+                                           int fd, const struct mux__fs_stat *sb, int64_t now,
+                                           int *err)
 {
     struct mux__fcache *c = st->cache_;
     *err = -ENOMEM;
@@ -229,20 +211,21 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
             free(e->key);
             free(e);
         }
-        close(fd);
+        mux__fs_close(fd);
         return NULL;
     }
     e->fd = fd;
     e->refs = 1;
-    size_t size = (size_t)sb->st_size;
+    size_t size = (size_t)sb->size;
     int keep = size && (size <= MUX__FCACHE_KEEP ||
                         (size <= MUX__FCACHE_MEM_FILE && c->mem + size <= MUX__FCACHE_MEM));
-    if (keep && (!(e->data = malloc(size)) || (*err = mux__read_at(fd, e->data, size, 0)) != 0)) {
+    if (keep &&
+        (!(e->data = malloc(size)) || (*err = mux__fs_read_at(fd, e->data, size, 0)) != 0)) {
         mux__fentry_unref(e); /* closes fd */
         return NULL;
     }
     if (keep || size == 0) { /* sent from memory: the descriptor is not needed */
-        close(fd);
+        mux__fs_close(fd);
         e->fd = -1;
     }
     if (c->n >= MUX__FCACHE_MAX)
@@ -253,9 +236,8 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
         c->mem += size;
     e->sb = *sb;
     e->checked = now;
-    int64_t mns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
-    e->el = mux__http_etag((uint64_t)sb->st_size, mns, e->etag);
-    e->ll = mux__http_date((int64_t)sb->st_mtim.tv_sec, e->lastmod);
+    e->el = mux__http_etag(sb->size, sb->mtime_ns, e->etag);
+    e->ll = mux__http_date(mux__mtime_s(sb), e->lastmod);
     e->type = mux__mime_find(c->mime, file, &e->tl);
     e->fl = mux__fentry_fields(e);
     e->hash = mux__hash(key);
@@ -267,22 +249,13 @@ static struct mux__fentry *mux__fcache_put(mux_http_static_t *st, const char *ke
     return e;
 }
 
-/* A quarter of the soft RLIMIT_NOFILE, as read now. */
-static uint32_t mux__default_max_open(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-        rl.rlim_cur / 4 >= MUX__FCACHE_MAX)
-        return MUX__FCACHE_MAX;
-    return rl.rlim_cur < 4 ? 1 : (uint32_t)(rl.rlim_cur / 4);
-}
-
 /* The media types: the named file, or /etc/mime.types when it can be read. */
 static int mux__mime_open(const mux_http_static_t *st, struct mux__mime **m)
 {
     if (st->mime_types)
         return mux__mime_load(m, *st->mime_types ? st->mime_types : NULL);
-    int err = mux__mime_load(m, "/etc/mime.types");
+    const char *sys = mux__fs_mime_types();
+    int err = sys ? mux__mime_load(m, sys) : -ENOENT;
     if (err == -ENOENT || err == -EACCES || err == -ENOTDIR)
         err = mux__mime_load(m, NULL);
     return err;
@@ -297,7 +270,7 @@ MUX_EXPORT int mux_http_static_init(mux_http_static_t *st, const char *root)
     st->index = opts.index;
     st->mime_types = opts.mime_types;
     st->flags = opts.flags;
-    st->max_open = opts.max_open ? opts.max_open : mux__default_max_open();
+    st->max_open = opts.max_open ? opts.max_open : mux__fs_default_max_open(MUX__FCACHE_MAX);
     st->max_ranges = opts.max_ranges ? opts.max_ranges : MUX_HTTP_STATIC_RANGES;
     if (st->max_ranges > MUX_HTTP_STATIC_RANGES_MAX)
         st->max_ranges = MUX_HTTP_STATIC_RANGES_MAX;
@@ -311,11 +284,9 @@ MUX_EXPORT int mux_http_static_init(mux_http_static_t *st, const char *root)
         free(c);
         return err;
     }
-    st->root_fd_ = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (st->root_fd_ < 0 || !(st->root_real_ = realpath(root, NULL))) {
-        err = -errno;
-        if (st->root_fd_ >= 0)
-            close(st->root_fd_);
+    st->root_fd_ = mux__fs_root_open(root, &st->root_real_);
+    if (st->root_fd_ < 0) {
+        err = st->root_fd_;
         st->root_fd_ = -1;
         mux__mime_free(c->mime);
         free(c);
@@ -333,7 +304,7 @@ MUX_EXPORT void mux_http_static_close(mux_http_static_t *st)
     mux__mime_free(st->cache_->mime);
     free(st->cache_);
     st->cache_ = NULL;
-    close(st->root_fd_);
+    mux__fs_close(st->root_fd_);
     free(st->root_real_);
     st->root_real_ = NULL;
     st->root_fd_ = -1;
@@ -364,63 +335,17 @@ MUX_EXPORT int mux_http_static_forget(mux_http_static_t *st, const char *path)
     return dropped;
 }
 
-/* ---- opening below the root ---------------------------------------------------------- */
-
-/* Opens `rel` below the root, read-only. The descriptor, or -errno (-ENOENT, -EACCES, and
- * -EXDEV for a path that leads out of the root). */
-static int mux__open_beneath(const mux_http_static_t *st, const char *rel)
-{
-    const char *p = *rel ? rel : ".";
-#if defined(__linux__) && !defined(MUX_PORTABLE_POSIX) && defined(SYS_openat2)
-    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-    long fd = syscall(SYS_openat2, st->root_fd_, p, &how, sizeof how);
-    if (fd >= 0)
-        return (int)fd;
-    if (errno != ENOSYS && errno != EPERM) /* EPERM: a seccomp filter that lacks it */
-        return -errno;
-#endif
-    int fd2 = openat(st->root_fd_, p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd2 < 0)
-        return -errno;
-    /* Where it really is must be under the root. */
-    char proc[64], real[PATH_MAX];
-    ssize_t n = -1;
-    if ((size_t)snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd2) < sizeof proc)
-        n = readlink(proc, real, sizeof real - 1);
-    char *rp = NULL;
-    if (n < 0) { /* no /proc: resolve the name instead */
-        char full[PATH_MAX];
-        if ((size_t)snprintf(full, sizeof full, "%s/%s", st->root_real_, rel) >= sizeof full ||
-            !(rp = realpath(full, NULL))) {
-            close(fd2);
-            return -ENOENT;
-        }
-    } else {
-        real[n] = 0;
-    }
-    const char *r = rp ? rp : real;
-    size_t rl = strlen(st->root_real_);
-    int inside = strncmp(r, st->root_real_, rl) == 0 && (r[rl] == '/' || r[rl] == 0);
-    free(rp);
-    if (!inside) {
-        close(fd2);
-        return -EXDEV;
-    }
-    return fd2;
-}
-
 /* Opens `rel` and stats it, giving back descriptors of the cache to make room when the
  * process has none left. The descriptor, or -errno. */
-static int mux__open_stat(mux_http_static_t *st, const char *rel, struct stat *sb)
+static int mux__open_stat(mux_http_static_t *st, const char *rel, struct mux__fs_stat *sb)
 {
     int fd;
-    while ((fd = mux__open_beneath(st, rel)) == -EMFILE || fd == -ENFILE)
+    while ((fd = mux__fs_open(st->root_fd_, st->root_real_, rel)) == -EMFILE || fd == -ENFILE)
         if (!mux__fcache_evict_fd(st->cache_, 1))
             return fd;
-    if (fd >= 0 && fstat(fd, sb) != 0) {
-        int err = -errno;
-        close(fd);
+    int err = fd >= 0 ? mux__fs_stat(fd, sb) : 0;
+    if (err) {
+        mux__fs_close(fd);
         return err;
     }
     return fd;
@@ -533,14 +458,14 @@ static int mux__autoindex(mux_http_exchange_t *x, mux_http_static_t *st, int fd,
 static struct mux__fentry *mux__fill(mux_http_exchange_t *x, mux_http_static_t *st, const char *rel,
                                      const char *key, int dir, int64_t now, int *rc)
 {
-    struct stat sb;
+    struct mux__fs_stat sb;
     char file[4096 + 256];
     const char *name = rel;
     int fd = mux__open_stat(st, rel, &sb);
-    if (fd >= 0 && S_ISDIR(sb.st_mode)) {
+    if (fd >= 0 && sb.kind == MUX__FS_DIR) {
         size_t rl = strlen(rel);
         if (!dir && rl) {
-            close(fd);
+            mux__fs_close(fd);
             *rc = mux__redirect(x, mux_http_exchange_request(x), rel);
             return NULL;
         }
@@ -551,12 +476,12 @@ static struct mux__fentry *mux__fill(mux_http_exchange_t *x, mux_http_static_t *
             *rc = mux__autoindex(x, st, fd, rel);
             return NULL;
         }
-        close(fd);
+        mux__fs_close(fd);
         fd = ifd;
         name = file;
     }
-    if (fd >= 0 && !S_ISREG(sb.st_mode)) {
-        close(fd);
+    if (fd >= 0 && sb.kind != MUX__FS_REG) {
+        mux__fs_close(fd);
         fd = -ENOENT;
     }
     if (fd < 0) {
@@ -604,7 +529,7 @@ static size_t mux__part_head(char *p, const char *boundary, const struct mux__fe
                              const mux__range_t *r, int first)
 {
     char tmp[300], cr[80];
-    size_t crl = mux__content_range(cr, r->first, r->last, (uint64_t)e->sb.st_size);
+    size_t crl = mux__content_range(cr, r->first, r->last, e->sb.size);
     size_t n = 0;
     char *w = p ? p : tmp;
     if (!first) {
@@ -678,7 +603,7 @@ static int mux__multipart(mux_http_exchange_t *x, mux_http_static_t *st, struct 
         if (e->data)
             memcpy(p, e->data + r[i].first, len);
         else
-            err = mux__read_at(e->fd, p, len, r[i].first);
+            err = mux__fs_read_at(e->fd, p, len, r[i].first);
         p += len;
     }
     if (err) {
@@ -730,7 +655,7 @@ static int mux__send_body(mux_http_exchange_t *x, struct mux__fentry *e, int sta
  * were made: copied after the head when small, lent when larger (as mux__send_body). */
 static int mux__send_fields(mux_http_exchange_t *x, struct mux__fentry *e, int head)
 {
-    size_t len = (size_t)e->sb.st_size;
+    size_t len = (size_t)e->sb.size;
     (void)head; /* HEAD: the same Content-Length, and no body (the server leaves it out) */
     if (len <= MUX_HTTP_STATIC_INLINE)
         return mux__http_respond_raw(x, 200, e->fields, e->fl, e->data, len, NULL, NULL);
@@ -747,7 +672,7 @@ static int mux__send_fields(mux_http_exchange_t *x, struct mux__fentry *e, int h
 static int mux__ranges(mux_http_exchange_t *x, mux_http_static_t *st, struct mux__fentry *e,
                        mux_http_header_t *h, uint32_t nh, mux_http_str_t range, int head, int *rc)
 {
-    uint64_t size = (uint64_t)e->sb.st_size;
+    uint64_t size = e->sb.size;
     mux__range_t r[MUX_HTTP_STATIC_RANGES_MAX];
     int n = mux__http_ranges(range, size, r, st->max_ranges);
     char cr[80];
@@ -794,7 +719,7 @@ static int mux__send(mux_http_exchange_t *x, mux_http_static_t *st, struct mux__
             range = req->headers[i].value;
     }
     /* Without a field that may change the answer, the fields made beforehand go as they are. */
-    if (!inm.base && !ims.base && !range.base && e->fl && (e->data || e->sb.st_size == 0))
+    if (!inm.base && !ims.base && !range.base && e->fl && (e->data || e->sb.size == 0))
         return mux__send_fields(x, e, head);
     /* 304: If-None-Match, when present, decides alone. */
     int not_modified = 0;
@@ -802,7 +727,7 @@ static int mux__send(mux_http_exchange_t *x, mux_http_static_t *st, struct mux__
         not_modified = mux__http_etag_match(inm, e->etag, e->el);
     } else if (ims.base) {
         int64_t since;
-        not_modified = mux__http_date_parse(ims, &since) == 0 && e->sb.st_mtim.tv_sec <= since;
+        not_modified = mux__http_date_parse(ims, &since) == 0 && mux__mtime_s(&e->sb) <= since;
     }
     if (not_modified)
         return mux__http_respond_own(x, 304, h, nh, NULL, 0, -1, 0, NULL, NULL);
@@ -813,7 +738,7 @@ static int mux__send(mux_http_exchange_t *x, mux_http_static_t *st, struct mux__
         mux__ranges(x, st, e, h, nh, range, head, &rc))
         return rc;
     /* HEAD: the same Content-Length, and no body (the server leaves it out). */
-    return mux__send_body(x, e, 200, h, nh, 0, (uint64_t)e->sb.st_size);
+    return mux__send_body(x, e, 200, h, nh, 0, e->sb.size);
 }
 
 MUX_EXPORT int mux_http_serve_static(mux_http_exchange_t *x, mux_http_static_t *st)

@@ -26,6 +26,15 @@
  * RESOLVE_BENEATH, or a check of the real path). */
 int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *dir, unsigned flags);
 
+/* Whether Windows would read the path `rel` (as mux__http_path made it) as named, as IIS and
+ * nginx for Windows check it: 0, or -ENOENT (404) for a segment with a byte Windows reads
+ * otherwise or refuses in names (a control byte, a backslash, : * ? " < > |: a separator, a
+ * drive, a stream such as "::$DATA"), one that ends with a dot or a space (Windows drops them:
+ * "index.html." is index.html), or a device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9, their
+ * superscript forms, CONIN$, CONOUT$, CLOCK$, with any extension). Short (8.3) names are
+ * the file system's to find (fs_win.c). Pure, so that Linux tests it too. */
+int mux__http_win_name(const char *rel);
+
 /* Media types by file extension (mime.c): the built-in table, and the tables loaded from a
  * mime.types file over it. */
 struct mux__mime;

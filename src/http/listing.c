@@ -7,81 +7,16 @@
  * query) and HTML-escaped in the text. The page is built in two passes over the sorted
  * names, one that measures and one that writes, into one allocation.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "http/fs.h"
 #include "http/http_internal.h"
-
-struct mux__dirent {
-    char *name;
-    int dir;
-};
 
 static int mux__dirent_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct mux__dirent *)a)->name, ((const struct mux__dirent *)b)->name);
-}
-
-/* Whether `name` in the directory leads to a directory (through a link too). */
-static int mux__is_dir(DIR *d, const struct dirent *de)
-{
-#ifdef DT_DIR
-    if (de->d_type == DT_DIR)
-        return 1;
-    if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK)
-        return 0;
-#endif
-    struct stat sb;
-    return fstatat(dirfd(d), de->d_name, &sb, 0) == 0 && S_ISDIR(sb.st_mode);
-}
-
-/* The entries of `d`, sorted. 0 with *out and *n set, or -errno. */
-static int mux__dir_read(DIR *d, unsigned flags, struct mux__dirent **out, size_t *n)
-{
-    struct mux__dirent *v = NULL;
-    size_t len = 0, cap = 0;
-    struct dirent *de;
-    int err = 0;
-    errno = 0;
-    while ((de = readdir(d)) != NULL) {
-        const char *nm = de->d_name;
-        if (nm[0] == '.' &&
-            (!(flags & MUX_HTTP_STATIC_DOTFILES) || nm[1] == 0 || (nm[1] == '.' && nm[2] == 0)))
-            continue;
-        if (len == cap) {
-            size_t nc = cap ? 2 * cap : 64;
-            struct mux__dirent *nv = realloc(v, nc * sizeof *nv);
-            if (!nv) {
-                err = -ENOMEM;
-                break;
-            }
-            v = nv;
-            cap = nc;
-        }
-        if (!(v[len].name = strdup(nm))) {
-            err = -ENOMEM;
-            break;
-        }
-        v[len++].dir = mux__is_dir(d, de);
-        errno = 0;
-    }
-    if (!err && errno)
-        err = -errno;
-    if (err) {
-        while (len)
-            free(v[--len].name);
-        free(v);
-        return err;
-    }
-    if (len)
-        qsort(v, len, sizeof *v, mux__dirent_cmp);
-    *out = v;
-    *n = len;
-    return 0;
 }
 
 /* Appends s[0 .. n) at p[*o ..) when p is not NULL; counts it either way. */
@@ -143,18 +78,13 @@ static size_t mux__page(char *p, const char *path, const struct mux__dirent *v, 
 
 int mux__http_listing(int fd, const char *path, unsigned flags, char **page, size_t *len)
 {
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int err = -errno;
-        close(fd);
-        return err;
-    }
     struct mux__dirent *v = NULL;
     size_t n = 0;
-    int err = mux__dir_read(d, flags, &v, &n);
-    closedir(d);
+    int err = mux__fs_dir_read(fd, (flags & MUX_HTTP_STATIC_DOTFILES) != 0, &v, &n);
     if (err)
         return err;
+    if (n)
+        qsort(v, n, sizeof *v, mux__dirent_cmp);
     size_t need = mux__page(NULL, path, v, n);
     char *p = malloc(need);
     if (p) {

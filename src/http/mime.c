@@ -9,12 +9,10 @@
  * never per request: the cache keeps the type with the file.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "http/fs.h"
 #include "http/http_internal.h"
 
 #define MUX__MIME_EXT_MAX  64                 /* longer extensions are not looked up */
@@ -201,45 +199,6 @@ static void mux__mime_lines(struct mux__mime *m, char *b, size_t n, int fill, si
     }
 }
 
-/* The whole file, with a byte to spare after it. 0, or -errno. */
-static int mux__mime_read(const char *path, char **out, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat sb;
-    int err = 0;
-    char *b = NULL;
-    size_t got = 0;
-    if (fstat(fd, &sb) != 0)
-        err = -errno;
-    else if (!S_ISREG(sb.st_mode))
-        err = -EINVAL;
-    else if ((uint64_t)sb.st_size > MUX__MIME_FILE_MAX)
-        err = -EFBIG;
-    else if (!(b = malloc((size_t)sb.st_size + 1)))
-        err = -ENOMEM;
-    while (!err && got < (size_t)sb.st_size) {
-        ssize_t n = read(fd, b + got, (size_t)sb.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            err = -errno;
-        else if (n == 0)
-            break; /* it shrank: what there is */
-        else
-            got += (size_t)n;
-    }
-    close(fd);
-    if (err) {
-        free(b);
-        return err;
-    }
-    *out = b;
-    *len = got;
-    return 0;
-}
-
 int mux__mime_load(struct mux__mime **out, const char *path)
 {
     struct mux__mime *m = calloc(1, sizeof *m);
@@ -247,7 +206,7 @@ int mux__mime_load(struct mux__mime **out, const char *path)
         return -ENOMEM;
     size_t flen = 0, exts = 0, extra = 0;
     if (path) {
-        int err = mux__mime_read(path, &m->file, &flen);
+        int err = mux__fs_read_file(path, MUX__MIME_FILE_MAX, &m->file, &flen);
         if (err) {
             free(m);
             return err;

@@ -23,6 +23,11 @@
 #include "http/http_internal.h"
 #include "internal.h"
 #include "platform/platform.h"
+#include "stream/stream.h"
+
+#ifndef ESHUTDOWN /* Windows: a send after a shutdown is -EPIPE there (platform/win.c) */
+#define ESHUTDOWN EPIPE
+#endif
 
 #define MUX__HTTP_READ   16384 /* bytes per read: the size of the pool's buffers */
 #define MUX__HTTP_POOL   256   /* buffers in the server's pool */
@@ -229,7 +234,7 @@ static void mux__srv_maybe_done(struct mux__http_srv *srv)
     mux_timer_stop(srv->loop, &srv->drain_timer);
     /* Every stream is closed, so no receive is in flight: the pool leaves the kernel. */
     if (mux_bufpool_detach(&srv->pool) == 0)
-        free(srv->pool_mem);
+        mux__aligned_free(srv->pool_mem);
     free(srv->pool_slots);
     free(srv);
     pub->impl_ = NULL;
@@ -457,7 +462,8 @@ static int mux__out_send_file(struct mux__http_conn *c, struct mux__http_out *o,
     o->b[0] = (mux_buf_t){.base = o->data, .len = len};
     if (lent)
         o->b[1] = *lent;
-    int r = flen ? mux_write_file(&c->s, &o->w, o->b, 1, fd, (int64_t)foff, flen, mux__conn_written)
+    int r = flen ? mux__write_os_file(&c->s, &o->w, o->b, 1, fd, (int64_t)foff, flen,
+                                      mux__conn_written)
                  : mux_write(&c->s, &o->w, o->b, lent ? 2 : 1, mux__conn_written);
     if (r != 0) { /* the answer is not sent: its file's `done` is not called */
         free(o);
@@ -1085,7 +1091,7 @@ struct mux__body {
     const mux_buf_t *v;
     unsigned n;
     size_t len; /* the buffers', or the file's */
-    int fd;     /* -1: the buffers */
+    int fd;     /* -1: the buffers; else the system's own file (mux__file_os) */
     uint64_t off;
     void (*done)(void *arg, int status);
     void *arg;
@@ -1320,7 +1326,11 @@ MUX_EXPORT int mux_http_respond_file(mux_http_exchange_t *x, int status,
     if (fd < 0 || off < 0 || len > (uint64_t)(INT64_MAX - off) || len > SIZE_MAX)
         return -EINVAL;
     struct mux__body b = {
-        .len = (size_t)len, .fd = fd, .off = (uint64_t)off, .done = done, .arg = arg};
+        .len = (size_t)len,
+        .fd = mux__file_os(fd),
+        .off = (uint64_t)off,
+        .done = done,
+        .arg = arg};
     return mux__respond(x, status, headers, nheaders, &b);
 }
 
@@ -1488,11 +1498,10 @@ MUX_EXPORT int mux_http_server_init(mux_http_server_t *pub, mux_loop_t *loop,
         srv->o.max_connections = 10000;
     srv->pool_slots = calloc(MUX__HTTP_POOL, sizeof *srv->pool_slots);
     if (!srv->pool_slots ||
-        posix_memalign((void **)&srv->pool_mem, 4096, (size_t)MUX__HTTP_POOL * MUX__HTTP_READ) !=
-            0 ||
+        !(srv->pool_mem = mux__aligned_alloc(4096, (size_t)MUX__HTTP_POOL * MUX__HTTP_READ)) ||
         mux_bufpool_init(&srv->pool, srv->pool_mem, MUX__HTTP_READ, MUX__HTTP_POOL,
                          srv->pool_slots) != 0) {
-        free(srv->pool_mem);
+        mux__aligned_free(srv->pool_mem);
         free(srv->pool_slots);
         free(srv);
         return -ENOMEM;
@@ -1594,6 +1603,8 @@ MUX_EXPORT int mux_http_server_drain(mux_http_server_t *pub, uint64_t timeout_ns
         return -EINVAL;
     if (srv->closing)
         return -EALREADY;
+    /* From the call, not from the loop's last turn (a drain is rare: one clock read). */
+    mux_now_update(srv->loop);
     int r = mux_timer_start(srv->loop, &srv->drain_timer, timeout_ns, 0);
     if (r != 0)
         return r;

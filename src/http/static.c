@@ -79,6 +79,56 @@ int mux__http_path(const char *target, size_t len, char *out, size_t cap, int *d
     return 0;
 }
 
+/* Whether `seg`, n bytes, is one of Windows' device names, which name a device in every
+ * folder: the part before the first '.', without trailing spaces, compared without regard to
+ * case ("con", "NUL.txt", "com1 .log"), the digits including the superscripts ¹²³ in UTF-8. */
+static int mux__win_device(const char *seg, size_t n)
+{
+    static const char *const names[] = {"con", "prn", "aux", "nul", "conin$", "conout$", "clock$"};
+    size_t b = 0;
+    while (b < n && seg[b] != '.')
+        b++;
+    while (b > 0 && seg[b - 1] == ' ')
+        b--;
+    char low[8];
+    if (b < 3 || b > sizeof low)
+        return 0;
+    for (size_t i = 0; i < b; i++)
+        low[i] = (char)(seg[i] >= 'A' && seg[i] <= 'Z' ? seg[i] + 32 : seg[i]);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == b && memcmp(low, names[i], b) == 0)
+            return 1;
+    if (memcmp(low, "com", 3) != 0 && memcmp(low, "lpt", 3) != 0)
+        return 0;
+    if (b == 4)
+        return low[3] >= '0' && low[3] <= '9';
+    return b == 5 && (unsigned char)low[3] == 0xc2 &&
+           ((unsigned char)low[4] == 0xb9 || (unsigned char)low[4] == 0xb2 ||
+            (unsigned char)low[4] == 0xb3);
+}
+
+int mux__http_win_name(const char *rel)
+{
+    for (const char *seg = rel; *seg;) {
+        size_t n = 0;
+        for (; seg[n] && seg[n] != '/'; n++) {
+            unsigned char c = (unsigned char)seg[n];
+            /* '\\' would read as a separator, ':' as a drive or a stream ("a::$DATA"); the
+             * others cannot be in a name, '*' and '?' would be patterns to some calls. */
+            if (c < 0x20 || c == 0x7f || strchr("\\:*?\"<>|", c))
+                return -ENOENT;
+        }
+        /* Windows drops a name's trailing dots and spaces ("index.html." opens index.html),
+         * which would pass a check by the name's end by. */
+        if (n && (seg[n - 1] == '.' || seg[n - 1] == ' '))
+            return -ENOENT;
+        if (mux__win_device(seg, n))
+            return -ENOENT;
+        seg += n + (seg[n] == '/');
+    }
+    return 0;
+}
+
 /* Digits at s[*i ..): a number below 2^62, or -1 when there is none or it is too big. */
 static int64_t mux__digits(mux_http_str_t s, size_t *i)
 {

@@ -66,8 +66,13 @@ ssize_t mux__sock_recv(mux_os_sock_t sock, char *buf, size_t len);
 /* One non-blocking send from `n` buffers (a system-sized batch of them at most): the byte
  * count or -errno. */
 ssize_t mux__sock_send(mux_os_sock_t sock, const mux_buf_t *bufs, uint32_t n);
-/* One non-blocking send of up to `len` bytes of the file `fd` from offset `off`: the byte
- * count or -errno; -ENODATA when the file ends before `off` + 1. */
+/* The system's own file for descriptor `fd` (mux_write_file's): the descriptor on POSIX; on
+ * Windows, the HANDLE of the C runtime's descriptor, its value as an int (handles fit 32
+ * bits), or 0 for a descriptor that has none (sending from it fails with -EBADF). The stream
+ * layer's file sends speak these. */
+int mux__file_os(int fd);
+/* One non-blocking send of up to `len` bytes of the file `fd` (mux__file_os's) from offset
+ * `off`: the byte count or -errno; -ENODATA when the file ends before `off` + 1. */
 ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len);
 int mux__sock_shutdown(mux_os_sock_t sock);
 /* TCP_NODELAY on or off. */

@@ -331,6 +331,11 @@ ssize_t mux__sock_send(mux_os_sock_t sock, const mux_buf_t *bufs, uint32_t n)
     }
 }
 
+int mux__file_os(int fd)
+{
+    return fd;
+}
+
 /* pread into a buffer, then send: the path where sendfile is not had. */
 static ssize_t mux__sock_sendfile_copy(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
 {

@@ -284,8 +284,11 @@ int mux__sock_adopt(mux_os_sock_t sock)
     WSAPROTOCOL_INFOW info;
     int len = sizeof info;
     if (getsockopt(sock, SOL_SOCKET, SO_PROTOCOL_INFOW, (char *)&info, &len) != 0) {
+        /* Winsock says WSAENOTSOCK of a closed socket and of a handle that is no socket
+         * alike: an open handle of something else is -EINVAL, as POSIX says ENOTSOCK. */
+        DWORD flags;
         int err = mux__wsa_errno();
-        return err == -ENOTSOCK ? -EINVAL : err;
+        return err == -EBADF && GetHandleInformation((HANDLE)sock, &flags) ? -EINVAL : err;
     }
     if (info.iSocketType != SOCK_STREAM)
         return -EINVAL;
@@ -331,13 +334,19 @@ ssize_t mux__sock_send(mux_os_sock_t sock, const mux_buf_t *bufs, uint32_t n)
     return (ssize_t)sent;
 }
 
+int mux__file_os(int fd)
+{
+    intptr_t h = _get_osfhandle(fd);
+    return h == (intptr_t)INVALID_HANDLE_VALUE || h < 0 || h > INT_MAX ? 0 : (int)h;
+}
+
 ssize_t mux__sock_sendfile(mux_os_sock_t sock, int fd, uint64_t off, size_t len)
 {
     if (off > (uint64_t)INT64_MAX - len)
         return -EINVAL;
-    HANDLE h = (HANDLE)_get_osfhandle(fd);
-    if (h == INVALID_HANDLE_VALUE)
-        return -EBADF;
+    HANDLE h = (HANDLE)(intptr_t)fd;
+    if (!h)
+        return -EBADF; /* mux__file_os found no file */
     char buf[16384];
     if (len > sizeof buf)
         len = sizeof buf;
@@ -461,13 +470,27 @@ int mux__wakefd_open(int *rfd, int *wfd)
     return 0;
 }
 
+/* A wake-up byte is sent once per wake-up (the loop drains before it takes the next), so
+ * the pair is never near full. Wine's non-blocking send says WSAEWOULDBLOCK now and then all
+ * the same (seen under load with other threads sending and the loop receiving): taken as
+ * "full, a wake-up is waiting", that lost the wake-up and the loop slept on, so the byte is
+ * sent again once the socket says it is writable (at most 1 s, for a pair truly full). */
 int mux__wakefd_signal(int wfd)
 {
     char one = 1;
-    if (send(MUX__SOCK(wfd), &one, 1, 0) == 1)
-        return 0;
-    int err = mux__wsa_errno();
-    return err == -EAGAIN ? 0 : err; /* full: a wake-up is waiting already */
+    SOCKET s = MUX__SOCK(wfd);
+    for (int tries = 0;; tries++) {
+        if (send(s, &one, 1, 0) == 1)
+            return 0;
+        int err = mux__wsa_errno();
+        if (err != -EAGAIN || tries == 100)
+            return err == -EAGAIN ? 0 : err; /* full: a wake-up is waiting already */
+        fd_set w;
+        FD_ZERO(&w);
+        FD_SET(s, &w);
+        struct timeval tv = {0, 10000};
+        (void)select(0, NULL, &w, NULL, &tv);
+    }
 }
 
 void mux__wakefd_drain(int rfd)

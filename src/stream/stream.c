@@ -966,7 +966,15 @@ MUX_EXPORT int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t
 {
     if (fd < 0 || off < 0 || len > (uint64_t)(INT64_MAX - off))
         return -EINVAL;
-    return mux__write(s, req, bufs, nbufs, fd, (uint64_t)off, len, cb);
+    return mux__write(s, req, bufs, nbufs, mux__file_os(fd), (uint64_t)off, len, cb);
+}
+
+int mux__write_os_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
+                       int file, int64_t off, uint64_t len, mux_write_cb cb)
+{
+    if (file < 0 || off < 0 || len > (uint64_t)(INT64_MAX - off))
+        return -EINVAL;
+    return mux__write(s, req, bufs, nbufs, file, (uint64_t)off, len, cb);
 }
 
 /* libuv's uv_try_write: a send now or nothing, never a queued write and so no callback, which

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Streams (stream.c), to the rest of the stream layer: what channels (chan.c) use to open a
- * stream on a socket handed over from another loop. */
+ * stream on a socket handed over from another loop; and to the HTTP module, a file send from
+ * the system's own file. */
 #ifndef IOMUX_STREAM_STREAM_H
 #define IOMUX_STREAM_STREAM_H
 
@@ -10,6 +11,11 @@
  * listener). 0 or -errno. */
 int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
                             int is_unix);
+/* mux_write_file for a file that is the system's own already (platform.h, mux__file_os: a
+ * descriptor on POSIX, a handle's value on Windows), as the HTTP module's file cache keeps
+ * them. */
+int mux__write_os_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
+                       int file, int64_t off, uint64_t len, mux_write_cb cb);
 
 /* Moves the connected stream `from`, idle (its connect callback has run, and nothing was
  * asked of it since: no read, write, shutdown or timeout), to `to` on the same loop: `to`

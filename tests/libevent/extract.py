@@ -70,6 +70,10 @@ for _case in ("reserve2", "reserve_many", "reserve_many2", "reserve_many3", "res
     GLASS_BOX[f"evbuffer/{_case}"] = ("needs a reservation spread over two chunks; "
                                       "libiomux-event reserves one extent (docs/libevent.md)")
 
+# regress.c's globals that the runner's fixtures use (regress_runner.c), kept whether a case
+# needs them or not: on Windows the runner cannot define them weakly (PE has no weak data).
+RUNNER_GLOBALS = ["pair", "test_ok", "called", "global_base"]
+
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 KEYWORDS = set("""auto break case char const continue default do double else enum extern float
 for goto if inline int long register restrict return short signed sizeof static struct switch
@@ -363,6 +367,9 @@ def main():
             tables.setdefault(table, []).append(entry)
         for group, fname, table in GROUPS:  # a table with no case left stays, empty
             plan.setdefault(fname, (set(), {}))[1].setdefault(table, [])
+        for name in RUNNER_GLOBALS:
+            for k in sources["regress.c"].defs.get(name, []):
+                plan.setdefault("regress.c", (set(), {}))[0].add(k)
         cfiles, where = emit(out, headers, sources, plan)
         cmd = (f"{a.cc} -std=gnu11 -D_GNU_SOURCE -DTINYTEST_LOCAL {a.cflags} "
                f"-Werror=implicit-function-declaration -Wno-deprecated-declarations "

@@ -20,18 +20,29 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <io.h>
+#include <windows.h>
+#endif
 
 #include "evbuffer-internal.h"
 #include "regress.h"
 #include "regress_testutils.h"
 
-/* regress.c defines these itself, and the extracted definitions include them when a kept
- * case uses them: here they are weak, for when none does. */
+/* regress.c defines these itself, and the extracted definitions always include them
+ * (extract.py's RUNNER_GLOBALS); weak here for an older extraction, where the system has weak
+ * data (PE, Windows', has none). */
+#ifdef _WIN32
+extern evutil_socket_t pair[2];
+extern int test_ok, called;
+extern struct event_base *global_base;
+#else
 __attribute__((weak)) evutil_socket_t pair[2] = {-1, -1};
 __attribute__((weak)) int test_ok;
 __attribute__((weak)) int called;
 __attribute__((weak)) struct event_base *global_base;
-__attribute__((weak)) int in_legacy_test_wrapper;
+#endif
+int in_legacy_test_wrapper; /* regress_main.c's, which is not taken */
 int libevent_tests_running_in_debug_mode;
 struct evutil_weakrand_state test_weakrand_state;
 
@@ -41,10 +52,12 @@ long timeval_msec_diff(const struct timeval *start, const struct timeval *end)
     return ms + (long)(end->tv_usec - start->tv_usec) / 1000;
 }
 
+#ifndef _WIN32 /* no fork there: regress.c calls none */
 pid_t regress_fork(void)
 {
     return fork();
 }
+#endif
 
 int evutil_socket_connect_(evutil_socket_t *fd, const struct sockaddr *sa, int socklen)
 {
@@ -110,7 +123,11 @@ int evbuffer_validate_(struct evbuffer *buf)
 int regress_make_tmpfile(const void *data, size_t len, char **filename_out)
 {
     char name[] = "/tmp/iomux-regress-XXXXXX";
+#ifdef _WIN32
+    int fd = _mktemp(name) ? _open(name, _O_CREAT | _O_EXCL | _O_RDWR | _O_BINARY, 0600) : -1;
+#else
     int fd = mkstemp(name);
+#endif
     if (fd < 0)
         return -1;
     if (write(fd, data, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET) < 0) {
@@ -128,9 +145,13 @@ int regress_make_tmpfile(const void *data, size_t len, char **filename_out)
 
 void evutil_usleep_(const struct timeval *tv)
 {
+#ifdef _WIN32
+    Sleep((DWORD)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000));
+#else
     struct timespec ts = {.tv_sec = tv->tv_sec, .tv_nsec = tv->tv_usec * 1000L};
     while (nanosleep(&ts, &ts) < 0)
         ;
+#endif
 }
 
 /* libevent's own consistency check, which libiomux-event offers too. */

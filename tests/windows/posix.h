@@ -48,8 +48,10 @@ _Noreturn void harness_skip(const char *reason);
 #define F_GETFD 1
 #define F_SETFD 2
 #define FD_CLOEXEC 1
-#define SIGUSR1 30
-#define SIGUSR2 31
+/* Windows delivers no user signals: the cases' SIGUSR1 and SIGUSR2 are console events there,
+ * Ctrl-Break and Ctrl-C, which signal watchers take as SIGBREAK and SIGINT (win_raise). */
+#define SIGUSR1 SIGBREAK
+#define SIGUSR2 SIGINT
 #define SIGPIPE 13
 #define SIGCHLD 17
 #define SIGKILL 9
@@ -156,9 +158,20 @@ static inline int win_close(int fd)
     return -1;
 }
 
+/* fcntl on a socket: F_GETFD says FD_CLOEXEC where the handle is not inherited (what
+ * close-on-exec is on Windows); F_GETFL cannot say whether a socket is non-blocking (Windows
+ * has no query for FIONBIO), so it is 0; F_SETFL sets FIONBIO. */
 static inline int win_fcntl(int fd, int cmd, ...)
 {
-    if (cmd == F_GETFL || cmd == F_GETFD || cmd == F_SETFD)
+    if (cmd == F_GETFD) {
+        DWORD f;
+        if (!win_is_socket(fd) || !GetHandleInformation((HANDLE)(uintptr_t)(unsigned)fd, &f)) {
+            errno = EBADF;
+            return -1;
+        }
+        return f & HANDLE_FLAG_INHERIT ? 0 : FD_CLOEXEC;
+    }
+    if (cmd == F_GETFL || cmd == F_SETFD)
         return win_is_socket(fd) ? 0 : -1;
     va_list ap;
     va_start(ap, cmd);
@@ -249,18 +262,27 @@ static inline int win_socketpair(int domain, int type, int proto, int sv[2])
     return r;
 }
 
-/* mkstemp: the file is made in the template's folder (made if missing: "/tmp" is C:\tmp
- * under Wine), binary, and deleted when its last descriptor closes, since Windows cannot
- * unlink an open file (unlink then does nothing: see win_unlink). */
+/* mkstemp: the file is made in the template's folder (made if missing), binary, and open
+ * with every sharing mode, so that it can be unlinked while open, as on POSIX (the C
+ * runtime's own _open does not share deletion). */
 static inline int win_mkstemp(char *tmpl)
 {
     _mkdir("/tmp");
     if (!_mktemp(tmpl))
         return -1;
-    return _open(tmpl, _O_CREAT | _O_EXCL | _O_RDWR | _O_BINARY | _O_TEMPORARY, 0600);
+    HANDLE h = CreateFileA(tmpl, GENERIC_READ | GENERIC_WRITE,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (h == INVALID_HANDLE_VALUE)
+        return -1;
+    int fd = _open_osfhandle((intptr_t)h, _O_RDWR | _O_BINARY);
+    if (fd < 0)
+        CloseHandle(h);
+    return fd;
 }
 
-/* unlink: an open file cannot be removed on Windows; win_mkstemp's go when they close. */
+/* unlink: a file that another open does not share deletion with cannot be removed on
+ * Windows; it stays (win_mkstemp's can be). */
 static inline int win_unlink(const char *path)
 {
     if (_unlink(path) == 0 || errno == EACCES)
@@ -275,33 +297,71 @@ static inline ssize_t win_pwrite(int fd, const void *buf, size_t len, long long 
     return _write(fd, buf, (unsigned)len);
 }
 
-static inline int win_pipe(int p[2])
+/* pipe: Windows' pipes cannot be watched (only sockets can), so a connected pair of sockets
+ * stands in: p[0] the end read from, p[1] the end written to, non-blocking when asked. */
+static inline int win_pipe(int p[2], int flags)
 {
-    (void)p;
-    harness_skip("pipes cannot be watched on Windows: only sockets can");
+    return win_socketpair(AF_INET, SOCK_STREAM | (flags & O_NONBLOCK ? SOCK_NONBLOCK : 0), 0, p);
 }
 
 static inline int win_fork(void)
 {
-    harness_skip("Windows has no fork");
+    harness_skip("Windows has no such thing: no fork");
 }
 
 static inline int win_rlimit(int what, struct rlimit *r)
 {
     (void)what, (void)r;
-    harness_skip("Windows has no descriptor limit to lower or raise (RLIMIT_NOFILE)");
+    harness_skip("Windows has no such thing: no descriptor limit to lower or raise "
+                 "(RLIMIT_NOFILE; handles are limited by memory alone)");
 }
 
+/* dup of a socket: a second handle for the same socket (WSADuplicateSocket), as a second
+ * descriptor is one; a file's with the C runtime's _dup. */
 static inline int win_dup(int fd)
 {
-    (void)fd;
-    harness_skip("a socket cannot be duplicated into a second descriptor number on Windows");
+    if (!win_is_socket(fd))
+        return _dup(fd);
+    WSAPROTOCOL_INFOW info;
+    if (WSADuplicateSocketW((SOCKET)(unsigned)fd, GetCurrentProcessId(), &info) != 0) {
+        errno = win_sock_errno();
+        return -1;
+    }
+    SOCKET s = WSASocketW(FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, &info, 0,
+                          WSA_FLAG_OVERLAPPED);
+    if (s == INVALID_SOCKET) {
+        errno = win_sock_errno();
+        return -1;
+    }
+    return (int)s;
 }
 
+/* dup2: a handle's value cannot be chosen on Windows. */
+static inline int win_dup2(int fd, int to)
+{
+    (void)fd, (void)to;
+    harness_skip("Windows has no such thing: a handle's value cannot be chosen (dup2)");
+}
+
+/* mmap of anonymous zero pages, read-only, as the cases map them: VirtualAlloc's, which
+ * Windows gives as zero pages too; munmap gives them back. */
 static inline void *win_mmap(void *a, size_t len, int prot, int flags, int fd, long off)
 {
-    (void)a, (void)len, (void)prot, (void)flags, (void)fd, (void)off;
-    harness_skip("no mmap on Windows (the case maps more than 2 GiB)");
+    (void)a, (void)prot, (void)off;
+    if (!(flags & MAP_ANONYMOUS) || fd != -1)
+        harness_skip("Windows has no such thing: no mmap of a file descriptor");
+    void *p = VirtualAlloc(NULL, len, MEM_RESERVE | MEM_COMMIT, PAGE_READONLY);
+    if (!p) {
+        errno = ENOMEM;
+        return MAP_FAILED;
+    }
+    return p;
+}
+
+static inline int win_munmap(void *p, size_t len)
+{
+    (void)len;
+    return VirtualFree(p, 0, MEM_RELEASE) ? 0 : -1;
 }
 
 static inline int win_posix_memalign(void **p, size_t align, size_t len)
@@ -311,10 +371,374 @@ static inline int win_posix_memalign(void **p, size_t align, size_t len)
     return *p ? 0 : ENOMEM;
 }
 
-static inline int win_unsupported(const char *what)
+/* ---- signals: the console's events ----
+ *
+ * A console event is raised as Windows raises one: kernelbase's CtrlRoutine, which the system
+ * runs in a process on a thread of its own for each event, runs the chain of handlers
+ * (SetConsoleCtrlHandler's, the last installed first, then the default, which ends the
+ * process). The call waits for that thread, as raise() returns after the handler ran; except
+ * for a close event, whose handler the library keeps (the process ends when it returns). */
+static inline int win_console_event(DWORD type)
 {
-    (void)what;
-    harness_skip("the case uses POSIX signals, which Windows does not have");
+    FARPROC ctrl = GetProcAddress(GetModuleHandleA("kernelbase.dll"), "CtrlRoutine");
+    if (!ctrl)
+        ctrl = GetProcAddress(GetModuleHandleA("kernel32.dll"), "CtrlRoutine");
+    if (!ctrl)
+        harness_skip("no CtrlRoutine in kernelbase.dll or kernel32.dll to raise a console event");
+    HANDLE t = CreateThread(NULL, 0, (LPTHREAD_START_ROUTINE)(void (*)(void))ctrl,
+                            (void *)(ULONG_PTR)type, 0, NULL);
+    if (!t)
+        return -1;
+    if (type != CTRL_CLOSE_EVENT)
+        WaitForSingleObject(t, INFINITE);
+    CloseHandle(t);
+    return 0;
+}
+
+static inline int win_raise(int sig)
+{
+    switch (sig) {
+    case SIGINT:
+        return win_console_event(CTRL_C_EVENT);
+    case SIGBREAK:
+        return win_console_event(CTRL_BREAK_EVENT);
+    case SIGHUP:
+        return win_console_event(CTRL_CLOSE_EVENT);
+    default:
+        return raise(sig);
+    }
+}
+
+static inline int win_kill(int pid, int sig)
+{
+    if (pid == getpid())
+        return win_raise(sig);
+    harness_skip("Windows has no such thing: a signal to another process (a process ends with "
+                 "an exit code, never by a signal; tests/windows/test_windows.c has the cases "
+                 "for processes there)");
+}
+
+/* sigaction for the console's signals: a handler of the case's own in the chain of console
+ * handlers (installed there once, before any of the library's, as a process's disposition
+ * was there before any watcher), called for the events it was given. */
+#ifndef _POSIX
+typedef _sigset_t sigset_t;
+#endif
+#define SA_RESTART 0x10000000 /* nothing to restart: a console handler interrupts no call */
+struct sigaction {
+    void (*sa_handler)(int);
+    sigset_t sa_mask;
+    int sa_flags;
+};
+static void (*win_sig_handlers[NSIG])(int);
+
+static inline BOOL WINAPI win_sig_chain(DWORD type)
+{
+    int sig = type == CTRL_C_EVENT ? SIGINT : type == CTRL_BREAK_EVENT ? SIGBREAK : SIGHUP;
+    void (*h)(int) = win_sig_handlers[sig];
+    if (!h || h == SIG_DFL)
+        return FALSE;
+    if (h != SIG_IGN)
+        h(sig);
+    return TRUE;
+}
+
+static inline int win_sigset(sigset_t *s, sigset_t v)
+{
+    *s = v;
+    return 0;
+}
+
+static inline int win_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+    static int chained;
+    if (sig != SIGINT && sig != SIGBREAK && sig != SIGHUP)
+        harness_skip("Windows has no such thing: no signal but the console's events (SIGINT, "
+                     "SIGBREAK, SIGHUP, SIGWINCH), and no POSIX timer to raise one");
+    if (!chained && !SetConsoleCtrlHandler(win_sig_chain, TRUE))
+        return -1;
+    chained = 1;
+    if (old) {
+        memset(old, 0, sizeof *old);
+        old->sa_handler = win_sig_handlers[sig] ? win_sig_handlers[sig] : SIG_DFL;
+    }
+    if (sa)
+        win_sig_handlers[sig] = sa->sa_handler;
+    return 0;
+}
+
+/* Whether this runs under Wine (its ntdll exports wine_get_version). */
+static inline int win_is_wine(void)
+{
+    HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+    return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
+}
+
+/* memmem, which Windows' C runtime lacks. */
+static inline void *win_memmem(const void *h, size_t hl, const void *n, size_t nl)
+{
+    const char *p = h, *end = p + hl;
+    if (nl == 0)
+        return (void *)p;
+    for (; (size_t)(end - p) >= nl; p++)
+        if (memcmp(p, n, nl) == 0)
+            return (void *)p;
+    return NULL;
+}
+
+/* dprintf, which Windows' C runtime lacks: to a C runtime descriptor. */
+static inline int win_dprintf(int fd, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    return n < 0 ? n : (int)win_write(fd, buf, (size_t)n);
+}
+#define dprintf win_dprintf
+
+static inline struct tm *win_gmtime_r(const time_t *t, struct tm *tm)
+{
+    return gmtime_s(tm, t) == 0 ? tm : NULL;
+}
+
+/* A directory made from a template, as mkdtemp makes it. */
+static inline char *win_mkdtemp(char *tmpl)
+{
+    _mkdir("/tmp");
+    if (!_mktemp(tmpl) || _mkdir(tmpl) != 0)
+        return NULL;
+    return tmpl;
+}
+
+/* rename, replacing the target as POSIX does (the C runtime's refuses an existing one). */
+static inline int win_rename(const char *from, const char *to)
+{
+    if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING))
+        return 0;
+    errno = EACCES;
+    return -1;
+}
+
+/* A symbolic link, where the system makes one. Wine's CreateSymbolicLinkW (Wine 8) says it
+ * succeeded and makes nothing: the case skips then, saying so. */
+static inline int win_symlink(const char *target, const char *link)
+{
+    WCHAR t[MAX_PATH], l[MAX_PATH];
+    if (!MultiByteToWideChar(CP_UTF8, 0, target, -1, t, MAX_PATH) ||
+        !MultiByteToWideChar(CP_UTF8, 0, link, -1, l, MAX_PATH))
+        return -1;
+    for (WCHAR *c = t; *c; c++)
+        if (*c == L'/')
+            *c = L'\\';
+    DWORD at = GetFileAttributesW(t);
+    DWORD flags = at != INVALID_FILE_ATTRIBUTES && (at & FILE_ATTRIBUTE_DIRECTORY)
+                      ? SYMBOLIC_LINK_FLAG_DIRECTORY
+                      : 0;
+    if (!CreateSymbolicLinkW(l, t, flags | 0x2 /* ALLOW_UNPRIVILEGED_CREATE */))
+        return -1;
+    if (GetFileAttributesW(l) == INVALID_FILE_ATTRIBUTES)
+        harness_skip("Wine does not implement symbolic links: its CreateSymbolicLinkW returns "
+                     "success and makes none");
+    return 0;
+}
+
+static inline int win_ftruncate(int fd, long long len)
+{
+    return _chsize_s(fd, len) == 0 ? 0 : -1;
+}
+
+/* remove, for the directories nftw hands over too. */
+static inline int win_remove(const char *path)
+{
+    DWORD at = GetFileAttributesA(path);
+    if (at != INVALID_FILE_ATTRIBUTES && (at & FILE_ATTRIBUTE_READONLY)) /* chmod(path, 0)'s */
+        SetFileAttributesA(path, at & ~(DWORD)FILE_ATTRIBUTE_READONLY);
+    if (at != INVALID_FILE_ATTRIBUTES && (at & FILE_ATTRIBUTE_DIRECTORY))
+        return _rmdir(path);
+    return remove(path);
+}
+
+/* The sockets this process has open, where http_client.h's open_fds counts descriptors
+ * (/proc/self/fd): handle values up to 16384 that are sockets. Windows keeps handles' values
+ * low and reuses them, as it does descriptors. */
+static inline int win_open_sockets(void)
+{
+    int n = 0;
+    for (unsigned h = 4; h < 16384; h += 4) {
+        int type, len = sizeof type;
+        n += getsockopt((SOCKET)h, SOL_SOCKET, SO_TYPE, (char *)&type, &len) == 0;
+    }
+    return n;
+}
+
+/* signal(): Windows has no SIGPIPE, so there is no action of it to reset (the C runtime
+ * refuses the number). */
+static inline __p_sig_fn_t win_signal(int sig, __p_sig_fn_t fn)
+{
+    return sig == SIGPIPE ? SIG_DFL : signal(sig, fn);
+}
+#define signal(s, f) win_signal(s, f)
+
+/* CPU affinity, as Linux's sched_*affinity: the process's CPUs (up to 64, one group), and
+ * the calling thread pinned. */
+#define CPU_SETSIZE 64
+typedef struct {
+    unsigned long long bits;
+} cpu_set_t;
+#define CPU_ZERO(s)     ((s)->bits = 0)
+#define CPU_SET(i, s)   ((s)->bits |= 1ull << (i))
+#define CPU_ISSET(i, s) (((s)->bits >> (i)) & 1)
+static inline int sched_getaffinity(int pid, size_t size, cpu_set_t *set)
+{
+    DWORD_PTR proc, sys;
+    (void)pid, (void)size;
+    if (!GetProcessAffinityMask(GetCurrentProcess(), &proc, &sys))
+        return -1;
+    set->bits = proc;
+    return 0;
+}
+static inline int sched_setaffinity(int pid, size_t size, const cpu_set_t *set)
+{
+    (void)pid, (void)size;
+    return SetThreadAffinityMask(GetCurrentThread(), (DWORD_PTR)set->bits) ? 0 : -1;
+}
+
+/* uname: the system's name and version, as far as the cases read them. */
+struct utsname {
+    char sysname[65], release[65];
+};
+static inline int uname(struct utsname *u)
+{
+    snprintf(u->sysname, sizeof u->sysname, "Windows");
+    snprintf(u->release, sizeof u->release, "10.0");
+    return 0;
+}
+
+/* ---- child processes: this program again, ending with a code ----
+ *
+ * Windows has no fork: a case's child is this program started again with IOMUX_TEST_CHILD in
+ * its environment, the code to exit with at once, or "wait" to wait until it is ended; a
+ * constructor reads it before the harness's main. The starter keeps the process's handle,
+ * as a zombie keeps a POSIX child's status, until waitpid or waitid takes it. */
+#define P_PID   1
+#define WEXITED 4
+#define WNOWAIT 0x01000000
+typedef struct {
+    int si_pid, si_status;
+} siginfo_t;
+typedef int id_t;
+
+__attribute__((constructor)) static void win_child_main(void)
+{
+    char v[32];
+    DWORD n = GetEnvironmentVariableA("IOMUX_TEST_CHILD", v, sizeof v);
+    if (n == 0 || n >= sizeof v)
+        return;
+    if (strcmp(v, "wait") == 0)
+        for (;;)
+            Sleep(INFINITE);
+    ExitProcess((UINT)atoi(v));
+}
+
+/* The children started and not yet waited for: id and handle. */
+static struct {
+    int pid;
+    HANDLE h;
+} win_children[64];
+
+/* Starts a child that exits with `code` (or waits to be ended, for a negative one); its id. */
+static inline int win_spawn(int code)
+{
+    static SRWLOCK lock = SRWLOCK_INIT; /* the environment is the process's */
+    char exe[MAX_PATH], v[16];
+    DWORD n = GetModuleFileNameA(NULL, exe, sizeof exe);
+    if (n == 0 || n >= sizeof exe)
+        return -1;
+    snprintf(v, sizeof v, code < 0 ? "wait" : "%d", code);
+    STARTUPINFOA si;
+    PROCESS_INFORMATION pi;
+    memset(&si, 0, sizeof si);
+    si.cb = sizeof si;
+    AcquireSRWLockExclusive(&lock);
+    SetEnvironmentVariableA("IOMUX_TEST_CHILD", v);
+    BOOL ok = CreateProcessA(exe, NULL, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi);
+    SetEnvironmentVariableA("IOMUX_TEST_CHILD", NULL);
+    ReleaseSRWLockExclusive(&lock);
+    if (!ok)
+        return -1;
+    CloseHandle(pi.hThread);
+    for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++)
+        if (!win_children[i].h) {
+            win_children[i].pid = (int)pi.dwProcessId;
+            win_children[i].h = pi.hProcess;
+            return (int)pi.dwProcessId;
+        }
+    CloseHandle(pi.hProcess);
+    return (int)pi.dwProcessId;
+}
+
+/* pause: a child's wait to be ended (nothing but its end comes on Windows). */
+static inline int win_pause(void)
+{
+    Sleep(INFINITE);
+    return -1;
+}
+
+/* The handle of a child win_spawn started and nobody waited for, or NULL. */
+static inline HANDLE win_child_handle(int pid)
+{
+    for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++)
+        if (win_children[i].h && win_children[i].pid == pid)
+            return win_children[i].h;
+    return NULL;
+}
+
+/* waitpid for a child win_spawn started: its exit code as the status (WEXITSTATUS is the
+ * status itself there), its handle let go; -1 with ECHILD for another. */
+static inline int win_waitpid(int pid, int *status, int opts)
+{
+    for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++) {
+        if (!win_children[i].h || win_children[i].pid != pid)
+            continue;
+        if (WaitForSingleObject(win_children[i].h, opts & WNOHANG ? 0 : INFINITE) != WAIT_OBJECT_0)
+            return 0;
+        DWORD code = 0;
+        GetExitCodeProcess(win_children[i].h, &code);
+        if (status)
+            *status = (int)code;
+        CloseHandle(win_children[i].h);
+        win_children[i].h = NULL;
+        return pid;
+    }
+    errno = ECHILD;
+    return -1;
+}
+
+/* waitid(P_PID, pid, info, WEXITED | WNOWAIT): waits for the child's end and leaves it to be
+ * waited for again. */
+static inline int win_waitid(int pid, siginfo_t *info)
+{
+    for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++)
+        if (win_children[i].h && win_children[i].pid == pid &&
+            WaitForSingleObject(win_children[i].h, INFINITE) == WAIT_OBJECT_0) {
+            DWORD code = 0;
+            GetExitCodeProcess(win_children[i].h, &code);
+            info->si_pid = pid;
+            info->si_status = (int)code;
+            return 0;
+        }
+    errno = ECHILD;
+    return -1;
+}
+
+/* The C runtime opens files as text by default (LF written as CRLF): the cases write bytes. */
+__attribute__((constructor)) static void win_binary_files(void)
+{
+    _fmode = _O_BINARY;
 }
 
 #define socketpair win_socketpair
@@ -327,19 +751,25 @@ static inline int win_unsupported(const char *what)
 #define write win_write
 #define close win_close
 #define fcntl win_fcntl
-#define pipe(p) win_pipe(p)
-#define pipe2(p, f) win_pipe(p)
+#define pipe(p) win_pipe(p, 0)
+#define pipe2(p, f) win_pipe(p, f)
 #define fork win_fork
 #define getrlimit win_rlimit
 #define setrlimit win_rlimit
 #define dup win_dup
-#define dup2(a, b) win_dup(a)
+#define dup2(a, b) win_dup2(a, b)
 #define mmap win_mmap
-#define munmap(p, l) 0
+#define munmap(p, l) win_munmap(p, l)
 #define posix_memalign win_posix_memalign
-#define waitpid(p, s, o) (-1)
-#define kill(p, s) win_unsupported("kill")
-#define sigaction(s, a, o) win_unsupported("sigaction")
+#define waitpid(p, s, o) win_waitpid(p, s, o)
+#define pause() win_pause()
+#define waitid(t, p, i, o) win_waitid(p, i)
+#define kill(p, s) win_kill(p, s)
+#define sigaction(s, a, o) win_sigaction(s, a, o)
+#define raise(s) win_raise(s)
+#define sigemptyset(s) win_sigset(s, 0)
+#define sigfillset(s) win_sigset(s, ~(sigset_t)0)
+#define sigaddset(s, n) win_sigset(s, *(s) | (sigset_t)1 << (n))
 #define sysconf(x) 4096
 #define poll WSAPoll
 #define recv(s, b, l, f) win_recv((SOCKET)(s), b, l, f)
@@ -347,7 +777,14 @@ static inline int win_unsupported(const char *what)
 #define getsockopt(s, l, o, v, n) getsockopt(s, l, o, (char *)(v), n)
 #define F_DUPFD 0
 #define aligned_alloc(a, n) malloc(n)
-#define mkdtemp(d) _mktemp(d)
+#define mkdtemp win_mkdtemp
+#define memmem win_memmem
+#define gmtime_r win_gmtime_r
+#define rename win_rename
+#define symlink win_symlink
+#define ftruncate win_ftruncate
+#define remove win_remove
+#define mkdir(p, m) _mkdir(p)
 #define TCP_KEEPIDLE 3
 #define RUSAGE_SELF 0
 #define ioctl(fd, req, p) ioctlsocket((SOCKET)(unsigned)(fd), req, (u_long *)(p))

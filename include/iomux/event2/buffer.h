@@ -9,7 +9,9 @@
 #include <event2/util.h>
 
 #include <stdarg.h>
+#ifndef _WIN32
 #include <sys/uio.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,7 +20,14 @@ extern "C" {
 struct evbuffer;
 
 /* A run of bytes inside an evbuffer, as evbuffer_peek and evbuffer_reserve_space give them. */
+#ifdef _WIN32 /* as libevent's there: Windows has no struct iovec */
+struct evbuffer_iovec {
+    void *iov_base;
+    size_t iov_len;
+};
+#else
 #define evbuffer_iovec iovec
+#endif
 
 enum evbuffer_eol_style {
     EVBUFFER_EOL_ANY,         /* any run of \r and \n */

@@ -11,10 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/time.h>
 #include <sys/types.h>
+#ifdef _WIN32
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <sys/time.h> /* struct timezone */
+#else
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <netdb.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,7 +37,11 @@ typedef int8_t ev_int8_t;
 typedef uintptr_t ev_uintptr_t;
 typedef intptr_t ev_intptr_t;
 typedef ssize_t ev_ssize_t;
+#ifdef _WIN32
+typedef int64_t ev_off_t; /* as libevent has it there: Windows' off_t is 32 bits */
+#else
 typedef off_t ev_off_t;
+#endif
 typedef socklen_t ev_socklen_t;
 
 #define EV_UINT64_MAX UINT64_MAX
@@ -59,13 +69,19 @@ typedef socklen_t ev_socklen_t;
 #define EV_I64_ARG(x) ((long long)(x))
 #define EV_U64_ARG(x) ((unsigned long long)(x))
 
-/* A socket: a file descriptor on POSIX systems. */
+/* A socket: a file descriptor on POSIX systems, a SOCKET's value on Windows (as libevent's). */
+#ifdef _WIN32
+#define evutil_socket_t intptr_t
+#else
 typedef int evutil_socket_t;
+#endif
 #define EVUTIL_INVALID_SOCKET (-1)
 
 #define evutil_offsetof(type, field) offsetof(type, field)
 
-/* Like socketpair(2), AF_UNIX (AF_LOCAL) only. Returns 0, or -1 with errno set. */
+/* Like socketpair(2), AF_UNIX (AF_LOCAL) only; on Windows, as libevent there, a connected
+ * pair of loopback TCP sockets (for AF_UNIX and AF_INET alike). Returns 0, or -1 with errno
+ * set (and the socket error, EVUTIL_SOCKET_ERROR). */
 EVENT2_EXPORT_SYMBOL
 int evutil_socketpair(int d, int type, int protocol, evutil_socket_t sv[2]);
 /* Sets O_NONBLOCK. Returns 0, or -1 with errno set. */
@@ -89,6 +105,17 @@ EVENT2_EXPORT_SYMBOL
 int evutil_closesocket(evutil_socket_t sock);
 #define EVUTIL_CLOSESOCKET(s) evutil_closesocket(s)
 
+#ifdef _WIN32 /* Winsock's own errors, as libevent has them there */
+#define EVUTIL_SOCKET_ERROR() (WSAGetLastError())
+#define EVUTIL_SET_SOCKET_ERROR(errcode) \
+    do {                                 \
+        WSASetLastError(errcode);        \
+    } while (0)
+#define evutil_socket_geterror(sock) (WSAGetLastError())
+/* A static description of a Winsock error (WSAEWOULDBLOCK, ...). */
+EVENT2_EXPORT_SYMBOL
+const char *evutil_socket_error_to_string(int errcode);
+#else
 #define EVUTIL_SOCKET_ERROR() (errno)
 #define EVUTIL_SET_SOCKET_ERROR(errcode) \
     do {                                 \
@@ -96,6 +123,7 @@ int evutil_closesocket(evutil_socket_t sock);
     } while (0)
 #define evutil_socket_geterror(sock) (errno)
 #define evutil_socket_error_to_string(errcode) (strerror(errcode))
+#endif
 
 #define evutil_timeradd(tvp, uvp, vvp)                         \
     do {                                                       \

@@ -4,7 +4,9 @@
 #ifndef IOMUX_EVENT2_VISIBILITY_H_INCLUDED_
 #define IOMUX_EVENT2_VISIBILITY_H_INCLUDED_
 
-#if defined(EVX_BUILDING_SHARED) && defined(__GNUC__)
+#if defined(EVX_BUILDING_SHARED) && defined(_WIN32)
+#define EVENT2_EXPORT_SYMBOL __declspec(dllexport)
+#elif defined(EVX_BUILDING_SHARED) && defined(__GNUC__)
 #define EVENT2_EXPORT_SYMBOL __attribute__((visibility("default")))
 #else
 #define EVENT2_EXPORT_SYMBOL

@@ -10,7 +10,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+
+#include "sys.h"
 
 struct event_base *evx_current_base;
 
@@ -93,6 +94,11 @@ EVX_EXPORT int event_config_set_max_dispatch_interval(struct event_config *cfg,
 
 int evx_backend_features(const char *name)
 {
+#ifdef _WIN32
+    /* Windows' backends watch sockets only, as libevent's there; iocp's readiness costs
+     * O(1) per event (the AFD driver's poll requests), select's O(n). */
+    return strcmp(name, "iocp") == 0 ? EV_FEATURE_O1 : 0;
+#endif
     /* Every iomux backend watches any fd: one the kernel cannot poll (a regular file) is
      * reported ready on every turn, as poll does. Only epoll and kqueue (EV_CLEAR) have a
      * real edge trigger. */
@@ -207,11 +213,7 @@ EVX_EXPORT struct event_base *event_base_new_with_config(const struct event_conf
     base->active = &base->active_one;
     base->npri = 1;
     base->running_pri = -1;
-    struct rlimit rl;
-    base->fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
-                             rl.rlim_max < (rlim_t)INT_MAX
-                         ? (long)rl.rlim_max
-                         : INT_MAX;
+    base->fd_limit = evx_sys_fd_limit();
     /* Always started: it keeps a loop with nothing added waiting (EVLOOP_NO_EXIT_ON_EMPTY),
      * and it is how event_base_loopbreak from another thread wakes the loop. */
     mux_prepare_init(&base->flusher, flush_cb);

@@ -10,7 +10,8 @@
 #include "bufferevent_internal.h"
 
 #include <errno.h>
-#include <unistd.h>
+
+#include "sys.h"
 
 static const struct timeval *timeout_of(const struct timeval *tv)
 {
@@ -124,7 +125,7 @@ static void fd_release(struct evx_bev *b)
     event_del(&b->pub.ev_read);
     event_del(&b->pub.ev_write);
     if (b->fd >= 0 && (b->options & BEV_OPT_CLOSE_ON_FREE))
-        close(b->fd);
+        evx_sys_close(b->fd);
     b->fd = -1;
 }
 

@@ -21,9 +21,9 @@
 #include "bufferevent_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "sys.h"
 
 #define EVX_READ_COPY 2048 /* reads up to this size are copied onto the input's last chunk */
 
@@ -343,13 +343,13 @@ int evx_bev_stream_open(struct evx_bev *b, evutil_socket_t fd)
         return -EBUSY;
     /* Without BEV_OPT_CLOSE_ON_FREE the program keeps its descriptor: the stream, which
      * closes what it holds, gets a duplicate. */
-    int sfd = b->options & BEV_OPT_CLOSE_ON_FREE ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    evutil_socket_t sfd = b->options & BEV_OPT_CLOSE_ON_FREE ? fd : evx_sys_dup(fd);
     if (sfd < 0)
         return -errno;
-    int r = mux_stream_open(&b->pub.ev_base->loop, &b->stream, sfd);
+    int r = mux_stream_open(&b->pub.ev_base->loop, &b->stream, (mux_os_sock_t)sfd);
     if (r < 0) {
         if (sfd != fd)
-            close(sfd);
+            evx_sys_close(sfd);
         return r;
     }
     b->fd = fd;

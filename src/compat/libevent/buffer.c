@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include "sys.h"
 
 #define EVX_CHAIN_MIN 4096
 #define EVX_IOV_MAX   64
@@ -519,7 +519,7 @@ EVX_EXPORT int evbuffer_read(struct evbuffer *buf, evutil_socket_t fd, int howmu
     struct evx_chain *ch = room(buf, want);
     if (!ch)
         return -1;
-    ssize_t n = read(fd, ch->buf + ch->misalign + ch->off, want);
+    ssize_t n = evx_sys_read(fd, ch->buf + ch->misalign + ch->off, want);
     if (n <= 0)
         return (int)n;
     ch->off += (size_t)n;
@@ -533,21 +533,13 @@ EVX_EXPORT int evbuffer_write_atmost(struct evbuffer *buf, evutil_socket_t fd, e
     if (!buf || buf->frozen_front)
         return -1;
     size_t want = howmuch < 0 || (size_t)howmuch > buf->total ? buf->total : (size_t)howmuch;
-    struct iovec iov[EVX_IOV_MAX];
+    struct evbuffer_iovec iov[EVX_IOV_MAX];
     int n = evbuffer_peek(buf, (ev_ssize_t)want, NULL, iov, EVX_IOV_MAX);
     if (n > EVX_IOV_MAX)
         n = EVX_IOV_MAX;
     if (!n)
         return 0;
-        /* A socket is written with MSG_NOSIGNAL where there is one, so that a peer that went
-         * raises no SIGPIPE (macOS has SO_NOSIGPIPE on the socket instead). */
-#ifndef MSG_NOSIGNAL
-#define MSG_NOSIGNAL 0
-#endif
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (w < 0 && errno == ENOTSOCK)
-        w = writev(fd, iov, n);
+    ssize_t w = evx_sys_writev(fd, iov, n);
     if (w <= 0)
         return (int)w;
     drop_front(buf, (size_t)w);

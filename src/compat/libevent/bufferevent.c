@@ -17,8 +17,8 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
+
+#include "sys.h"
 
 /* ---- references ---- */
 
@@ -261,13 +261,10 @@ struct evx_bev *evx_bev_new(struct event_base *base, const struct bufferevent_op
     return b;
 }
 
-/* A socket gets the stream kind; any other descriptor the descriptor kind. */
+/* A socket gets the stream kind; any other descriptor the descriptor kind (POSIX only). */
 static int is_socket(evutil_socket_t fd)
 {
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
-    return S_ISSOCK(st.st_mode) ? 1 : 0;
+    return evx_sys_is_socket(fd);
 }
 
 EVX_EXPORT struct bufferevent *bufferevent_socket_new(struct event_base *base, evutil_socket_t fd,
@@ -279,19 +276,19 @@ EVX_EXPORT struct bufferevent *bufferevent_socket_new(struct event_base *base, e
     }
     int sock = fd >= 0 ? is_socket(fd) : 1;
     if (sock < 0) {
-        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(sock), fd);
+        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(sock), (int)fd);
         return NULL;
     }
     struct evx_bev *b = evx_bev_new(base, sock ? &evx_bev_stream_ops : &evx_bev_fd_ops, options);
     if (!b) {
-        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(-ENOMEM), fd);
+        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(-ENOMEM), (int)fd);
         return NULL;
     }
     int r = 0;
     if (fd >= 0)
         r = sock ? evx_bev_stream_open(b, fd) : evx_bev_fd_set(b, fd);
     if (r < 0) {
-        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(r), fd);
+        evx_warn("bufferevent_socket_new: %s (fd %d)", mux_strerror(r), (int)fd);
         evx_bev_destroy(b);
         return NULL;
     }
@@ -355,7 +352,7 @@ EVX_EXPORT int bufferevent_setfd(struct bufferevent *bev, evutil_socket_t fd)
     int sock = is_socket(fd);
     if (sock < 0 || b->open) {
         evx_warn("bufferevent_setfd: %s (fd %d)",
-                 sock < 0 ? mux_strerror(sock) : "the bufferevent has a socket already", fd);
+                 sock < 0 ? mux_strerror(sock) : "the bufferevent has a socket already", (int)fd);
         return -1;
     }
     int r;
@@ -365,11 +362,11 @@ EVX_EXPORT int bufferevent_setfd(struct bufferevent *bev, evutil_socket_t fd)
         bev->be_ops = &evx_bev_fd_ops;
         r = evx_bev_fd_set(b, fd);
     } else {
-        evx_warn("bufferevent_setfd: a descriptor bufferevent cannot take a socket (fd %d)", fd);
+        evx_warn("bufferevent_setfd: a descriptor bufferevent cannot take a socket (fd %d)", (int)fd);
         return -1;
     }
     if (r < 0) {
-        evx_warn("bufferevent_setfd: %s (fd %d)", mux_strerror(r), fd);
+        evx_warn("bufferevent_setfd: %s (fd %d)", mux_strerror(r), (int)fd);
         return -1;
     }
     bev->be_ops->update(b);

@@ -7,10 +7,9 @@
 #include <event2/listener.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include "sys.h"
 
 #define EVX_ACCEPT_BATCH 64
 
@@ -25,21 +24,12 @@ struct evconnlistener {
     int in_cb, freed; /* evconnlistener_free from its own callback frees it afterwards */
 };
 
-static int accept_one(struct evconnlistener *lev, struct sockaddr_storage *ss, socklen_t *len)
+static evutil_socket_t accept_one(struct evconnlistener *lev, struct sockaddr_storage *ss,
+                                  socklen_t *len)
 {
-    int fd = event_get_fd(&lev->ev);
-#if defined(MUX_HAVE_ACCEPT4) && defined(MUX_HAVE_SOCK_FLAGS)
-    int fl = (lev->flags & LEV_OPT_LEAVE_SOCKETS_BLOCKING ? 0 : SOCK_NONBLOCK) |
-             (lev->flags & LEV_OPT_CLOSE_ON_EXEC ? SOCK_CLOEXEC : 0);
-    return accept4(fd, (struct sockaddr *)ss, len, fl);
-#else
-    int s = accept(fd, (struct sockaddr *)ss, len);
-    if (s >= 0 && !(lev->flags & LEV_OPT_LEAVE_SOCKETS_BLOCKING))
-        evutil_make_socket_nonblocking(s);
-    if (s >= 0 && (lev->flags & LEV_OPT_CLOSE_ON_EXEC))
-        evutil_make_socket_closeonexec(s);
-    return s;
-#endif
+    return evx_sys_accept(event_get_fd(&lev->ev), (struct sockaddr *)ss, len,
+                          !(lev->flags & LEV_OPT_LEAVE_SOCKETS_BLOCKING),
+                          (lev->flags & LEV_OPT_CLOSE_ON_EXEC) != 0);
 }
 
 static void on_accept(evutil_socket_t fd, short what, void *arg)
@@ -49,10 +39,10 @@ static void on_accept(evutil_socket_t fd, short what, void *arg)
     for (int i = 0; i < EVX_ACCEPT_BATCH && lev->enabled; i++) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
-        int s = accept_one(lev, &ss, &len);
+        evutil_socket_t s = accept_one(lev, &ss, &len);
         if (s >= 0) {
             if (!lev->cb) {
-                close(s); /* no one to take it (libevent does the same) */
+                evx_sys_close(s); /* no one to take it (libevent does the same) */
                 continue;
             }
             lev->in_cb = 1;
@@ -66,6 +56,9 @@ static void on_accept(evutil_socket_t fd, short what, void *arg)
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return;
+#ifndef EPROTO
+#define EPROTO EIO /* Windows' C runtime has none; Winsock's accept never says it */
+#endif
         if (errno == ECONNABORTED || errno == EINTR || errno == EPROTO)
             continue; /* about that one connection only */
         int err = errno;
@@ -98,7 +91,7 @@ EVX_EXPORT struct evconnlistener *evconnlistener_new(struct event_base *base, ev
     if (!base || fd < 0)
         return NULL;
     if (backlog != 0) { /* 0: the socket is listening already; < 0: a default of 128 */
-        if (listen(fd, backlog > 0 ? backlog : 128) < 0) {
+        if (evx_sys_listen(fd, backlog > 0 ? backlog : 128) < 0) {
             evx_warn("evconnlistener_new: listen: %s", strerror(errno));
             return NULL;
         }
@@ -129,7 +122,7 @@ EVX_EXPORT struct evconnlistener *evconnlistener_new_bind(struct event_base *bas
 {
     if (!base || !sa || socklen <= 0)
         return NULL;
-    int fd = socket(sa->sa_family, SOCK_STREAM, 0);
+    evutil_socket_t fd = evx_sys_stream_socket(sa->sa_family);
     if (fd < 0) {
         evx_warn("evconnlistener_new_bind: socket: %s", strerror(errno));
         return NULL;
@@ -145,7 +138,7 @@ EVX_EXPORT struct evconnlistener *evconnlistener_new_bind(struct event_base *bas
         ok = evutil_make_tcp_listen_socket_deferred(fd) == 0;
     if (ok && (flags & LEV_OPT_BIND_IPV6ONLY))
         ok = evutil_make_listen_socket_ipv6only(fd) == 0;
-    if (ok && bind(fd, sa, (socklen_t)socklen) < 0) {
+    if (ok && evx_sys_bind(fd, sa, (socklen_t)socklen) < 0) {
         evx_warn("evconnlistener_new_bind: bind: %s", strerror(errno));
         ok = 0;
     }
@@ -154,7 +147,7 @@ EVX_EXPORT struct evconnlistener *evconnlistener_new_bind(struct event_base *bas
                                 backlog ? backlog : -1, fd)
            : NULL;
     if (!lev)
-        close(fd);
+        evx_sys_close(fd);
     return lev;
 }
 
@@ -165,7 +158,7 @@ EVX_EXPORT void evconnlistener_free(struct evconnlistener *lev)
     event_del(&lev->ev);
     event_del(&lev->pause);
     if (lev->flags & LEV_OPT_CLOSE_ON_FREE)
-        close(event_get_fd(&lev->ev));
+        evx_sys_close(event_get_fd(&lev->ev));
     lev->enabled = 0;
     if (lev->in_cb)
         lev->freed = 1; /* on_accept frees it once the callback has returned */

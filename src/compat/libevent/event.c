@@ -6,6 +6,7 @@
  * with mux_timer_again on every activation, which costs no heap operation when the deadline
  * moves later -- libevent's own idiom for idle timeouts, at libev's price. */
 #include "event_internal.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -102,9 +103,7 @@ static void unlink_added(struct event *ev)
 
 static short closed_or_not(const struct event *ev)
 {
-    char c;
-    ssize_t n = recv(ev->ev_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 ? EV_CLOSED : 0;
+    return evx_sys_peer_closed(ev->ev_fd) ? EV_CLOSED : 0;
 }
 
 static void on_io_slow(struct event *ev, unsigned revents)
@@ -341,7 +340,7 @@ static int start_watcher(struct event *ev)
     if (r == 0 && !(ev->ev_events & EV_SIGNAL) && (base->n_et || (ev->ev_events & EV_ET)) &&
         mixes_triggers(ev)) {
         evx_warn("event_add: tried to mix edge-triggered and level-triggered events on fd %d",
-                 ev->ev_fd);
+                 (int)ev->ev_fd);
         return -EINVAL;
     }
     if (r == 0)
@@ -349,7 +348,7 @@ static int start_watcher(struct event *ev)
                                       : mux_io_start(loop, &ev->ev_w_.io);
     if (r < 0) {
         evx_warn("event_add: %s (%s %d)", mux_strerror(r),
-                 ev->ev_events & EV_SIGNAL ? "signal" : "fd", ev->ev_fd);
+                 ev->ev_events & EV_SIGNAL ? "signal" : "fd", (int)ev->ev_fd);
         return r;
     }
     if (ev->ev_events & EV_ET)
@@ -382,6 +381,10 @@ EVX_EXPORT int event_add(struct event *ev, const struct timeval *tv)
             ev->ev_x_ |= EVX_TIMER;
         }
         uint64_t ns = ns_of(tv);
+        /* The timeout counts from now: outside the loop (or without its time cache) the
+         * loop's time is the last turn's, however long ago, where libevent reads the clock. */
+        if (!base->running_loop || (base->flags & EVENT_BASE_FLAG_NO_CACHE_TIME))
+            mux_now_update(&base->loop);
         if (mux_timer_set_repeat(&ev->ev_timer_, ns) < 0 ||
             mux_timer_again(&base->loop, &ev->ev_timer_) < 0) {
             evx_warn("event_add: could not start the timeout");
@@ -513,7 +516,7 @@ EVX_EXPORT int event_pending(const struct event *ev, short events, struct timeva
             event_base_gettimeofday_cached(base, &now);
             int64_t us = (int64_t)now.tv_sec * 1000000 + now.tv_usec + (left < 0 ? 0 : left) / 1000;
             tv->tv_sec = (time_t)(us / 1000000);
-            tv->tv_usec = (suseconds_t)(us % 1000000);
+            tv->tv_usec = (long)(us % 1000000);
         }
     }
     return flags & events & (EVX_IO_EVENTS | EV_SIGNAL | EV_TIMEOUT);

@@ -122,7 +122,9 @@ void evx_del(struct event *ev, int keep_active);
 /* The backend features an iomux backend offers, in libevent's terms. */
 int evx_backend_features(const char *name);
 
-#if defined(EVX_BUILDING_SHARED) && defined(__GNUC__)
+#if defined(EVX_BUILDING_SHARED) && defined(_WIN32)
+#define EVX_EXPORT __declspec(dllexport)
+#elif defined(EVX_BUILDING_SHARED) && defined(__GNUC__)
 #define EVX_EXPORT __attribute__((visibility("default")))
 #else
 #define EVX_EXPORT

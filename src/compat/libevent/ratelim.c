@@ -16,7 +16,8 @@
 
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
+
+#include "sys.h"
 
 struct ev_token_bucket_cfg {
     size_t read_rate, read_burst, write_rate, write_burst;
@@ -50,9 +51,7 @@ struct evx_ratelim {
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return evx_sys_mono_ms();
 }
 
 static uint64_t tick_now(const struct ev_token_bucket_cfg *cfg)
@@ -92,7 +91,7 @@ static void bucket_refill(struct bucket *bk, const struct ev_token_bucket_cfg *c
 static struct timeval until_next_tick(const struct ev_token_bucket_cfg *cfg)
 {
     uint64_t ms = now_ms(), next = (ms / cfg->tick_ms + 1) * cfg->tick_ms, d = next - ms;
-    struct timeval tv = {.tv_sec = (time_t)(d / 1000), .tv_usec = (suseconds_t)(d % 1000) * 1000};
+    struct timeval tv = {.tv_sec = (time_t)(d / 1000), .tv_usec = (long)(d % 1000) * 1000};
     return tv;
 }
 

@@ -4,16 +4,18 @@
 
 #include <event2/thread.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#ifndef _WIN32
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#endif
+
+#include "sys.h"
 
 /* ---- logging ---- */
 
@@ -155,14 +157,13 @@ EVX_EXPORT int evthread_make_base_notifiable(struct event_base *base)
 
 EVX_EXPORT int evutil_socketpair(int family, int type, int protocol, evutil_socket_t sv[2])
 {
-    return socketpair(family, type, protocol, sv);
+    return evx_sys_socketpair(family, type, protocol, sv);
 }
 
 EVX_EXPORT int evutil_make_socket_nonblocking(evutil_socket_t fd)
 {
-    int fl = fcntl(fd, F_GETFL, 0);
-    if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
-        evx_warn("fcntl(%d, F_SETFL): %s", fd, strerror(errno));
+    if (evx_sys_nonblock(fd) < 0) {
+        evx_warn("fcntl(%d, F_SETFL): %s", (int)fd, strerror(errno));
         return -1;
     }
     return 0;
@@ -170,9 +171,8 @@ EVX_EXPORT int evutil_make_socket_nonblocking(evutil_socket_t fd)
 
 EVX_EXPORT int evutil_make_socket_closeonexec(evutil_socket_t fd)
 {
-    int fl = fcntl(fd, F_GETFD, 0);
-    if (fl < 0 || (!(fl & FD_CLOEXEC) && fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)) {
-        evx_warn("fcntl(%d, F_SETFD): %s", fd, strerror(errno));
+    if (evx_sys_cloexec(fd) < 0) {
+        evx_warn("fcntl(%d, F_SETFD): %s", (int)fd, strerror(errno));
         return -1;
     }
     return 0;
@@ -180,13 +180,12 @@ EVX_EXPORT int evutil_make_socket_closeonexec(evutil_socket_t fd)
 
 static int set_int_opt(evutil_socket_t fd, int level, int name)
 {
-    int one = 1;
-    return setsockopt(fd, level, name, &one, sizeof one);
+    return evx_sys_opt_on(fd, level, name);
 }
 
 EVX_EXPORT int evutil_make_listen_socket_reuseable(evutil_socket_t fd)
 {
-    return set_int_opt(fd, SOL_SOCKET, SO_REUSEADDR);
+    return evx_sys_reuseaddr(fd);
 }
 
 EVX_EXPORT int evutil_make_listen_socket_reuseable_port(evutil_socket_t fd)
@@ -216,13 +215,13 @@ EVX_EXPORT int evutil_make_tcp_listen_socket_deferred(evutil_socket_t fd)
 
 EVX_EXPORT int evutil_closesocket(evutil_socket_t fd)
 {
-    return close(fd);
+    return evx_sys_close(fd);
 }
 
 EVX_EXPORT int evutil_gettimeofday(struct timeval *tv, struct timezone *tz)
 {
     (void)tz;
-    return gettimeofday(tv, NULL);
+    return evx_sys_gettimeofday(tv);
 }
 
 EVX_EXPORT ev_int64_t evutil_strtoll(const char *s, char **endptr, int base)
@@ -353,14 +352,116 @@ EVX_EXPORT int evutil_ascii_strcasecmp(const char *s1, const char *s2)
     return evutil_ascii_strncasecmp(s1, s2, (size_t)-1);
 }
 
+/* Fills in a result's protocol from its socket type, and its socket type from its protocol,
+ * where the system left them 0, as libevent's getaddrinfo does. */
+static void evx_ai_infer(struct evutil_addrinfo *ai)
+{
+    for (; ai; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+            continue;
+        if (ai->ai_socktype == 0)
+            ai->ai_socktype = ai->ai_protocol == IPPROTO_TCP   ? SOCK_STREAM
+                              : ai->ai_protocol == IPPROTO_UDP ? SOCK_DGRAM
+                                                               : 0;
+        if (ai->ai_protocol == 0)
+            ai->ai_protocol = ai->ai_socktype == SOCK_STREAM  ? IPPROTO_TCP
+                              : ai->ai_socktype == SOCK_DGRAM ? IPPROTO_UDP
+                                                              : 0;
+    }
+}
+
+#ifdef _WIN32
+/* Windows' getaddrinfo gives a numeric host with neither socket type nor protocol asked for
+ * as one result of no socket type, where libevent (and Linux) give one per socket type: TCP
+ * and UDP. Then the system is asked once for each, and the results are copied into one list
+ * of this library's own (each node one allocation: the node, its address, its name), which
+ * evutil_freeaddrinfo frees; a node of the system's is never in it. */
+#define EVX_AI_OURS 0x40000000 /* in ai_flags: a node of the copied list */
+
+static struct evutil_addrinfo *evx_ai_copy(const struct evutil_addrinfo *ai,
+                                           struct evutil_addrinfo ***tail)
+{
+    for (; ai; ai = ai->ai_next) {
+        size_t name = ai->ai_canonname ? strlen(ai->ai_canonname) + 1 : 0;
+        struct evutil_addrinfo *c = malloc(sizeof *c + ai->ai_addrlen + name);
+        if (!c)
+            return NULL;
+        *c = *ai;
+        c->ai_flags |= EVX_AI_OURS;
+        c->ai_addr = (struct sockaddr *)(c + 1);
+        memcpy(c->ai_addr, ai->ai_addr, ai->ai_addrlen);
+        c->ai_canonname = name ? (char *)c->ai_addr + ai->ai_addrlen : NULL;
+        if (name)
+            memcpy(c->ai_canonname, ai->ai_canonname, name);
+        c->ai_next = NULL;
+        **tail = c;
+        *tail = &c->ai_next;
+    }
+    return (struct evutil_addrinfo *)1; /* not NULL: done */
+}
+
+static int evx_ai_each_type(const char *node, const char *serv,
+                            const struct evutil_addrinfo *hints, struct evutil_addrinfo **res)
+{
+    static const int types[2][2] = {{SOCK_STREAM, IPPROTO_TCP}, {SOCK_DGRAM, IPPROTO_UDP}};
+    struct evutil_addrinfo *out = NULL, **tail = &out;
+    int err = 0;
+    for (int i = 0; i < 2 && err == 0; i++) {
+        struct evutil_addrinfo h = *hints, *one = NULL;
+        h.ai_socktype = types[i][0];
+        h.ai_protocol = types[i][1];
+        err = getaddrinfo(node, serv, &h, &one);
+        if (err == 0) {
+            evx_ai_infer(one);
+            if (!evx_ai_copy(one, &tail))
+                err = EAI_MEMORY;
+            freeaddrinfo(one);
+        }
+    }
+    if (err != 0) {
+        evutil_freeaddrinfo(out);
+        out = NULL;
+    }
+    *res = out;
+    return err;
+}
+#endif
+
+/* The system's getaddrinfo, with the protocols and socket types libevent's gives. */
 EVX_EXPORT int evutil_getaddrinfo(const char *node, const char *serv,
                                   const struct evutil_addrinfo *hints, struct evutil_addrinfo **res)
 {
-    return getaddrinfo(node, serv, hints, res);
+#ifdef _WIN32
+    struct evutil_addrinfo none;
+    memset(&none, 0, sizeof none);
+    const struct evutil_addrinfo *want = hints ? hints : &none;
+    if (node && want->ai_socktype == 0 && want->ai_protocol == 0) {
+        struct evutil_addrinfo h = *want, *probe = NULL;
+        h.ai_flags |= AI_NUMERICHOST;
+        if (getaddrinfo(node, serv, &h, &probe) == 0) { /* a numeric host */
+            freeaddrinfo(probe);
+            return evx_ai_each_type(node, serv, want, res);
+        }
+    }
+#endif
+    int err = getaddrinfo(node, serv, hints, res);
+    if (err == 0)
+        evx_ai_infer(*res);
+    return err;
 }
 
 EVX_EXPORT void evutil_freeaddrinfo(struct evutil_addrinfo *ai)
 {
+#ifdef _WIN32
+    if (ai && (ai->ai_flags & EVX_AI_OURS)) {
+        while (ai) {
+            struct evutil_addrinfo *next = ai->ai_next;
+            free(ai);
+            ai = next;
+        }
+        return;
+    }
+#endif
     freeaddrinfo(ai);
 }
 
@@ -369,14 +470,50 @@ EVX_EXPORT const char *evutil_gai_strerror(int err)
     return gai_strerror(err);
 }
 
+#ifdef _WIN32
+EVX_EXPORT const char *evutil_socket_error_to_string(int errcode)
+{
+    /* Winsock's codes, by name: the system's own text would be in the machine's language and
+     * need freeing. */
+    switch (errcode) {
+    case 0:
+        return "no error";
+    case WSAEWOULDBLOCK:
+        return "WSAEWOULDBLOCK: the operation would block";
+    case WSAEINTR:
+        return "WSAEINTR: interrupted";
+    case WSAECONNRESET:
+        return "WSAECONNRESET: connection reset by peer";
+    case WSAECONNABORTED:
+        return "WSAECONNABORTED: connection aborted";
+    case WSAECONNREFUSED:
+        return "WSAECONNREFUSED: connection refused";
+    case WSAENOTCONN:
+        return "WSAENOTCONN: not connected";
+    case WSAENOTSOCK:
+        return "WSAENOTSOCK: not a socket";
+    case WSAETIMEDOUT:
+        return "WSAETIMEDOUT: timed out";
+    case WSAEADDRINUSE:
+        return "WSAEADDRINUSE: address in use";
+    case WSAEINVAL:
+        return "WSAEINVAL: invalid argument";
+    case WSAEMFILE:
+        return "WSAEMFILE: too many open sockets";
+    case WSAENOBUFS:
+        return "WSAENOBUFS: no buffer space";
+    case WSAEAFNOSUPPORT:
+        return "WSAEAFNOSUPPORT: address family not supported";
+    default:
+        return "a Winsock error";
+    }
+}
+#endif
+
 EVX_EXPORT void evutil_secure_rng_get_bytes(void *buf, size_t n)
 {
-    for (char *p = buf; n;) { /* getentropy gives at most 256 bytes a call */
-        size_t k = n < 256 ? n : 256;
-        if (getentropy(p, k) < 0)
-            evx_fatal("getentropy: %s", strerror(errno));
-        p += k, n -= k;
-    }
+    if (evx_sys_random(buf, n) < 0)
+        evx_fatal("the system's random generator: %s", strerror(errno));
 }
 
 EVX_EXPORT int evutil_secure_rng_init(void)

@@ -4,6 +4,12 @@
 #include <sys/types.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#ifdef _WIN32 /* what libevent's own regress.c includes there */
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+#include <io.h>
+#else
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -12,10 +18,11 @@
 #include <arpa/inet.h>
 #include <sys/wait.h>
 #include <sys/resource.h>
+#include <netdb.h>
+#endif
 #include <limits.h>
 #include <signal.h>
 #include <unistd.h>
-#include <netdb.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>

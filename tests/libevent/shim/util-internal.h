@@ -14,12 +14,19 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/time.h>
+#ifdef _WIN32
+#include <winsock2.h>
+#endif
 
+#ifdef _WIN32 /* putenv, with which regress.c makes setenv and unsetenv of its own */
+#define EVENT__HAVE_PUTENV 1
+#else
 #ifndef EVENT__HAVE_SETENV
 #define EVENT__HAVE_SETENV 1
 #endif
 #ifndef EVENT__HAVE_UNSETENV
 #define EVENT__HAVE_UNSETENV 1
+#endif
 #endif
 
 #define EVUTIL_ASSERT(cond) assert(cond)
@@ -32,6 +39,16 @@
 #define EVUTIL_ISALPHA_(c) (isalpha((unsigned char)(c)) != 0)
 #define EVUTIL_ISALNUM_(c) (isalnum((unsigned char)(c)) != 0)
 #define EVUTIL_UPCAST(ptr, type, field) ((type *)(((char *)(ptr)) - offsetof(type, field)))
+#ifdef _WIN32 /* Winsock's errors, as libevent's own util-internal.h has them there */
+#define EVUTIL_ERR_RW_RETRIABLE(e) ((e) == WSAEWOULDBLOCK || (e) == WSAEINTR)
+#define EVUTIL_ERR_CONNECT_RETRIABLE(e) \
+    ((e) == WSAEWOULDBLOCK || (e) == WSAEINTR || (e) == WSAEINPROGRESS || (e) == WSAEINVAL)
+#define EVUTIL_ERR_ACCEPT_RETRIABLE(e) EVUTIL_ERR_RW_RETRIABLE(e)
+#define EVUTIL_ERR_CONNECT_REFUSED(e) ((e) == WSAECONNREFUSED)
+#define EVUTIL_SHUT_RD SD_RECEIVE
+#define EVUTIL_SHUT_WR SD_SEND
+#define EVUTIL_SHUT_BOTH SD_BOTH
+#else
 #define EVUTIL_ERR_RW_RETRIABLE(e) ((e) == EINTR || (e) == EAGAIN)
 #define EVUTIL_ERR_CONNECT_RETRIABLE(e) ((e) == EINTR || (e) == EINPROGRESS)
 #define EVUTIL_ERR_ACCEPT_RETRIABLE(e) ((e) == EINTR || (e) == EAGAIN || (e) == ECONNABORTED)
@@ -39,6 +56,7 @@
 #define EVUTIL_SHUT_RD SHUT_RD
 #define EVUTIL_SHUT_WR SHUT_WR
 #define EVUTIL_SHUT_BOTH SHUT_RDWR
+#endif
 
 /* printf formats; libiomux-event's <event2/util.h> has some of them, libevent's none */
 #ifndef EV_I64_FMT
