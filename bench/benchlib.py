@@ -27,6 +27,7 @@ HELD = "iomux-epoll"  # the driver most targets are for: drawn bold beside the f
 FD_RESERVE = 40  # fds left for stdio and the libraries' own (epoll, eventfd, pipes)
 BASE = "@base"  # suffix of the drivers and echo servers taken from the --baseline build
 CONFIDENCE = 0.95  # of the median's interval in the back-to-back pairs
+PACE_PRIOR = 60.0  # seconds: the weight of the estimates against the time measured (left())
 # A quick run's verdicts rest on few repetitions: the report marks them so (mark_quick()).
 QUICK_MARK = " (quick run: indicative, not settled; `make bench-full` settles it)"
 
@@ -170,8 +171,8 @@ class Study:
 def mark_quick(md):
     """A quick run's report sections with every verdict's heading marked as indicative."""
     verdicts = re.compile(r"target|against|Back-to-back pairs|finding hold", re.I)
-    return [line + QUICK_MARK if line.startswith("#") and verdicts.search(line) else line
-            for line in md]
+    return [line + QUICK_MARK if line.startswith("#") and verdicts.search(line)
+            and not line.endswith(QUICK_MARK) else line for line in md]
 
 
 def build_arg(args):
@@ -228,11 +229,18 @@ class Runner:
         self.total += len(cells)
         self.est_total += sum(c.seconds for c in cells)
 
+    def plan_after(self, seconds):
+        """Work after the last cell (the report and its plots), counted in the estimate."""
+        self.est_total += seconds
+
     def left(self):
-        """Seconds the rest of the run should take: the cells' estimates still to run,
-        scaled by how the estimates of those that ran compare with the time they took."""
+        """Seconds the rest of the run should take: the cells' estimates still to run (and
+        the report's), scaled by how the estimates of those that ran compare with the time
+        they took. The pace starts from 1 and moves to the measured one as the run goes on
+        (PACE_PRIOR seconds of weight), so that the first seconds' small, often overestimated
+        cells do not halve the estimate of the whole run."""
         el = time.time() - self.t0
-        pace = el / self.est_done if self.est_done >= 10 else 1.0
+        pace = (el + PACE_PRIOR) / (self.est_done + PACE_PRIOR)
         return max(self.est_total - self.est_done, 0) * min(max(pace, 0.5), 3.0)
 
     def progress(self, what, seconds=0.0):

@@ -41,7 +41,8 @@ QUICK_ROWS = ["raw-epoll", "raw-uring", "raw-uring-multi", "raw-kqueue", "iomux-
 MODES = {
     "smoke": dict(n=100, units=["poller-1", "echo"], lengths={"poller-1": 100, "echo": 0.2},
                   strace=None, block=128, backends=["epoll", "uring"], peers=False, rows=None),
-    "quick": dict(n=100, units=None, lengths=COST_LENGTHS, strace=COST_STRACE_LENGTHS,
+    "quick": dict(n=100, units=None, lengths=dict(COST_LENGTHS, echo=0.3),
+                  strace=dict(echo=0.3),
                   block=128, backends=["epoll", "uring"], peers=True, rows=QUICK_ROWS),
     "full": dict(n=100, units=None, lengths=COST_LENGTHS, strace=COST_STRACE_LENGTHS,
                  block=128, backends=None, peers=True, rows=None),
@@ -380,6 +381,10 @@ def costs_md(args, mode, costs, names, enames, want, drivers):
                     f"runs ({ex['echoes'][0]:,} and {ex['echoes'][1]:,} echoes)")
             md += [f"# {which}'s two {runs}, as every row's:"] + ex["commands"]
         md += ["```", "", costs_table(entry, order), ""]
+        if not entry["strace_lengths"] and mode == "quick":
+            md += ["The quick run counts no system calls for this unit (`--full` does); study "
+                   "1's system-call table has those of the Poller rounds at n = 1,000, 100 "
+                   "active.", ""]
         if COST_UNITS[unit].get("note"):
             md += [COST_UNITS[unit]["note"] + ".", ""]
         if unit == "echo":
@@ -495,7 +500,12 @@ class Study(Base):
             self.rows[unit] = {}
             for name in (self.enames if unit == "echo" else
                          unit_names(unit, self.names, self.runner.drivers)):
-                est = 4.0 if unit == "echo" else 1.5
+                # about what a row takes at a load of 5 to 8 (callgrind's start-up is most
+                # of it), and twice that with strace's two runs
+                slo = (self.cfg["strace"] or {}).get(unit) if self.strace else None
+                est = (2.5 if unit == "poller-100" else 1.2) * (2 if slo else 1)
+                if unit == "echo":
+                    est = 2.0 + 4 * self.cfg["lengths"]["echo"] * (2 if slo else 1)
                 cells.append(Cell(f"costs {unit} {name}", est,
                                   lambda u=unit, name=name: self.run_row(u, name)))
         return cells
@@ -535,7 +545,6 @@ class Study(Base):
         if self.mode == "smoke":
             shutil.rmtree(self.dir, ignore_errors=True)
         end_line()
-        log(f"costs: took {fmt_dur(self.result['seconds'])}")
 
     def report_md(self, out):
         if self.result:

@@ -30,8 +30,8 @@ TARGET = 0.97
 ORDER = ["raw", "iomux-epoll", "iomux-uring", "libuv", "asio"]
 MODES = {
     "smoke": dict(sizes=[64], peers=[1], seconds=0.5, warmup=0.2, reps=1, pairs=0),
-    "quick": dict(sizes=[64, 1200], peers=[1, 100], seconds=1.0, warmup=0.3, reps=2, pairs=3,
-                  pair_seconds=0.5, pair_warmup=0.2),
+    "quick": dict(sizes=[64, 1200], peers=[1, 100], seconds=0.5, warmup=0.3, reps=1, pairs=2,
+                  pair_seconds=0.5, pair_warmup=0.2, pair_sizes=[64]),
     "full": dict(sizes=[64, 1200], peers=[1, 100], seconds=3.0, warmup=1.0, reps=5, pairs=15,
                  pair_seconds=1.0, pair_warmup=0.3),
 }
@@ -215,7 +215,7 @@ class Study(Base):
         cells = self.timed_cells()
         k = self.cfg.get("pairs", 0)
         self.pairs = []
-        for size in self.cfg["sizes"]:
+        for size in self.pair_sizes():
             for peers in self.cfg["peers"]:
                 for held in (x for x in HELD if x in self.names):
                     for other in self.pair_others():
@@ -224,9 +224,16 @@ class Study(Base):
                         for i in range(k):
                             cells.append(Cell(
                                 f"dgram {size} B, {peers} peers, {held} / {other} (pair {i + 1})",
-                                2 * (self.cfg["pair_seconds"] + self.cfg["pair_warmup"] + 0.5),
+                                2 * (self.cfg["pair_seconds"] + self.cfg["pair_warmup"]) + 0.1,
                                 lambda g=got, i=i: self.pair(g, i)))
         return cells
+
+    def pair_sizes(self):
+        """The sizes whose rows get back-to-back pairs: the quick run pairs one size only
+        (the timed runs cover both); every size if --dgram-sizes names none of them."""
+        want = self.cfg.get("pair_sizes")
+        got = [s for s in self.cfg["sizes"] if not want or s in want]
+        return got or self.cfg["sizes"]
 
     def pair(self, got, i):
         """The iomux server and another, one right after the other (the first alternating)."""
@@ -411,7 +418,9 @@ class Study(Base):
         prs = self.pair_rows()
         if prs:
             md += ["", "### Back-to-back pairs against the floor and the peers", "",
-                   f"{self.cfg['pairs']} pairs per row ({self.cfg['pair_warmup']} s warm-up, "
+                   f"{self.cfg['pairs']} pairs per row, of "
+                   f"{', '.join(map(str, self.pair_sizes()))}-byte datagrams "
+                   f"({self.cfg['pair_warmup']} s warm-up, "
                    f"{self.cfg['pair_seconds']} s timed), the iomux server and the other one "
                    "right after the other, the first alternating; the ratio is the iomux "
                    "server's over the other's, the median over the pairs with a "

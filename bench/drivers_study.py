@@ -24,7 +24,7 @@ POLLER = dict(smoke=dict(n=[10, 300], active=[1, 100], rounds=20, batches=2, war
                         warmup=20))
 CHAIN = dict(smoke=dict(n=[10, 300], active=[5, 100], writes=300, iterations=1, warmup=1,
                         timeouts=[0, 1]),
-             quick=dict(n=[100, 1000, "max"], active=[100, 1000], writes=10000, iterations=2,
+             quick=dict(n=[100, 1000, "max"], active=[100, 1000], writes=10000, iterations=1,
                         warmup=1, timeouts=[0, 1]),
              full=dict(n=[100, 200, 500, 1000, 2000, 5000, 10000, 20000, "max"],
                        active=[100, 1000], writes=10000, iterations=3, warmup=1,
@@ -37,8 +37,8 @@ METRICS = {  # study -> (metric, unit, title)
               ("proc_ms", "ms per iteration", "event processing alone")],
 }
 BASE_METRICS = {"poller": ["round_us"], "chain": ["total_ms"]}
-STRACE_N = 1000  # the Poller cells whose system calls are counted: n, and each active count
-STRACE_ACTIVE = (1, 100)
+STRACE_N = 1000  # the Poller cells whose system calls are counted: n, and the active counts
+STRACE_ACTIVE = dict(smoke=(), quick=(100,), full=(1, 100))  # per mode
 
 
 def sizes(spec, transport, lim):
@@ -50,6 +50,15 @@ def sizes(spec, transport, lim):
         if n not in out:
             out.append(n)
     return sorted(out)
+
+
+def cell_estimate(study, n, cfg):
+    """About how many seconds one process of study 1 or 2 takes at n slots (a quick run's
+    times at a load average of 5 to 8): study 2 restarts all n watchers at each iteration,
+    the warm-up's included, and the poll-based drivers scan all n at each dispatch."""
+    if study == "poller":
+        return 0.3 * (1 + n / 5000)
+    return 0.5 + 7.5e-5 * n * (cfg["iterations"] + cfg["warmup"])
 
 
 def study_cfg(study, mode, args):
@@ -391,19 +400,18 @@ class Study(Base):
     def schedule(self):
         cells = []
         for study, transport, cfg, ns, reps in self.plan:
-            est, per = (0.3, 5000) if study == "poller" else (0.4, 3000)
             names = self.names_for(study)
             for rep in range(reps):
                 k = rep % len(names)
                 order = names[k:] + names[:k]  # rotate: no driver always first
                 for n in ns:
-                    est_n = est * (1 + n / per)
+                    est_n = cell_estimate(study, n, cfg)
                     for drv in order:
                         cells.append(Cell(f"{study} {transport} n={n} {drv} (rep {rep + 1})",
                                           est_n, lambda s=study, t=transport, n=n, d=drv,
                                           c=cfg, r=rep: self.run_one(s, t, n, d, c, r)))
         if self.mode != "smoke" and not self.args.no_syscalls and "poller" in self.studies:
-            for active in STRACE_ACTIVE:
+            for active in STRACE_ACTIVE[self.mode]:
                 for drv in self.names:
                     cells.append(Cell(f"strace poller n={STRACE_N:,} {active} active {drv}",
                                       1.0, lambda a=active, d=drv: self.count_calls(d, a)))

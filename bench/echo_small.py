@@ -76,7 +76,7 @@ class Study:
             for s in self.sessions:
                 for name in order:
                     cells.append(Cell(f"echo {cfg['block']} B S={s:,} {name} (rep {rep + 1})",
-                                      (cfg["seconds"] + cfg["warmup"]) * 0.8 + s / 8000,
+                                      (cfg["seconds"] + cfg["warmup"]) * 0.8 + 0.3 + s / 8000,
                                       lambda s=s, name=name, rep=rep: self.run_one(
                                           name, s, cfg, rep)))
         pcfg = dict(block=self.cfg["block"], seconds=self.cfg["pair_seconds"],

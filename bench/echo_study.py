@@ -26,9 +26,9 @@ MODES = {
                   backends=None, strace=[],
                   small=dict(block=128, sessions=[1], seconds=1, warmup=0.2, pairs=1,
                              pair_seconds=1, pair_warmup=0.2)),
-    "quick": dict(sessions=[1, 100, 10000], seconds=1, warmup=0.3, block=16384, reps=1,
+    "quick": dict(sessions=[1, 100], seconds=0.5, warmup=0.3, block=16384, reps=1,
                   backends=["epoll", "uring"], strace=[100],
-                  small=dict(block=128, sessions=[1], seconds=1, warmup=0.3, pairs=1,
+                  small=dict(block=128, sessions=[1], seconds=0.5, warmup=0.3, pairs=1,
                              pair_seconds=0.5, pair_warmup=0.2)),
     "full": dict(sessions=[1, 10, 100, 1000, 10000], seconds=5, warmup=1, block=16384,
                  reps=5, backends=None, strace=[1, 10, 1000, 10000],
@@ -540,7 +540,7 @@ class Study(Base):
             for s in cfg["sessions"]:
                 for name in order:
                     cells.append(Cell(f"echo S={s:,} {name} (rep {rep + 1})",
-                                      (cfg["seconds"] + cfg["warmup"]) * 0.8 + s / 8000,
+                                      (cfg["seconds"] + cfg["warmup"]) * 0.8 + 0.3 + s / 8000,
                                       lambda s=s, name=name, rep=rep: self.run_one(name, s, rep)))
         if self.small:
             cells += self.small.schedule()

@@ -30,7 +30,7 @@ CPU_TARGET = 1.05  # iomux-uring's server CPU per echo over raw-uring's, at most
 COMPARISONS = [(MINE, FLOOR_URING), (FLOOR_URING, FLOOR_EPOLL), (MINE, "iomux-epoll")]
 MODES = {
     "smoke": dict(blocks=[16384], sessions=[10], pairs=1, seconds=0.5, warmup=0.2),
-    "quick": dict(blocks=[16384, 128], sessions=[1000], pairs=2, seconds=1, warmup=0.3),
+    "quick": dict(blocks=[16384], sessions=[1000], pairs=2, seconds=1, warmup=0.3),
     "full": dict(blocks=[16384, 128], sessions=[100, 1000, 10000], pairs=15, seconds=2,
                  warmup=0.5),
 }

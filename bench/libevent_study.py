@@ -51,9 +51,9 @@ PROGRAMS = {
 MODES = {
     "smoke": dict(n=[100], active=[100], writes=300, timeouts=[0, 1], reps=1, cascade_n=[100],
                   iomux=["epoll", "uring"], chain_backends=["epoll"]),
-    "quick": dict(n=[100, 1000], active=[100], writes=10000, timeouts=[0, 1], reps=1,
+    "quick": dict(n=[1000], active=[100], writes=10000, timeouts=[0, 1], reps=1,
                   cascade_n=[100], iomux=["epoll", "uring"], chain_backends=["epoll"],
-                  callgrind=dict(n=100, active=100, writes=[1000, 3000])),
+                  callgrind=dict(n=100, active=100, writes=[500, 1500])),
     "full": dict(n=[100, 1000, 10000, 100000], active=[100, 1000], writes=10000,
                  timeouts=[0, 1], reps=6, cascade_n=[100, 1000, 10000, 100000],
                  iomux=["epoll", "uring"], chain_backends=["epoll", "uring"],
@@ -508,9 +508,15 @@ class Study(Base):
         """The builds, then every cell: each repetition runs every program once per cell,
         in an order that rotates between repetitions, each in a fresh process pinned to
         one CPU; then the instructions under callgrind."""
-        cells = [Cell("libevent: fetch and build bench.c three ways", 10.0, self.build)]
+        cells = [Cell("libevent: fetch and build bench.c three ways", 15.0, self.build)]
         chain_max = self.lim["max_slots"]["socketpair"]
-        run = 0.05 + self.writes / 100000
+
+        def run(kind, n):
+            """About how many seconds a process takes (a quick run's at a load of 5 to 8):
+            bench.c's 25 iterations of W writes, or the chain study's few iterations."""
+            if kind == "chain":
+                return 0.4 * (1 + n / 3000)
+            return (0.3 + ITERATIONS * self.writes * 1.2e-5) * (1 + n / 20000)
         for rep in range(self.reps):
             for tmo, a, n in self.cells_:
                 runs = [("bench", p) for p in self.programs]
@@ -520,7 +526,7 @@ class Study(Base):
                 for kind, name in runs[k:] + runs[:k]:  # rotate: no program always first
                     cells.append(Cell(f"libevent n={n:,} A={a}" + (" timeouts" if tmo else "")
                                       + f" {name}{' (chain)' if kind == 'chain' else ''} "
-                                      f"(rep {rep + 1})", run * (1 + n / 2000),
+                                      f"(rep {rep + 1})", run(kind, n),
                                       lambda kind=kind, name=name, n=n, a=a, tmo=tmo, rep=rep:
                                       self.one(kind, name, n, a, tmo, rep)))
             for n in self.cascade_sizes:
@@ -533,7 +539,8 @@ class Study(Base):
         c = self.cfg.get("callgrind")
         if c:
             cells.append(Cell("libevent: instructions per write under callgrind",
-                              1.5 * len(self.programs) * len(self.timeouts) * len(c["writes"]),
+                              len(self.programs) * len(self.timeouts)
+                              * sum(0.6 + w / 1500 for w in c["writes"]),
                               self.count_instructions))
         return cells
 

@@ -318,7 +318,7 @@ class Study(Base):
         if self.strace and echo:
             for n in self.ns:
                 for name in self.echo_names:
-                    cells.append(Cell(f"scaling strace N={n} {cell_name(echo[0])} {name}", 2.5,
+                    cells.append(Cell(f"scaling strace N={n} {cell_name(echo[0])} {name}", 1.2,
                                       lambda name=name, n=n: self.traced(name, n, echo[0])))
         return cells
 

@@ -55,7 +55,7 @@ class Study(Base):
     TITLE = ("the back-to-back pairs (the targets of studies 1 and 2 measured "
              "again)")
     # n: the slot counts compared (None: studies 1 and 2's)
-    MODES = dict(smoke=dict(pairs=2, n=None), quick=dict(pairs=2, n=[1000, "max"]),
+    MODES = dict(smoke=dict(pairs=2, n=None), quick=dict(pairs=2, n=[1000]),
                  full=dict(pairs=25, n=None))
 
     def __init__(self, ctx):
@@ -148,7 +148,7 @@ class Study(Base):
                 cells.append(Cell(f"settle {study} n={n:,} active={active}"
                                   + ("" if to is None else f" timeouts={to}")
                                   + f" {drv} / {ref} (pair {i + 1})",
-                                  0.25 * (1 + n / 5000) * (1 if study == "poller" else 1.5),
+                                  (0.5 if study == "poller" else 0.4) * (1 + n / 5000),
                                   lambda i=i, got=got: self.pair(got, i)))
         return cells
 
