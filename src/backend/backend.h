@@ -94,6 +94,9 @@
 /* Opt-in: the automatic choice (no name in the options or IOMUX_BACKEND) passes the backend
  * by, wherever it sits in the registry; it opens only when named (rtsig). */
 #define MUX__CAP_NAMED_ONLY   (1u << 11)
+/* A datagram receive into the caller's buffers runs natively too, the way a stream's receive
+ * into a caller's buffer does (IOCP, "Buffers" below); without it only a pool's does. */
+#define MUX__CAP_DGRAM_BUF    (1u << 12)
 #define MUX__CAP_OPS          0x300ffu   /* the operation-kind bits (datagrams': 16, 17) */
 
 /* mux__op.kind_ */
