@@ -53,6 +53,12 @@
  *   in between (backend.h, "Buffers"); a submit whose owner expects data tries the recv first
  *   and completes inside the submit. For a pool, the zero-byte completion takes a buffer and
  *   reads into it right there (the pool is bound to the loop, with no kernel ring).
+ * - Datagrams go the same ways. A batch send is an overlapped WSASendTo of its first
+ *   datagram; the rest go from that completion with non-blocking calls, and one the socket
+ *   does not take waits overlapped in its turn; the count sent completes it. A receive waits
+ *   with a zero-byte WSARecvFrom with MSG_PEEK, which leaves the datagram where it is, and
+ *   reads up to the batch with non-blocking WSARecvFrom calls: in the next submit for caller
+ *   buffers, in the completion for a pool's (platform/dgram_win.c has the calls).
  * - A completion carries an NTSTATUS in the OVERLAPPED, not a Winsock error: it goes through
  *   RtlNtStatusToDosError to a Win32 code and then to the errno the POSIX build would give
  *   (platform/win.c). A cancelled operation ends with ERROR_OPERATION_ABORTED: -ECANCELED.
