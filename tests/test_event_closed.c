@@ -5,6 +5,7 @@
  * event2/util.h, whose EV_MONOT_PRECISE is what the flag asks libevent for. */
 #include <event2/event.h>
 #include <event2/util.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -20,7 +21,7 @@ static int early_close_expected(const char *method)
 {
     if (strcmp(method, "epoll") == 0 || strcmp(method, "uring") == 0)
         return 1;
-#if defined(__linux__) && !defined(IOMUX_TEST_PORTABLE)
+#if defined(POLLRDHUP) && !defined(IOMUX_TEST_PORTABLE) /* as poll.c */
     if (strcmp(method, "poll") == 0)
         return 1;
 #endif

@@ -3,6 +3,7 @@
  * kernel reports it (epoll, io_uring, Linux's poll), and refused with -ENOTSUP on the others
  * (select, rtsig, kqueue, and poll where there is no POLLRDHUP). */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -27,7 +28,7 @@ static int rdhup_expected(const mux_loop_t *loop)
 {
     if (loop_is(loop, "epoll") || loop_is(loop, "uring"))
         return 1;
-#if defined(__linux__) && !defined(IOMUX_TEST_PORTABLE)
+#if defined(POLLRDHUP) && !defined(IOMUX_TEST_PORTABLE) /* as poll.c */
     if (loop_is(loop, "poll"))
         return 1;
 #endif
