@@ -35,6 +35,19 @@ static int rdhup_expected(const mux_loop_t *loop)
     return 0;
 }
 
+/* Opens a loop on the case's backend; skips the case (with the reason) where the backend
+ * does not offer MUX_RDHUP, as it must not. */
+static void open_or_skip(mux_loop_t *loop)
+{
+    loop_open(loop);
+    if (!(mux_io_events_supported(loop) & MUX_RDHUP)) {
+        CHECK_EQ(rdhup_expected(loop), 0);
+        loop_close(loop);
+        SKIP("the backend cannot report the peer's hang-up: MUX_RDHUP is -ENOTSUP here "
+             "(io_rdhup_is_offered_where_the_backend_has_it_and_refused_elsewhere)");
+    }
+}
+
 /* The watcher's fd's peer: a byte written ahead of the hang-up, which nobody reads. */
 static int peek_pending(int fd)
 {
@@ -90,13 +103,7 @@ TEST(io_rdhup_is_offered_where_the_backend_has_it_and_refused_elsewhere) {
 static void rdhup_case(int by_close)
 {
     mux_loop_t loop;
-    loop_open(&loop);
-    if (!(mux_io_events_supported(&loop) & MUX_RDHUP)) {
-        CHECK_EQ(rdhup_expected(&loop), 0);
-        loop_close(&loop);
-        SKIP("the backend cannot report the peer's hang-up: MUX_RDHUP is -ENOTSUP here "
-             "(io_rdhup_is_offered_where_the_backend_has_it_and_refused_elsewhere)");
-    }
+    open_or_skip(&loop);
     int sv[2];
     make_socketpair(sv);
     struct hup_seen hup = {0}, rd = {0}, both = {0};
@@ -154,13 +161,7 @@ TEST(io_rdhup_tells_the_peer_close_behind_unread_data) {
  * data in it is not called. Turned on and off with mux_io_modify. */
 TEST(io_rdhup_tells_a_pipe_writer_close_and_follows_modify) {
     mux_loop_t loop;
-    loop_open(&loop);
-    if (!(mux_io_events_supported(&loop) & MUX_RDHUP)) {
-        CHECK_EQ(rdhup_expected(&loop), 0);
-        loop_close(&loop);
-        SKIP("the backend cannot report the peer's hang-up: MUX_RDHUP is -ENOTSUP here "
-             "(io_rdhup_is_offered_where_the_backend_has_it_and_refused_elsewhere)");
-    }
+    open_or_skip(&loop);
     int p[2];
     make_pipe(p);
     write_byte(p[1]);
