@@ -72,39 +72,6 @@
 
 extern char **environ;
 
-enum {
-    P_IDLE = 0,    /* never spawned */
-    P_RUNNING = 1, /* spawned, not yet reaped */
-    P_ENDED = 2,   /* reaped, and called back */
-};
-
-/* mux_process_t.state_ bits above the state */
-#define P_GROUP 0x10 /* spawned with MUX_SPAWN_PROCESS_GROUP */
-#define P_STATE 0x0f
-
-static int mux__process_walkable(const void *h)
-{
-    return (((const mux_process_t *)h)->flags_ & P_STATE) == P_RUNNING;
-}
-
-static const struct mux__handles_type mux__process_type = {
-    .kind = MUX_HANDLE_PROCESS,
-    .link_off = offsetof(mux_process_t, link_),
-    .flags_off = offsetof(mux_process_t, flags_),
-    .size = sizeof(struct mux__handles),
-    .walkable = mux__process_walkable,
-};
-
-/* ---- the exit ---------------------------------------------------------------------- */
-
-/* The child was reaped: the handle is the caller's again, from the callback on. */
-static void mux__process_ended(mux_process_t *p, int exit_status, int term_signal)
-{
-    mux__handle_close(p->loop_, &p->link_, &p->flags_);
-    p->flags_ = P_ENDED;
-    p->exit_cb_(p, exit_status, term_signal);
-}
-
 static void mux__process_status(mux_process_t *p, int wstatus)
 {
     if (WIFSIGNALED(wstatus))
@@ -414,7 +381,7 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
         mux__spawn_undo(pid);
         return err;
     }
-    p->flags_ = P_RUNNING | (opts->flags & MUX_SPAWN_PROCESS_GROUP ? P_GROUP : 0);
+    p->flags_ = MUX__P_RUNNING | (opts->flags & MUX_SPAWN_PROCESS_GROUP ? MUX__P_GROUP : 0);
     mux__handle_open(loop, procs, &p->link_, &p->flags_); /* counted until its exit */
     return 0;
 }
@@ -423,13 +390,13 @@ MUX_EXPORT int mux_process_kill(mux_process_t *p, int signum)
 {
     if (!p || signum <= -NSIG || signum >= NSIG)
         return -EINVAL;
-    int state = p->flags_ & P_STATE;
-    if (state == P_ENDED)
+    int state = p->flags_ & MUX__P_STATE;
+    if (state == MUX__P_ENDED)
         return -ESRCH;
-    if (state != P_RUNNING)
+    if (state != MUX__P_RUNNING)
         return -EINVAL;
     if (signum < 0) {
-        if (!(p->flags_ & P_GROUP))
+        if (!(p->flags_ & MUX__P_GROUP))
             return -EINVAL; /* the child's group is the parent's */
         return kill(-p->pid_, -signum) == 0 ? 0 : -errno;
     }
@@ -442,7 +409,7 @@ MUX_EXPORT int mux_process_kill(mux_process_t *p, int signum)
 
 MUX_EXPORT int mux_process_detach(mux_process_t *p)
 {
-    if (!p || (p->flags_ & P_STATE) != P_RUNNING)
+    if (!p || (p->flags_ & MUX__P_STATE) != MUX__P_RUNNING)
         return -EINVAL;
     struct mux__loop *loop = p->loop_;
 #if MUX__PIDFD
@@ -451,13 +418,13 @@ MUX_EXPORT int mux_process_detach(mux_process_t *p)
 #endif
     mux_child_stop(loop->pub, &p->child_); /* -EINVAL when it was never initialised */
     mux__handle_close(loop, &p->link_, &p->flags_);
-    p->flags_ = P_IDLE;
+    p->flags_ = MUX__P_IDLE;
     return 0;
 }
 
 MUX_EXPORT int mux_process_pid(const mux_process_t *p)
 {
-    if (!p || (p->flags_ & P_STATE) != P_RUNNING)
+    if (!p || (p->flags_ & MUX__P_STATE) != MUX__P_RUNNING)
         return -EINVAL;
     return p->pid_;
 }
