@@ -40,8 +40,13 @@
  *   a socket behind a layered provider (an LSP) is no such handle: docs/process.md says so.
  * - No signals. mux_process_kill maps as libuv does: SIGTERM, SIGKILL, SIGINT and SIGQUIT
  *   end the process (TerminateProcess, exit code 1), and the exit is then reported as killed
- *   by that signal; 0 checks that it still runs; any other number is -ENOSYS. A process has
- *   no group that a signal reaches: a negative number is -ENOSYS.
+ *   by that signal; 0 checks that it still runs; any other number is -ENOSYS.
+ * - No process groups either. What ends a process and everything it started is a job object:
+ *   a MUX_SPAWN_PROCESS_GROUP child is started suspended, put in a job of its own (which the
+ *   processes it starts join), and then let run, so that nothing it starts escapes the job;
+ *   a negative signal ends the whole job (TerminateJobObject). The job is not set to kill on
+ *   its close: what the child started outlives the handle, as a POSIX group outlives its
+ *   leader.
  * - The exit comes through a child watcher on the process (child_win.c: a wait registered on
  *   it wakes the loop), which reports the exit code. The handle CreateProcess gave is kept
  *   until then, so the id cannot go to another process while the handle is active.
@@ -70,13 +75,22 @@ enum { MUX__CMDLINE_MAX = 32767 }; /* CreateProcess's limit, in UTF-16 units */
 
 /* ---- the exit ---------------------------------------------------------------------- */
 
+/* Closes the process's handle and its job's. */
+static void mux__process_release(mux_process_t *p)
+{
+    CloseHandle((HANDLE)p->handle_);
+    if (p->job_)
+        CloseHandle(p->job_);
+    p->handle_ = 0;
+    p->job_ = NULL;
+}
+
 static void mux__process_child_cb(mux_loop_t *pub, mux_child_t *w, int pid, int code)
 {
     mux_process_t *p = mux__container_of(w, mux_process_t, child_);
     (void)pub;
     (void)pid;
-    CloseHandle((HANDLE)p->handle_);
-    p->handle_ = 0;
+    mux__process_release(p);
     if (p->signal_ != 0)
         mux__process_ended(p, 0, p->signal_); /* ended by mux_process_kill */
     else
@@ -457,13 +471,35 @@ static int mux__spawn_errno(DWORD e)
     }
 }
 
+/* Puts the suspended child in a job of its own (*job), and lets it run. 0, or -errno with the
+ * child ended and its handles closed. */
+static int mux__spawn_job(PROCESS_INFORMATION *pi, HANDLE *job)
+{
+    int err = 0;
+    *job = CreateJobObjectW(NULL, NULL);
+    if (!*job || !AssignProcessToJobObject(*job, pi->hProcess) ||
+        ResumeThread(pi->hThread) == (DWORD)-1)
+        err = mux__win_errno(GetLastError());
+    if (err == 0)
+        return 0;
+    if (*job)
+        CloseHandle(*job);
+    *job = NULL;
+    TerminateProcess(pi->hProcess, 1);
+    WaitForSingleObject(pi->hProcess, INFINITE);
+    CloseHandle(pi->hThread);
+    CloseHandle(pi->hProcess);
+    return err;
+}
+
 /* One spawn at a time makes inheritable handles: see the top of the file. */
 static SRWLOCK mux__spawn_lock = SRWLOCK_INIT;
 
-/* Starts the child, its standard handles made under the lock. 0 (pi filled in, the parents'
- * ends of the stream slots left in sp->parent) or -errno, with nothing left open. */
+/* Starts the child, its standard handles made under the lock. 0 (pi and, for a group, *job
+ * filled in, the parents' ends of the stream slots left in sp->parent) or -errno, with
+ * nothing left open. */
 static int mux__spawn_run(struct mux__spawn *sp, const mux_spawn_options_t *o,
-                          const struct mux__spawn_args *a, PROCESS_INFORMATION *pi)
+                          const struct mux__spawn_args *a, PROCESS_INFORMATION *pi, HANDLE *job)
 {
     STARTUPINFOEXW si;
     memset(&si, 0, sizeof si);
@@ -498,7 +534,7 @@ static int mux__spawn_run(struct mux__spawn *sp, const mux_spawn_options_t *o,
         }
     }
     if (o->flags & MUX_SPAWN_PROCESS_GROUP)
-        flags |= CREATE_NEW_PROCESS_GROUP;
+        flags |= CREATE_SUSPENDED; /* let run once in its job */
     if (err == 0 && !CreateProcessW(a->app, a->cmd, NULL, NULL, nlist > 0, flags, a->env, a->cwd,
                                     &si.StartupInfo, pi))
         err = mux__spawn_errno(GetLastError());
@@ -506,6 +542,8 @@ static int mux__spawn_run(struct mux__spawn *sp, const mux_spawn_options_t *o,
         DeleteProcThreadAttributeList(si.lpAttributeList);
     mux__spawn_cleanup(sp, err != 0); /* the child's copies, before another spawn runs */
     ReleaseSRWLockExclusive(&mux__spawn_lock);
+    if (err == 0 && (o->flags & MUX_SPAWN_PROCESS_GROUP) && (err = mux__spawn_job(pi, job)) != 0)
+        mux__spawn_cleanup(sp, 1); /* the parents' ends of the stream slots */
     if (err == 0)
         CloseHandle(pi->hThread);
     return err;
@@ -539,8 +577,9 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
         sp.parent[i] = INVALID_SOCKET;
     }
     PROCESS_INFORMATION pi;
+    HANDLE job = NULL;
     if (err == 0)
-        err = mux__spawn_run(&sp, opts, &args, &pi);
+        err = mux__spawn_run(&sp, opts, &args, &pi, &job);
     mux__spawn_args_free(&args);
     if (err != 0)
         return err;
@@ -551,6 +590,7 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
     p->exit_cb_ = cb;
     p->pid_ = (int)pi.dwProcessId;
     p->handle_ = (intptr_t)pi.hProcess;
+    p->job_ = job;
     mux_child_init(&p->child_, mux__process_child_cb, p->pid_);
     p->child_.h_.flags |= MUX__W_NOREF; /* a part of the handle, which counts itself */
     err = mux_child_start(pub, &p->child_);
@@ -567,8 +607,13 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
             if (opts->stdio[i].kind == MUX_STDIO_STREAM && mux_stream_loop(opts->stdio[i].stream))
                 mux_stream_close(opts->stdio[i].stream, NULL);
         mux_child_stop(pub, &p->child_);
+        if (job)
+            TerminateJobObject(job, 1);
         mux__spawn_undo(pi.hProcess);
+        if (job)
+            CloseHandle(job);
         p->handle_ = 0;
+        p->job_ = NULL;
         return err;
     }
     p->flags_ = MUX__P_RUNNING | (opts->flags & MUX_SPAWN_PROCESS_GROUP ? MUX__P_GROUP : 0);
@@ -586,18 +631,20 @@ MUX_EXPORT int mux_process_kill(mux_process_t *p, int signum)
     if (state != MUX__P_RUNNING)
         return -EINVAL;
     HANDLE h = (HANDLE)p->handle_;
-    if (signum < 0)
-        return p->flags_ & MUX__P_GROUP ? -ENOSYS : -EINVAL; /* no group a signal reaches */
-    switch (signum) {
+    if (signum < 0 && !(p->flags_ & MUX__P_GROUP))
+        return -EINVAL; /* the child's group is the parent's */
+    switch (signum < 0 ? -signum : signum) {
     case 0:
         return WaitForSingleObject(h, 0) == WAIT_OBJECT_0 ? -ESRCH : 0;
     case SIGTERM:
     case SIGKILL:
     case SIGINT:
     case SIGQUIT:
-        if (TerminateProcess(h, 1)) {
+        if (signum < 0 && WaitForSingleObject(h, 0) == WAIT_OBJECT_0)
+            return -ESRCH; /* the job would end without it: its exit is its own */
+        if (signum < 0 ? TerminateJobObject(p->job_, 1) : TerminateProcess(h, 1)) {
             if (p->signal_ == 0)
-                p->signal_ = signum;
+                p->signal_ = signum < 0 ? -signum : signum;
             return 0;
         }
         /* It has ended, or is ending: TerminateProcess is refused then. */
@@ -616,8 +663,7 @@ MUX_EXPORT int mux_process_detach(mux_process_t *p)
         return -EINVAL;
     struct mux__loop *loop = p->loop_;
     mux_child_stop(loop->pub, &p->child_);
-    CloseHandle((HANDLE)p->handle_);
-    p->handle_ = 0;
+    mux__process_release(p);
     mux__handle_close(loop, &p->link_, &p->flags_);
     p->flags_ = MUX__P_IDLE;
     return 0;
