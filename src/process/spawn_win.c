@@ -561,13 +561,10 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
                          mux_exit_cb cb)
 {
     struct mux__loop *loop = mux__loop_of(pub);
-    if (!loop || !p || !opts || !cb || !mux__spawn_valid(opts))
-        return -EINVAL;
-    /* Room for the handle and its streams, so that they open once the child runs. */
-    int err = mux__pend_grow(loop, loop->active + loop->noref + 4 + MUX__INTERNAL_MAX);
-    struct mux__handles *procs = err == 0 ? mux__handles_get(loop, &mux__process_type) : NULL;
+    int err;
+    struct mux__handles *procs = mux__spawn_begin(loop, p, opts, cb, &err);
     if (!procs)
-        return err ? err : -ENOMEM;
+        return err;
     struct mux__spawn_args args;
     err = mux__spawn_args(&args, opts);
     struct mux__spawn sp;
@@ -583,29 +580,22 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
     mux__spawn_args_free(&args);
     if (err != 0)
         return err;
-    void *data = p->data;
-    memset(p, 0, sizeof *p);
-    p->data = data;
-    p->loop_ = loop;
-    p->exit_cb_ = cb;
-    p->pid_ = (int)pi.dwProcessId;
+    mux__process_reset(p, loop, cb, (int)pi.dwProcessId);
     p->handle_ = (intptr_t)pi.hProcess;
     p->job_ = job;
     mux_child_init(&p->child_, mux__process_child_cb, p->pid_);
     p->child_.h_.flags |= MUX__W_NOREF; /* a part of the handle, which counts itself */
     err = mux_child_start(pub, &p->child_);
-    for (int i = 0; i < 3 && err == 0; i++) {
-        if (sp.parent[i] == INVALID_SOCKET)
-            continue;
-        err = mux_stream_open(pub, opts->stdio[i].stream, (int)sp.parent[i]);
-        if (err == 0)
-            sp.parent[i] = INVALID_SOCKET; /* the stream's */
-    }
+    intptr_t parent[3];
+    for (int i = 0; i < 3; i++)
+        parent[i] = (intptr_t)sp.parent[i];
+    if (err == 0)
+        err = mux__spawn_open_streams(pub, opts, parent, (intptr_t)INVALID_SOCKET);
+    for (int i = 0; i < 3; i++)
+        sp.parent[i] = (SOCKET)parent[i];
     mux__spawn_cleanup(&sp, 1);
     if (err != 0) { /* rare: the loop's tables could not grow, or no wait could be registered */
-        for (int i = 0; i < 3; i++)
-            if (opts->stdio[i].kind == MUX_STDIO_STREAM && mux_stream_loop(opts->stdio[i].stream))
-                mux_stream_close(opts->stdio[i].stream, NULL);
+        mux__spawn_close_streams(opts);
         mux_child_stop(pub, &p->child_);
         if (job)
             TerminateJobObject(job, 1);
@@ -616,8 +606,7 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
         p->job_ = NULL;
         return err;
     }
-    p->flags_ = MUX__P_RUNNING | (opts->flags & MUX_SPAWN_PROCESS_GROUP ? MUX__P_GROUP : 0);
-    mux__handle_open(loop, procs, &p->link_, &p->flags_); /* counted until its exit */
+    mux__spawn_done(loop, procs, p, opts);
     return 0;
 }
 
@@ -625,14 +614,10 @@ MUX_EXPORT int mux_process_kill(mux_process_t *p, int signum)
 {
     if (!p || signum <= -MUX__NSIG || signum >= MUX__NSIG)
         return -EINVAL;
-    int state = p->flags_ & MUX__P_STATE;
-    if (state == MUX__P_ENDED)
-        return -ESRCH;
-    if (state != MUX__P_RUNNING)
-        return -EINVAL;
+    int err = mux__process_signallable(p, signum);
+    if (err != 0)
+        return err;
     HANDLE h = (HANDLE)p->handle_;
-    if (signum < 0 && !(p->flags_ & MUX__P_GROUP))
-        return -EINVAL; /* the child's group is the parent's */
     switch (signum < 0 ? -signum : signum) {
     case 0:
         return WaitForSingleObject(h, 0) == WAIT_OBJECT_0 ? -ESRCH : 0;
