@@ -207,7 +207,8 @@ static int mux__env_has(wchar_t **vars, int n, const wchar_t *name)
 {
     int len = (int)wcslen(name);
     for (int i = 0; i < n; i++)
-        if (CompareStringOrdinal(vars[i], len, name, len, TRUE) == CSTR_EQUAL)
+        if (wcslen(vars[i]) >= (size_t)len &&
+            CompareStringOrdinal(vars[i], len, name, len, TRUE) == CSTR_EQUAL)
             return 1;
     return 0;
 }

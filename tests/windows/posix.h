@@ -654,6 +654,7 @@ __attribute__((constructor)) static void win_child_main(void)
  *   stdout-open  exits 1 when it has a standard output handle, 0 when it has none
  *   env-cwd      "$IOMUX_SPAWN_TEST <its working directory> ${HOME:-nohome}\n"
  *   argv A..     each argument as "[A]", then "\n" (what the C runtime split its line into)
+ *   env          the name of each variable of its environment block, in its order, a line each
  *   group        starts a "sleep" child that inherits its handles, then waits to be ended
  * Its standard handles are written with WriteFile and read with ReadFile, as any program
  * does, whatever they are (a socket of the library's, a pipe, a file). */
@@ -724,6 +725,21 @@ static inline int win_child_run(int argc, char **argv)
             win_child_put(STD_OUTPUT_HANDLE, "]");
         }
         win_child_put(STD_OUTPUT_HANDLE, "\n");
+        return 0;
+    }
+    if (strcmp(cmd, "env") == 0) { /* each variable's name, in the block's order */
+        wchar_t *block = GetEnvironmentStringsW();
+        for (wchar_t *v = block; v && *v; v += wcslen(v) + 1) {
+            char a[512];
+            if (!WideCharToMultiByte(CP_UTF8, 0, v, -1, a, sizeof a, NULL, NULL))
+                return 2;
+            char *eq = strchr(a + 1, '='); /* "=C:=C:\\" names start with '=' */
+            if (eq)
+                *eq = '\0';
+            win_child_put(STD_OUTPUT_HANDLE, a);
+            win_child_put(STD_OUTPUT_HANDLE, "\n");
+        }
+        FreeEnvironmentStringsW(block);
         return 0;
     }
     if (strcmp(cmd, "group") == 0) {

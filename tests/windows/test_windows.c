@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the Windows build does differently, stated as cases (built for Windows only). */
+#include <ctype.h>
+
 #include "harness.h"
 #include "http_fixture.h"
 #include "platform/win.h"
@@ -337,6 +339,58 @@ TEST(windows_spawn_arguments_come_back_as_given) {
     CHECK_EQ(w.status, 0);
     CHECK_STR_EQ(out, "[plain][two words][][a\"quote][back\\slash][ends\\][ends in space\\ ]"
                       "[\\\\\"x][tab\there][\"][é ü]\n");
+    loop_close(&loop);
+}
+
+/* Windows' order of names: by their upper case, unit by unit. */
+static int wupper_cmp(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        int x = toupper((unsigned char)*a), y = toupper((unsigned char)*b);
+        if (x != y || !x)
+            return x - y;
+    }
+}
+
+/* The environment given is one block sorted by name without regard to case, as Windows keeps
+ * it, with SYSTEMROOT in it (a program cannot load Winsock without it). */
+TEST(windows_spawn_environment_is_sorted_and_has_systemroot) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    char exe[MAX_PATH];
+    CHECK_GT(GetModuleFileNameA(NULL, exe, sizeof exe), 0);
+    char *argv[] = {exe, WIN_CHILD_ARG, "env", NULL};
+    char *env[] = {"ZED=1", "alpha=2", "Mid=3", "beta=é", NULL};
+    HANDLE rd, wr;
+    CHECK(CreatePipe(&rd, &wr, NULL, 0));
+    mux_spawn_options_t o = {.file = exe, .argv = argv, .env = env};
+    o.stdio[1].kind = MUX_STDIO_FD;
+    o.stdio[1].fd = (int)(uintptr_t)wr;
+    struct wproc w;
+    memset(&w, 0, sizeof w);
+    w.p.data = &w;
+    CHECK_EQ(mux_spawn(&loop, &w.p, &o, exit_cb), 0);
+    CloseHandle(wr);
+    static char out[8192];
+    DWORD got = 0, n;
+    while (got < sizeof out - 1 && ReadFile(rd, out + got, sizeof out - 1 - got, &n, NULL) && n > 0)
+        got += n;
+    out[got] = '\0';
+    CloseHandle(rd);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(w.status, 0);
+    /* The given names in Windows' order (they were given out of it). Wine's child appends
+     * variables of its own after the block (WINE*, SystemRoot, SystemDrive), so only the
+     * given ones' order is checked, and SYSTEMROOT's presence. */
+    static const char *const order[] = {"alpha", "beta", "Mid", "ZED"};
+    int seen = 0, sysroot = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (seen < 4 && strcmp(line, order[seen]) == 0)
+            seen++;
+        sysroot += wupper_cmp(line, "SYSTEMROOT") == 0;
+    }
+    CHECK_EQ(seen, 4);
+    CHECK_GE(sysroot, 1);
     loop_close(&loop);
 }
 
