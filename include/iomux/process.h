@@ -36,8 +36,9 @@ enum {
     MUX_STDIO_INHERIT = 0, /* the parent's own descriptor of that number (the default) */
     MUX_STDIO_CLOSE,       /* closed in the child */
     MUX_STDIO_STREAM,      /* one end of a new socket pair, whose other end the parent gets as
-                              `stream`, opened on the loop */
-    MUX_STDIO_FD,          /* the parent's descriptor `fd`, which stays the parent's */
+                              `stream`, opened on the loop (Windows: a loopback TCP pair) */
+    MUX_STDIO_FD,          /* the parent's descriptor `fd`, which stays the parent's (Windows:
+                              a handle's value, as a socket's is passed) */
 };
 
 typedef struct mux_stdio {
