@@ -472,6 +472,14 @@ static int mux__spawn_errno(DWORD e)
     }
 }
 
+/* A child that started but cannot be kept (no job, no watch): it is ended at once. */
+static void mux__spawn_undo(HANDLE proc)
+{
+    TerminateProcess(proc, 1);
+    WaitForSingleObject(proc, INFINITE);
+    CloseHandle(proc);
+}
+
 /* Puts the suspended child in a job of its own (*job), and lets it run. 0, or -errno with the
  * child ended and its handles closed. */
 static int mux__spawn_job(PROCESS_INFORMATION *pi, HANDLE *job)
@@ -486,10 +494,8 @@ static int mux__spawn_job(PROCESS_INFORMATION *pi, HANDLE *job)
     if (*job)
         CloseHandle(*job);
     *job = NULL;
-    TerminateProcess(pi->hProcess, 1);
-    WaitForSingleObject(pi->hProcess, INFINITE);
     CloseHandle(pi->hThread);
-    CloseHandle(pi->hProcess);
+    mux__spawn_undo(pi->hProcess);
     return err;
 }
 
@@ -548,14 +554,6 @@ static int mux__spawn_run(struct mux__spawn *sp, const mux_spawn_options_t *o,
     if (err == 0)
         CloseHandle(pi->hThread);
     return err;
-}
-
-/* The child started, but the handle cannot watch it: it is ended at once. */
-static void mux__spawn_undo(HANDLE proc)
-{
-    TerminateProcess(proc, 1);
-    WaitForSingleObject(proc, INFINITE);
-    CloseHandle(proc);
 }
 
 MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_options_t *opts,
