@@ -56,6 +56,16 @@ void evt_base_close(struct event_base *base)
     evt_log_release();
 }
 
+void evt_turn_until(struct event_base *base, const int *count, int want)
+{
+    for (int i = 0; i < 1500 && *count < want; i++) {
+        struct timeval step = {0, 10000};
+        CHECK_EQ(event_base_loopexit(base, &step), 0);
+        CHECK_GE(event_base_dispatch(base), 0);
+    }
+    CHECK_GE(*count, want);
+}
+
 void evt_count_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;

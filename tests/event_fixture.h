@@ -19,6 +19,9 @@ void evt_base_close(struct event_base *base);
 /* Captures the warnings without a base (evt_warnings counts from 0); NULL callback after. */
 void evt_log_capture(void);
 void evt_log_release(void);
+/* Turns the loop, 10 ms at a time, until *count reaches `want`; fails after 1,500 turns
+ * (15 s at the least: a watchdog, not a timing). */
+void evt_turn_until(struct event_base *base, const int *count, int want);
 /* An event callback that counts its calls in *(int *)arg. */
 void evt_count_cb(evutil_socket_t fd, short what, void *arg);
 /* The buffer's bytes as a string (copied out, not drained; static storage, under 4 KB). */

@@ -283,6 +283,7 @@ struct server {
     struct peer *peers;
     int cap;
     int accepted, peers_closed, accept_errors, last_error;
+    uint64_t error_at[8]; /* the loop's time at each of the first 8 accept errors */
     int close_after_accepts; /* close the listener after this many accepts (0: never) */
     int listener_closing;
     volatile int listener_closed;
@@ -341,6 +342,8 @@ static inline void server_accept_cb(mux_listener_t *l, mux_os_sock_t fd, int sta
     struct server *srv = l->data;
     if (fd < 0) {
         CHECK_LT(status, 0);
+        if (srv->accept_errors < 8)
+            srv->error_at[srv->accept_errors] = mux_now(mux_listener_loop(l));
         srv->accept_errors++;
         srv->last_error = status;
         return;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Child watchers: exit status, death by signal, any-pid watchers, children that exited
- * before the watcher started, and children nobody watches (left alone). */
+ * before the watcher started, children nobody watches (left alone), and an exit that the
+ * backend's kernel reports (kqueue's EVFILT_PROC) reaped for its watchers. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "internal.h" /* mux__child_exited: what a backend that watches pids calls */
 
 struct reaped {
     int calls;
@@ -282,5 +284,69 @@ TEST(child_watcher_of_a_grandchild_is_never_called_and_the_loop_does_not_spin) {
     CHECK_EQ(waitpid(child, NULL, 0), child);
     close(p[0]);
     close(p[1]);
+#endif
+}
+
+#ifndef _WIN32
+/* Waits until `pid` has exited, without reaping it. */
+static void wait_exited(int pid)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0)
+        CHECK_EQ(errno, EINTR);
+    CHECK_EQ(info.si_pid, pid);
+}
+
+/* What the wait of a backend that watches pids does with a pid's exit (kqueue's NOTE_EXIT),
+ * called here on every backend: each watcher of that pid is called back with its status,
+ * once reaped; a pid no watcher has, or one reaped by someone else, changes nothing. */
+#endif
+
+TEST(child_exit_reported_by_the_backend_reaps_it_for_every_watcher_of_the_pid) {
+#ifdef _WIN32
+    SKIP("a kernel that reports a pid's exit to the wait is kqueue's: Windows watches a "
+         "child's process handle, and has no waitpid to reap with");
+#else
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct mux__loop *l = mux__loop_of(&loop);
+    struct reaped r, other;
+    memset(&r, 0, sizeof r);
+    memset(&other, 0, sizeof other);
+    int p1 = spawn(3), p2 = spawn(4);
+    mux_child_t w1a, w1b, w2;
+    CHECK_EQ(mux_child_init(&w1a, child_cb, p1), 0);
+    CHECK_EQ(mux_child_init(&w1b, child_cb, p1), 0);
+    CHECK_EQ(mux_child_init(&w2, child_cb, p2), 0);
+    w1a.data = w1b.data = &r;
+    w2.data = &other;
+    CHECK_EQ(mux_child_start(&loop, &w1a), 0);
+    CHECK_EQ(mux_child_start(&loop, &w2), 0); /* between the two watchers of p1 */
+    CHECK_EQ(mux_child_start(&loop, &w1b), 0);
+    wait_exited(p1);
+    wait_exited(p2);
+    int status;
+    CHECK_EQ(waitpid(p2, &status, 0), p2); /* p2 reaped by someone else */
+    CHECK_EQ(l->nchildren, 3);
+    mux__child_exited(l, p2);
+    CHECK_EQ(l->nchildren, 3); /* w2 still waits */
+    mux__child_exited(l, getpid()); /* no watcher has it */
+    CHECK_EQ(l->nchildren, 3);
+    mux__child_exited(l, p1);
+    CHECK_EQ(l->nchildren, 1); /* both of p1's went */
+    CHECK_EQ(waitpid(p1, &status, WNOHANG), -1); /* reaped */
+    CHECK_EQ(errno, ECHILD);
+    CHECK_EQ(r.calls, 0); /* called back from the loop */
+    CHECK_EQ(mux_child_stop(&loop, &w2), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(r.calls, 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(r.pid[i], p1);
+        CHECK(WIFEXITED(r.status[i]));
+        CHECK_EQ(WEXITSTATUS(r.status[i]), 3);
+    }
+    CHECK_EQ(other.calls, 0);
+    loop_close(&loop);
 #endif
 }

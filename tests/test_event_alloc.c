@@ -236,3 +236,49 @@ TEST(a_bufferevent_that_cannot_keep_what_it_read_stops_with_a_reading_error) {
     evt_base_close(base);
     event_set_mem_functions(NULL, NULL, NULL);
 }
+
+TEST(pairs_and_rate_limits_fail_cleanly_when_an_allocation_fails) {
+    struct event_base *base = evt_base_open();
+    struct bufferevent *pair[2] = {NULL, NULL};
+    long n = 1;
+    for (;; n++) { /* each end and its two buffers: every one may fail */
+        fail_nth(n);
+        if (bufferevent_pair_new(base, 0, pair) == 0)
+            break;
+        CHECK_EQ(failed, 1);
+        CHECK_LT(n, 100);
+    }
+    fail_none();
+    CHECK_GE(n, 5); /* the second end was made after the first */
+    struct timeval hour = {3600, 0};
+    fail_nth(1);
+    CHECK(ev_token_bucket_cfg_new(10, 10, 10, 10, &hour) == NULL);
+    fail_none();
+    struct ev_token_bucket_cfg *cfg = ev_token_bucket_cfg_new(10, 10, 10, 10, &hour);
+    CHECK(cfg != NULL);
+    fail_nth(1);
+    CHECK_EQ(bufferevent_set_rate_limit(pair[0], cfg), -1);
+    CHECK(bufferevent_get_token_bucket_cfg(pair[0]) == NULL); /* as it was: no limit */
+    fail_nth(1);
+    CHECK(bufferevent_rate_limit_group_new(base, cfg) == NULL);
+    fail_none();
+    struct bufferevent_rate_limit_group *g = bufferevent_rate_limit_group_new(base, cfg);
+    CHECK(g != NULL);
+    fail_nth(1);
+    CHECK_EQ(bufferevent_add_to_rate_limit_group(pair[0], g), -1);
+    fail_none();
+    CHECK_EQ(bufferevent_get_max_to_read(pair[0]), 16384); /* in no group */
+    /* Once made, the limit's state makes no more allocations. */
+    CHECK_EQ(bufferevent_set_rate_limit(pair[1], cfg), 0);
+    fail_nth(1);
+    CHECK_EQ(bufferevent_add_to_rate_limit_group(pair[1], g), 0);
+    CHECK_EQ(failed, 0);
+    fail_none();
+    CHECK_EQ(bufferevent_get_max_to_read(pair[1]), 10);
+    bufferevent_free(pair[0]);
+    bufferevent_free(pair[1]);
+    bufferevent_rate_limit_group_free(g);
+    ev_token_bucket_cfg_free(cfg);
+    evt_base_close(base);
+    event_set_mem_functions(NULL, NULL, NULL);
+}

@@ -436,3 +436,117 @@ TEST(writing_to_a_vanished_peer_is_a_writing_error) {
     bufferevent_free(bev);
     evt_base_close(base);
 }
+
+/* ---- triggers, another base, the single write's maximum ---- */
+
+TEST(bufferevent_trigger_runs_callbacks_by_the_watermarks_unless_told_to_ignore_them) {
+    struct event_base *base = evt_base_open();
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, 0);
+    CHECK(bev != NULL);
+    short what = 0;
+    reads_done = writes_done = 0;
+    bufferevent_setcb(bev, count_read, count_write, record_event, &what);
+    bufferevent_trigger(bev, EV_READ | EV_WRITE, 0); /* 0 >= 0 and 0 <= 0: both, now */
+    CHECK_EQ(reads_done, 1);
+    CHECK_EQ(writes_done, 1);
+    bufferevent_setwatermark(bev, EV_READ, 5, 0);
+    CHECK_EQ(bufferevent_write(bev, "abc", 3), 0); /* no socket: it stays */
+    bufferevent_trigger(bev, EV_READ | EV_WRITE, 0);
+    CHECK_EQ(reads_done, 1); /* 0 under the low mark of 5 */
+    CHECK_EQ(writes_done, 1); /* 3 over the low mark of 0 */
+    bufferevent_trigger(bev, EV_READ | EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS);
+    CHECK_EQ(reads_done, 2);
+    CHECK_EQ(writes_done, 2);
+    /* Deferred: from the loop, and the priority cannot change while they are owed. */
+    bufferevent_trigger(bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+    bufferevent_trigger_event(bev, BEV_EVENT_EOF, BEV_TRIG_DEFER_CALLBACKS);
+    CHECK_EQ(reads_done, 2);
+    CHECK_EQ(what, 0);
+    CHECK_EQ(bufferevent_priority_set(bev, 0), -1);
+    CHECK_EQ(event_base_loop(base, EVLOOP_NONBLOCK), 1); /* nothing else to wait for */
+    CHECK_EQ(reads_done, 3);
+    CHECK_EQ(what, BEV_EVENT_EOF);
+    CHECK_EQ(bufferevent_priority_set(bev, 0), 0);
+    bufferevent_trigger_event(bev, BEV_EVENT_ERROR, 0);
+    CHECK_EQ(what, BEV_EVENT_ERROR);
+    /* Without callbacks, triggers do nothing. */
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    bufferevent_trigger(bev, EV_READ | EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS);
+    bufferevent_trigger_event(bev, BEV_EVENT_EOF, 0);
+    CHECK_EQ(reads_done, 3);
+    CHECK_EQ(writes_done, 2);
+    CHECK_EQ(what, BEV_EVENT_ERROR);
+    bufferevent_trigger(NULL, EV_READ, 0);
+    bufferevent_trigger_event(NULL, BEV_EVENT_EOF, 0);
+    CHECK(bufferevent_get_underlying(bev) == NULL);
+    /* The single write's maximum. */
+    CHECK_EQ(bufferevent_set_max_single_write(NULL, 10), -1);
+    CHECK_EQ(bufferevent_get_max_single_write(NULL), -1);
+    CHECK_EQ(bufferevent_set_max_single_write(bev, (1u << 30) + 1), -1);
+    CHECK_EQ(bufferevent_set_max_single_write(bev, 100), 0);
+    CHECK_EQ(bufferevent_get_max_single_write(bev), 100);
+    CHECK_EQ(bufferevent_set_max_single_write(bev, 0), 0); /* the default again */
+    CHECK_EQ(bufferevent_get_max_single_write(bev), 16384);
+    bufferevent_free(bev);
+    evt_base_close(base);
+}
+
+TEST(bufferevent_base_set_moves_only_a_bufferevent_nothing_waits_for) {
+    struct event_base *base = evt_base_open();
+    struct event_base *other = evt_base_open();
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, 0);
+    CHECK(bev != NULL);
+    CHECK_EQ(bufferevent_base_set(NULL, bev), -1);
+    CHECK_EQ(bufferevent_base_set(other, NULL), -1);
+    CHECK_EQ(bufferevent_base_set(base, bev), 0); /* where it is */
+    CHECK_EQ(bufferevent_base_set(other, bev), 0);
+    CHECK(bufferevent_get_base(bev) == other);
+    /* Its socket is watched by the new base. */
+    int sv[2];
+    make_socketpair(sv);
+    CHECK_EQ(bufferevent_setfd(bev, sv[0]), 0);
+    writes_done = 0;
+    bufferevent_setcb(bev, NULL, count_write, NULL, NULL);
+    CHECK_EQ(bufferevent_write(bev, "moved", 5), 0);
+    CHECK_EQ(event_base_loop(other, EVLOOP_ONCE), 0);
+    CHECK_EQ(writes_done, 1);
+    char buf[8];
+    CHECK_EQ(read(sv[1], buf, sizeof buf), 5);
+    evt_warnings = 0;
+    CHECK_EQ(bufferevent_base_set(base, bev), -1); /* a stream is open on it */
+    CHECK_EQ(evt_warnings, 1);
+    CHECK(strstr(evt_last_warning, "in use on its base") != NULL);
+    bufferevent_free(bev);
+    /* Neither a descriptor watched, nor a limit, nor callbacks owed may move. */
+    int p[2];
+    make_pipe(p);
+    struct bufferevent *rd = bufferevent_socket_new(base, p[0], 0);
+    CHECK_EQ(bufferevent_enable(rd, EV_READ), 0);
+    CHECK_EQ(bufferevent_base_set(other, rd), -1);
+    struct bufferevent *wr = bufferevent_socket_new(base, p[1], 0);
+    CHECK_EQ(bufferevent_write(wr, "w", 1), 0);
+    CHECK_EQ(bufferevent_base_set(other, wr), -1);
+    struct bufferevent *pair[2];
+    CHECK_EQ(bufferevent_pair_new(base, 0, pair), 0);
+    bufferevent_setcb(pair[1], count_read, NULL, NULL, NULL);
+    CHECK_EQ(bufferevent_enable(pair[1], EV_READ), 0);
+    CHECK_EQ(bufferevent_write(pair[0], "owed", 4), 0);
+    CHECK_EQ(bufferevent_base_set(other, pair[1]), -1);
+    struct timeval hour = {3600, 0};
+    struct ev_token_bucket_cfg *cfg = ev_token_bucket_cfg_new(10, 10, 10, 10, &hour);
+    CHECK_EQ(bufferevent_set_rate_limit(pair[0], cfg), 0);
+    CHECK_EQ(bufferevent_base_set(other, pair[0]), -1);
+    CHECK_EQ(bufferevent_set_rate_limit(pair[0], NULL), 0);
+    CHECK_EQ(bufferevent_base_set(other, pair[0]), 0);
+    bufferevent_free(rd);
+    bufferevent_free(wr);
+    bufferevent_free(pair[0]);
+    bufferevent_free(pair[1]);
+    ev_token_bucket_cfg_free(cfg);
+    close(p[0]);
+    close(p[1]);
+    close(sv[0]);
+    close(sv[1]);
+    evt_base_close(other);
+    evt_base_close(base);
+}

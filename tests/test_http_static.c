@@ -365,6 +365,89 @@ CORE_TEST(http_etags_and_if_none_match) {
     CHECK_EQ(mux__http_etag_match(S(""), tag, n), 0);
 }
 
+/* Each field of each form spoiled in turn: every one is refused, and the valid edges
+ * (a day of one digit, a two-digit year either side of 1970, a leap day) are read. */
+CORE_TEST(http_dates_spoiled_at_each_field_are_refused) {
+    int64_t t;
+    CHECK_EQ(mux__http_date_parse(S("Tue, 29 Feb 2000 00:00:00 GMT"), &t), 0);
+    CHECK_EQ(t, 951782400);
+    CHECK_EQ(mux__http_date_parse(S("Tuesday, 29-Feb-00 00:00:00 GMT"), &t), 0);
+    CHECK_EQ(t, 951782400); /* 00: 2000 */
+    CHECK_EQ(mux__http_date_parse(S("Thursday, 01-Jan-70 00:00:00 GMT"), &t), 0);
+    CHECK_EQ(t, 0); /* 70: 1970 */
+    CHECK_EQ(mux__http_date_parse(S("Tue Feb 29 00:00:00 2000"), &t), 0);
+    CHECK_EQ(t, 951782400);
+    CHECK_EQ(mux__http_date_parse(S("Sun Nov  6 08:49:60 1994"), &t), 0); /* a leap second */
+    static const char *bad[] = {
+        /* IMF-fixdate */
+        "Sun, 06 Nov 1994 08:49:37 GMTX", "Sun,X06 Nov 1994 08:49:37 GMT",
+        "Sun, 0x Nov 1994 08:49:37 GMT",  "Sun, 06XNov 1994 08:49:37 GMT",
+        "Sun, 06 Nov-1994 08:49:37 GMT",  "Sun, 06 Nov 19x4 08:49:37 GMT",
+        "Sun, 06 Nov 1994X08:49:37 GMT",  "Sun, 06 Nov 1994 0x:49:37 GMT",
+        "Sun, 06 Nov 1994 08x49:37 GMT",  "Sun, 06 Nov 1994 08:4x:37 GMT",
+        "Sun, 06 Nov 1994 08:49x37 GMT",  "Sun, 06 Nov 1994 08:49:3x GMT",
+        "Sun, 06 Nov 1994 08:60:37 GMT",  "Sun, 06 Nov 1994 08:49:61 GMT",
+        "Sun, 00 Nov 1994 08:49:37 GMT",  "Sun, 31 Nov 1994 08:49:37 GMT",
+        /* RFC 850 */
+        "Sunday, 06-Nov-94 08:49:37 GMTX", "Sunday,X06-Nov-94 08:49:37 GMT",
+        "Sunday, x6-Nov-94 08:49:37 GMT",  "Sunday, 06XNov-94 08:49:37 GMT",
+        "Sunday, 06-Nox-94 08:49:37 GMT",  "Sunday, 06-NovX94 08:49:37 GMT",
+        "Sunday, 06-Nov-9x 08:49:37 GMT",  "Sunday, 06-Nov-94X08:49:37 GMT",
+        "Sunday, 06-Nov-94 08:49:37 UTC",  "Sunday, 06-Nov-94 25:49:37 GMT",
+        /* asctime */
+        "SunXNov  6 08:49:37 1994", "Sun Nox  6 08:49:37 1994", "Sun NovX 6 08:49:37 1994",
+        "Sun Nov  x 08:49:37 1994", "Sun Nov x6 08:49:37 1994", "Sun Nov  6X08:49:37 1994",
+        "Sun Nov  6 08:49:37X1994", "Sun Nov  6 08:49:37 199x", "Sun Nov  6 08:49:3 1994 ",
+        /* none of the three */
+        "Sun", "Sun,", "Sunday 06-Nov-94 08:49:37 GMT", "Sun  Nov  6 08:49:37 1994",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (mux__http_date_parse(S(bad[i]), &t) != -EINVAL)
+            fprintf(stderr, "date %s\n", bad[i]);
+        CHECK_EQ(mux__http_date_parse(S(bad[i]), &t), -EINVAL);
+    }
+}
+
+CORE_TEST(http_if_none_match_lists_with_odd_spacing_and_bad_tags) {
+    const char *tag = "\"1000-17979cfe3d85cd15\"";
+    size_t n = strlen(tag);
+    CHECK_EQ(mux__http_etag_match(S("\t*\t"), tag, n), 1);
+    CHECK_EQ(mux__http_etag_match(S(",\t,\"a\"\t, \"1000-17979cfe3d85cd15\"\t,"), tag, n), 1);
+    CHECK_EQ(mux__http_etag_match(S("\"1000-17979cfe3d85cd16\""), tag, n), 0); /* same length */
+    CHECK_EQ(mux__http_etag_match(S("\"1000\""), tag, n), 0);
+    CHECK_EQ(mux__http_etag_match(S("W"), tag, n), 0);
+    CHECK_EQ(mux__http_etag_match(S("W/"), tag, n), 0);
+    CHECK_EQ(mux__http_etag_match(S("Wx\"a\""), tag, n), 0);
+    CHECK_EQ(mux__http_etag_match(S("\"a b\""), tag, n), 0);    /* a space inside */
+    CHECK_EQ(mux__http_etag_match(S("\"a\x7f\""), tag, n), 0); /* DEL inside */
+    CHECK_EQ(mux__http_etag_match(S("\"a\"\t\"b\""), tag, n), 0); /* no comma between */
+}
+
+CORE_TEST(http_ranges_and_paths_refuse_malformed_input) {
+    range_is("bytes=-", 1000, 0, 0, 0);
+    range_is("bytes=1-a", 1000, 0, 0, 0); /* "1-" then garbage: ignored */
+    range_is("bytes=1", 1000, 0, 0, 0);
+    range_is("bytes=1x2", 1000, 0, 0, 0);
+    range_is("byte", 1000, 0, 0, 0);
+    range_is("BYTES=0-0", 1000, 1, 0, 0);
+    range_is("bytes=0-0 \t", 1000, 1, 0, 0);
+    range_is("bytes=-5", 0, -1, 0, 0); /* a suffix of an empty file */
+    range_is("bytes=0-99999999999999999999", 1000, 0, 0, 0);
+    char out[64];
+    int dir = 0;
+    CHECK_EQ(mux__http_path(NULL, 1, out, sizeof out, &dir, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("/", 1, NULL, sizeof out, &dir, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("/", 1, out, 0, &dir, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("/", 1, out, sizeof out, NULL, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("", 0, out, sizeof out, &dir, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("a", 1, out, sizeof out, &dir, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("/%4A%4a%4g", 10, out, sizeof out, &dir, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("/%g4", 4, out, sizeof out, &dir, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("/%4", 3, out, sizeof out, &dir, 0), -EINVAL);
+    CHECK_EQ(mux__http_path("/%4A%4b%7E", 10, out, sizeof out, &dir, 0), 0);
+    CHECK_STR_EQ(out, "JK~");
+}
+
 static void pct_is(const char *s, int slash, const char *want)
 {
     char out[256];

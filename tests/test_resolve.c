@@ -152,6 +152,63 @@ THREAD_TEST(getaddrinfo_bad_flags_and_family_are_reported)
     loop_close(&loop);
 }
 
+THREAD_TEST(getaddrinfo_unknown_service_and_socket_type_are_reported)
+{
+#ifdef _WIN32
+    SKIP("Wine's getaddrinfo answers an unknown service or socket type with Winsock's own "
+         "errors, not the EAI_SERVICE and EAI_SOCKTYPE of POSIX");
+#else
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct lookup l;
+    /* A service name that no services file holds: the system asks no server for it. */
+    lookup_start(&loop, &l, "127.0.0.1", "iomux-no-such-service", AF_INET, 0);
+    lookup_wait(&loop, &l);
+    CHECK_EQ(l.status, MUX_EAI_SERVICE);
+    CHECK(l.res == NULL);
+    memset(&l, 0, sizeof l);
+    l.req.data = &l;
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = 12345;
+    CHECK_EQ(mux_getaddrinfo(&loop, &l.req, lookup_cb, "127.0.0.1", "80", &hints), 0);
+    lookup_wait(&loop, &l);
+    CHECK_EQ(l.status, MUX_EAI_SOCKTYPE);
+    CHECK(l.res == NULL);
+    loop_close(&loop);
+#endif
+}
+
+/* A name under ".invalid" is answered from the loop without the pool; cancelled before that
+ * answer runs, it is called back with -ECANCELED instead. A name that only ends like it goes
+ * to the system (AI_NUMERICHOST: refused there without asking a server). */
+THREAD_TEST(getaddrinfo_a_refused_name_cancelled_before_its_callback_calls_back_ecanceled)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct lookup l;
+    lookup_start(&loop, &l, "host.invalid", "80", AF_INET, 0);
+    CHECK_EQ(mux_getaddrinfo_cancel(&l.req), 0);
+    CHECK_EQ(mux_getaddrinfo_cancel(&l.req), 0); /* still pending: again is fine */
+    CHECK_EQ(l.calls, 0);
+    lookup_wait(&loop, &l);
+    CHECK_EQ(l.status, -ECANCELED);
+    CHECK(l.res == NULL);
+    CHECK_EQ(mux_getaddrinfo_cancel(&l.req), -EINVAL); /* called back */
+    CHECK_EQ(mux_loop_active(&loop), 0);
+    const char *alike[] = {"host.invalie", "host.xinvalid", "nvalid"};
+    for (size_t i = 0; i < sizeof alike / sizeof *alike; i++) {
+        lookup_start(&loop, &l, alike[i], NULL, AF_UNSPEC, AI_NUMERICHOST);
+        lookup_wait(&loop, &l);
+        CHECK_EQ(l.status, MUX_EAI_NONAME);
+    }
+    unsigned started = 0;
+    mux_work_pool_threads(&started);
+    CHECK_GE(started, 1); /* the look-alikes went to the pool */
+    loop_close(&loop);
+}
+
 THREAD_TEST(getaddrinfo_bad_input_is_einval)
 {
     mux_loop_t loop;
@@ -377,6 +434,7 @@ THREAD_TEST(getnameinfo_bad_input_and_an_unknown_family)
                              sizeof(struct sockaddr_storage) + 1, 0),
              -EINVAL);
     CHECK_EQ(mux_getnameinfo_cancel(&n.req), -EINVAL);
+    CHECK_EQ(mux_getnameinfo_cancel(NULL), -EINVAL);
     ss.ss_family = 12345; /* the system's answer: EAI_FAMILY */
     CHECK_EQ(mux_getnameinfo(&loop, &n.req, names_cb, (struct sockaddr *)&ss, len, 0), 0);
     while (!n.calls)

@@ -942,6 +942,117 @@ TEST(udp_bad_input_is_einval)
     loop_close(&loop);
 }
 
+/* The refusals the other calls make before the system is asked, on an IPv4 and an IPv6
+ * socket, and on a closed one. */
+TEST(udp_calls_refuse_bad_input_and_a_closed_socket_before_the_system_is_asked)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_udp_t u, u6;
+    mux_udp_addr_t a, v6, group;
+    socklen_t len = loopback(&a, AF_INET, 0);
+    socklen_t len6 = loopback(&v6, AF_INET6, 0);
+    CHECK_EQ(mux_udp_open(NULL, &u, MUX_OS_SOCK_INVALID), -EINVAL);
+    CHECK_EQ(mux_udp_open(&loop, NULL, MUX_OS_SOCK_INVALID), -EINVAL);
+    CHECK_EQ(mux_udp_open(&loop, &u, MUX_OS_SOCK_INVALID), -EINVAL);
+#ifndef _WIN32
+    CHECK_EQ(mux_udp_open(&loop, &u, -2), -EINVAL);
+    int un = socket(AF_UNIX, SOCK_DGRAM, 0); /* a datagram socket, but no IP one */
+    CHECK_GE(un, 0);
+    CHECK_EQ(mux_udp_open(&loop, &u, un), -EINVAL);
+    close(un);
+#endif
+    CHECK_EQ(mux_udp_bind(&loop, &u, &a.sa, len, 0), 0);
+    CHECK_EQ(mux_udp_bind(&loop, &u6, &v6.sa, len6, 0), 0);
+    static char buf[16], big[40000];
+    mux_buf_t b = mux_buf_init(buf, sizeof buf);
+#ifndef _WIN32
+    mux_buf_t huge = {.base = buf, .len = (size_t)UINT32_MAX + 1};
+    CHECK_EQ(mux_udp_recv_start(&u, &huge, 1, rx_cb), -EINVAL);
+#endif
+    CHECK_EQ(mux_udp_recv_start(&u, &b, 1, rx_cb), 0);
+    CHECK_EQ(mux_udp_recv_start(&u, &b, 1, rx_cb), -EBUSY);
+    mux_bufpool_t nopool, pool;
+    memset(&nopool, 0, sizeof nopool);
+    static char mem[4 * 4096];
+    uint32_t slots[4];
+    CHECK_EQ(mux_bufpool_init(&pool, mem, 4096, 4, slots), 0);
+    CHECK_EQ(mux_udp_recv_start_pool(&u, NULL, rx_cb), -EINVAL);
+    CHECK_EQ(mux_udp_recv_start_pool(&u, &nopool, rx_cb), -EINVAL);
+    CHECK_EQ(mux_udp_recv_start_pool(&u, &pool, NULL), -EINVAL);
+    CHECK_EQ(mux_udp_recv_start_pool(&u, &pool, rx_cb), -EBUSY); /* reading already */
+    CHECK_EQ(mux_udp_recv_stop(&u), 0);
+    /* A GSO send: a request, a callback, bytes, a segment of 1 .. 65,507, at most 65,535
+     * bytes in at most MUX_UDP_GSO_MAX datagrams. */
+    mux_udp_send_t req;
+    CHECK_EQ(mux_udp_send_gso(&u, NULL, buf, 16, 8, &a.sa, len, sent_cb), -EINVAL);
+    CHECK_EQ(mux_udp_send_gso(&u, &req, buf, 16, 8, &a.sa, len, NULL), -EINVAL);
+    CHECK_EQ(mux_udp_send_gso(&u, &req, NULL, 16, 8, &a.sa, len, sent_cb), -EINVAL);
+    CHECK_EQ(mux_udp_send_gso(&u, &req, buf, 0, 8, &a.sa, len, sent_cb), -EINVAL);
+    CHECK_EQ(mux_udp_send_gso(&u, &req, buf, 16, 0, &a.sa, len, sent_cb), -EINVAL);
+    CHECK_EQ(mux_udp_send_gso(&u, &req, big, 16, 65508, &a.sa, len, sent_cb), -EINVAL);
+    CHECK_EQ(mux_udp_send_gso(&u, &req, big, 65536, 1400, &a.sa, len, sent_cb), -EINVAL);
+    CHECK_EQ(mux_udp_send_gso(&u, &req, big, 65, 1, &a.sa, len, sent_cb), -EINVAL);
+    /* A datagram's buffers: 1 .. 64, none with bytes but no base, 65,535 bytes at most. */
+    mux_buf_t bad[65];
+    for (int i = 0; i < 65; i++)
+        bad[i] = mux_buf_init(buf, 1);
+    CHECK_EQ(mux_udp_try_send(&u, NULL, 1, &a.sa, len), -EINVAL);
+    CHECK_EQ(mux_udp_try_send(&u, bad, 0, &a.sa, len), -EINVAL);
+    CHECK_EQ(mux_udp_try_send(&u, bad, 65, &a.sa, len), -EINVAL);
+    bad[1] = mux_buf_init(NULL, 5);
+    CHECK_EQ(mux_udp_try_send(&u, bad, 2, &a.sa, len), -EINVAL);
+    bad[0] = mux_buf_init(big, sizeof big);
+    bad[1] = mux_buf_init(big, sizeof big);
+    CHECK_EQ(mux_udp_try_send(&u, bad, 2, &a.sa, len), -EINVAL);
+    CHECK_EQ(mux_udp_try_send(&u, &b, 1, &a.sa, 1), -EINVAL);
+    CHECK_EQ(mux_udp_try_send(&u, &b, 1, &a.sa, (socklen_t)sizeof(mux_udp_addr_t) + 1), -EINVAL);
+    CHECK_EQ(mux_udp_try_send(&u, &b, 1, &v6.sa, len6), -EAFNOSUPPORT);
+    CHECK_EQ(mux_udp_try_send(&u, &b, 1, NULL, 0), -EDESTADDRREQ);
+    CHECK_EQ(mux_udp_try_send(&u6, &b, 1, &a.sa, len), -EAFNOSUPPORT);
+    /* Addresses and options. */
+    socklen_t alen = sizeof a;
+    CHECK_EQ(mux_udp_address(&u, NULL, &alen), -EINVAL);
+    CHECK_EQ(mux_udp_address(&u, &a.sa, NULL), -EINVAL);
+    CHECK_EQ(mux_udp_peer(&u, NULL, &alen), -EINVAL);
+    CHECK_EQ(mux_udp_peer(&u, &a.sa, NULL), -EINVAL);
+    CHECK_EQ(mux_udp_set_ttl(&u, 0), -EINVAL);
+    CHECK_EQ(mux_udp_set_ttl(&u, 256), -EINVAL);
+    CHECK_EQ(mux_udp_set_ttl(&u6, 64), 0);
+    CHECK_EQ(mux_udp_set_multicast_ttl(&u, -1), -EINVAL);
+    CHECK_EQ(mux_udp_set_multicast_ttl(&u, 256), -EINVAL);
+    CHECK_EQ(mux_udp_set_multicast_interface(&u, &v6.sa), -EINVAL);
+    CHECK_EQ(mux_udp_set_multicast_interface(&u6, &a.sa), -EINVAL);
+    CHECK_EQ(mux_udp_set_multicast_interface(&u, NULL), 0);
+    CHECK_EQ(mux_udp_set_multicast_interface(&u6, NULL), 0);
+    loopback(&group, AF_INET, 0);
+    group.in.sin_addr.s_addr = htonl(0xe0000001u); /* 224.0.0.1 */
+    CHECK_EQ(mux_udp_membership(&u, NULL, NULL, 1), -EINVAL);
+    CHECK_EQ(mux_udp_membership(&u6, &group.sa, NULL, 1), -EINVAL);
+    CHECK_EQ(mux_udp_membership(&u, &group.sa, &v6.sa, 1), -EINVAL);
+    mux_os_sock_t sock;
+    CHECK_EQ(mux_udp_socket(NULL, &sock), -EINVAL);
+    CHECK_EQ(mux_udp_socket(&u, NULL), -EINVAL);
+    CHECK(mux_udp_loop(NULL) == NULL);
+    close_and_run(&loop, &u);
+    close_and_run(&loop, &u6);
+    /* Closed: every call refuses it. */
+    CHECK_EQ(mux_udp_connect(&u, NULL, 0), -EINVAL);
+    CHECK_EQ(mux_udp_recv_start(&u, &b, 1, rx_cb), -EINVAL);
+    CHECK_EQ(mux_udp_recv_start_pool(&u, &pool, rx_cb), -EINVAL);
+    CHECK_EQ(mux_udp_send(&u, &req, &b, 1, &a.sa, len, sent_cb), -EINVAL);
+    CHECK_EQ(mux_udp_send_gso(&u, &req, buf, 16, 8, &a.sa, len, sent_cb), -EINVAL);
+    CHECK_EQ(mux_udp_try_send(&u, &b, 1, &a.sa, len), -EINVAL);
+    CHECK_EQ(mux_udp_send_queue_count(&u), -EINVAL);
+    CHECK_EQ(mux_udp_address(&u, &a.sa, &alen), -EINVAL);
+    CHECK_EQ(mux_udp_peer(&u, &a.sa, &alen), -EINVAL);
+    CHECK_EQ(mux_udp_set_broadcast(&u, 1), -EINVAL);
+    CHECK_EQ(mux_udp_set_multicast_interface(&u, NULL), -EINVAL);
+    CHECK_EQ(mux_udp_membership(&u, &group.sa, NULL, 1), -EINVAL);
+    CHECK_EQ(mux_udp_socket(&u, &sock), -EINVAL);
+    loop_close(&loop);
+}
+
 /* Many datagrams both ways, a window of 32 in flight so that loopback drops none. */
 static struct {
     mux_udp_t cli;

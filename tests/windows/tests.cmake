@@ -11,7 +11,9 @@
 # the POSIX headers.
 set(win_skipped_files
   test_uring.c "Windows has no such thing: io_uring is Linux's"
-  test_rtsig.c "Windows has no such thing: real-time signals are Linux's")
+  test_rtsig.c "Windows has no such thing: real-time signals are Linux's"
+  test_event_fd.c
+  "Windows has no such thing: a pipe a loop can watch (a bufferevent there is on a socket: test_event_bufferevent.c)")
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
   test_periodic.c test_hooks.c test_async.c test_ref.c test_cleanup.c test_stream.c test_stream_read.c
   test_stream_write.c test_stream_file.c test_stream_timeout.c test_bufpool.c
@@ -19,6 +21,7 @@ set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_time
   test_chan.c test_multiloop.c test_signal.c test_event.c test_event_util.c test_event_buffer.c
   test_event_base.c test_event_bufferevent.c test_event_listener.c test_event_alloc.c test_fs.c
   test_event_compat.c test_child.c test_process.c test_udp.c test_work.c test_resolve.c
+  test_event_pair.c
   windows/test_windows.c)
 
 set(win_sources harness.c event_fixture.c ${win_ported_files})
@@ -128,12 +131,18 @@ foreach(b IN LISTS IOMUX_BACKENDS)
     ENVIRONMENT "${wine_env};IOMUX_TEST_WINE=${IOMUX_WINE}" TIMEOUT 600 SKIP_RETURN_CODE 77
     LABELS "${b};libevent;windows" FIXTURES_REQUIRED "libevent_regress;wine")
 endforeach()
-# libevent's test programs (tests/libevent/run-programs) are built and run on Linux only: the
-# script builds them with the host's tools and runs them directly, not under Wine. Registered
-# so that the report says so.
+# libevent's own test programs (tests/libevent/run-programs), built for Windows as libevent's
+# CMakeLists.txt builds them there and run under Wine on each backend.
+add_test(NAME core.libevent_programs_build
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/libevent/run-programs build ${regress_dir}
+          ${CMAKE_C_COMPILER} "-g -O1" ${regress_libs} ${IOMUX_EVENT_CONFIG_DIR})
+set_tests_properties(core.libevent_programs_build PROPERTIES
+  TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS "core;libevent;windows"
+  FIXTURES_REQUIRED libevent_regress FIXTURES_SETUP libevent_programs)
 foreach(b IN LISTS IOMUX_BACKENDS)
-  add_test(NAME ${b}.libevent_programs COMMAND sh -c
-    "echo 'SKIP libevent_programs: not ported to Windows yet: run-programs builds and runs libevent test programs natively on Linux only, not cross-built nor under Wine'; exit 77")
-  set_tests_properties(${b}.libevent_programs PROPERTIES SKIP_RETURN_CODE 77
-    LABELS "${b};libevent;windows")
+  add_test(NAME ${b}.libevent_programs
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/libevent/run-programs run ${regress_dir} ${b})
+  set_tests_properties(${b}.libevent_programs PROPERTIES
+    ENVIRONMENT "${wine_env};IOMUX_TEST_WINE=${IOMUX_WINE}" TIMEOUT 900 SKIP_RETURN_CODE 77
+    LABELS "${b};libevent;windows" FIXTURES_REQUIRED "libevent_programs;wine")
 endforeach()

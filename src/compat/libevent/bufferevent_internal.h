@@ -132,7 +132,8 @@ ev_ssize_t evx_rl_write_max(struct evx_bev *b);
  * bufferevent (or the group) until its next tick. */
 void evx_rl_charge_read(struct evx_bev *b, size_t n);
 void evx_rl_charge_write(struct evx_bev *b, size_t n);
-/* The bufferevent is being freed: out of its group, its timer stopped, its state freed. */
+/* The bufferevent (which has a limit or a group) is being freed: out of its group, its
+ * timer stopped, its state freed. */
 void evx_rl_free(struct evx_bev *b);
 
 /* ---- bev_stream.c ---- */

@@ -27,7 +27,8 @@ struct ev_token_bucket_cfg {
 
 struct bucket {
     ev_ssize_t rd, wr;
-    uint64_t tick; /* the tick it was last refilled at */
+    uint64_t tick;    /* the tick it was last refilled at */
+    uint64_t tick_ms; /* the length of the ticks `tick` counts */
 };
 
 struct bufferevent_rate_limit_group {
@@ -59,10 +60,9 @@ static uint64_t tick_now(const struct ev_token_bucket_cfg *cfg)
     return now_ms() / cfg->tick_ms;
 }
 
+/* `ticks` is at least 1 (bucket_refill calls only when a tick boundary passed). */
 static ev_ssize_t add_capped(ev_ssize_t level, size_t rate, uint64_t ticks, size_t burst)
 {
-    if (ticks == 0)
-        return level;
     if (level >= (ev_ssize_t)burst)
         return level;
     uint64_t room = (uint64_t)((ev_ssize_t)burst - level);
@@ -75,11 +75,20 @@ static void bucket_init(struct bucket *bk, const struct ev_token_bucket_cfg *cfg
     bk->rd = (ev_ssize_t)cfg->read_rate;
     bk->wr = (ev_ssize_t)cfg->write_rate;
     bk->tick = tick_now(cfg);
+    bk->tick_ms = cfg->tick_ms;
 }
 
+/* A configuration with another tick length starts the count again from now: the old count
+ * in the new unit would be a tick far ahead (a longer tick: no refill for ages) or far behind
+ * (a shorter one: the bucket full at once). */
 static void bucket_refill(struct bucket *bk, const struct ev_token_bucket_cfg *cfg)
 {
     uint64_t t = tick_now(cfg);
+    if (bk->tick_ms != cfg->tick_ms) {
+        bk->tick = t;
+        bk->tick_ms = cfg->tick_ms;
+        return;
+    }
     if (t <= bk->tick)
         return;
     bk->rd = add_capped(bk->rd, cfg->read_rate, t - bk->tick, cfg->read_burst);
@@ -290,8 +299,6 @@ static void rl_settle(struct evx_bev *b)
 
 void evx_rl_free(struct evx_bev *b)
 {
-    if (!b->rl)
-        return;
     group_leave(b->rl);
     b->rl->cfg = NULL;
     rl_settle(b);
