@@ -100,6 +100,11 @@ enum {
     MUX_ERROR = 0x08, /* revents only: the backend found the fd invalid (closed behind the
                          loop's back) or could not watch it (epoll_ctl's ENOMEM, ENOSPC);
                          the watcher has been stopped before its callback */
+    MUX_RDHUP = 0x10, /* the peer hung up its sending side (shutdown(SHUT_WR) or close; the
+                         writer of a pipe closed): seen without reading, data still unread
+                         or not. An event of its own (a watcher may ask for it alone), on the
+                         backends that mux_io_events_supported says have it; level-triggered
+                         as MUX_READ is, unless with MUX_EDGE */
 };
 
 /* Run modes of mux_run. */
@@ -169,6 +174,12 @@ int mux_loop_active(const mux_loop_t *loop);
 
 /* Returns the name of the loop's backend ("epoll", ...), or NULL for a closed loop. */
 const char *mux_loop_backend(const mux_loop_t *loop);
+
+/* Returns the io watcher events the loop's backend takes: MUX_READ | MUX_WRITE | MUX_EDGE on
+ * every backend (MUX_EDGE is level-triggered where the kernel has no edge), and MUX_RDHUP
+ * where the kernel reports the peer's hang-up without a read (epoll: EPOLLRDHUP; io_uring's
+ * and Linux's poll: POLLRDHUP). 0 for NULL or a closed loop. */
+unsigned mux_io_events_supported(const mux_loop_t *loop);
 
 /* What a handle is, as mux_loop_walk tells it: the type `handle` points to. */
 enum {
@@ -273,7 +284,8 @@ struct mux__link {
 
 /* io: readiness of a file descriptor. Any number of io watchers may watch one fd. */
 typedef struct mux_io mux_io_t;
-/* `revents` holds MUX_READ and/or MUX_WRITE, or MUX_ERROR (with the watched events). */
+/* `revents` holds MUX_READ, MUX_WRITE and/or MUX_RDHUP, or MUX_ERROR (with the watched
+ * events). */
 typedef void (*mux_io_cb)(mux_loop_t *loop, mux_io_t *w, unsigned revents);
 struct mux_io {
     void *data;
@@ -284,8 +296,8 @@ struct mux_io {
     unsigned events_;
 };
 
-/* Initialises `w` to watch `fd` (>= 0) for `events` (MUX_READ and/or MUX_WRITE, optionally
- * MUX_EDGE; no direction at all is -EINVAL). Returns 0 or -EINVAL. The caller keeps
+/* Initialises `w` to watch `fd` (>= 0) for `events` (MUX_READ, MUX_WRITE and/or MUX_RDHUP,
+ * optionally MUX_EDGE; none of the three is -EINVAL). Returns 0 or -EINVAL. The caller keeps
  * ownership of `w` and of `fd`; closing the fd does not stop the watcher: stop it first.
  * When the kernel refuses to watch the fd (it was closed: EBADF), the watcher is stopped and
  * called with MUX_ERROR; poll and select find that out on the next iteration, epoll and
@@ -297,10 +309,12 @@ int mux_io_init(mux_io_t *w, mux_io_cb cb, int fd, unsigned events);
  * fd). Returns 0, -EBUSY if active, -EINVAL. */
 int mux_io_set(mux_io_t *w, int fd, unsigned events);
 /* Changes the events of a watcher, active or not; takes effect before the next wait, and
- * an event already gathered for a dropped direction is discarded. Returns 0 or -EINVAL. */
+ * an event already gathered for a dropped direction is discarded. Returns 0, -EINVAL, or
+ * -ENOTSUP for MUX_RDHUP on a loop whose backend lacks it (the watcher is left as it was). */
 int mux_io_modify(mux_loop_t *loop, mux_io_t *w, unsigned events);
 /* Starts watching. Returns 0; -EBUSY if already active; -EINVAL for bad arguments or an fd
- * the backend cannot watch (select: fd >= FD_SETSIZE); -ENOMEM. */
+ * the backend cannot watch (select: fd >= FD_SETSIZE); -ENOTSUP for MUX_RDHUP on a backend
+ * that lacks it (mux_io_events_supported); -ENOMEM. */
 int mux_io_start(mux_loop_t *loop, mux_io_t *w);
 /* Stops watching. Returns 0 (also when inactive) or -EINVAL. */
 int mux_io_stop(mux_loop_t *loop, mux_io_t *w);

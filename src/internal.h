@@ -61,6 +61,9 @@ enum {
 #define MUX__H_UNREF   0x80000000u /* the caller's mux_unref */
 
 #define MUX__IO_EVENTS (MUX_READ | MUX_WRITE)
+/* What a watcher may ask for and be told: the directions, and the peer's hang-up on the
+ * backends with MUX__CAP_RDHUP (the core refuses it on the others, so they never see it). */
+#define MUX__IO_WATCH (MUX__IO_EVENTS | MUX_RDHUP)
 
 /* One entry per fd number. The k* fields are the backend's, about the kernel's side: zero
  * in a new entry, and kmask zeroed again when the backend makes a new kernel object. */

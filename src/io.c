@@ -15,8 +15,7 @@
 
 static int mux__io_events_valid(unsigned events)
 {
-    return (events & ~(unsigned)(MUX_READ | MUX_WRITE | MUX_EDGE)) == 0 &&
-           (events & MUX__IO_EVENTS) != 0;
+    return (events & ~(unsigned)(MUX__IO_WATCH | MUX_EDGE)) == 0 && (events & MUX__IO_WATCH) != 0;
 }
 
 static int mux__io_valid(const mux_io_t *w)
@@ -82,14 +81,14 @@ void mux__fd_refresh_all(struct mux__loop *loop)
  * own events, as mux__fd_want computes them for a list of one. */
 static inline unsigned mux__io_want(const mux_io_t *w)
 {
-    return w->events_ & (MUX__IO_EVENTS | MUX_EDGE);
+    return w->events_ & (MUX__IO_WATCH | MUX_EDGE);
 }
 
 static unsigned mux__fd_want(const struct mux__fd *e)
 {
     unsigned want = 0, edge = MUX_EDGE;
     for (const mux_io_t *w = e->head; w; w = w->next_) {
-        want |= w->events_ & MUX__IO_EVENTS;
+        want |= w->events_ & MUX__IO_WATCH;
         edge &= w->events_;
     }
     return want ? want | edge : 0;
@@ -144,7 +143,7 @@ void mux__fd_kill(struct mux__loop *loop, int fd, int err)
         e->head = w->next_;
         w->next_ = NULL;
         mux__deactivate(loop, &w->h_);
-        unsigned rev = MUX_ERROR | (w->events_ & MUX__IO_EVENTS);
+        unsigned rev = MUX_ERROR | (w->events_ & MUX__IO_WATCH);
         /* The library's own watchers (parts of an upper layer's handles) are told the errno
          * too. */
         if ((w->h_.flags & MUX__W_NOREF) && err < 0 && err > -(1 << 15))
@@ -257,6 +256,8 @@ MUX_EXPORT int mux_io_modify(mux_loop_t *pub, mux_io_t *w, unsigned events)
     struct mux__loop *loop = mux__loop_of(pub);
     if (!loop || !mux__io_valid(w) || !mux__io_events_valid(events))
         return -EINVAL;
+    if (mux__unlikely(events & MUX_RDHUP) && !(loop->caps & MUX__CAP_RDHUP))
+        return -ENOTSUP;
     w->events_ = events;
     if (w->h_.pending) {
         /* An event already gathered for interest the caller just dropped is not wanted. */
@@ -277,6 +278,8 @@ MUX_EXPORT int mux_io_start(mux_loop_t *pub, mux_io_t *w)
         return -EINVAL;
     if (w->h_.flags & MUX__W_ACTIVE)
         return -EBUSY;
+    if (mux__unlikely(w->events_ & MUX_RDHUP) && !(loop->caps & MUX__CAP_RDHUP))
+        return -ENOTSUP;
     return mux__io_start_body(loop, w);
 }
 
@@ -297,4 +300,12 @@ MUX_EXPORT int mux_io_is_active(const mux_io_t *w)
 MUX_EXPORT int mux_io_fd(const mux_io_t *w)
 {
     return mux__io_valid(w) ? w->fd_ : -EINVAL;
+}
+
+MUX_EXPORT unsigned mux_io_events_supported(const mux_loop_t *pub)
+{
+    const struct mux__loop *loop = mux__loop_of(pub);
+    if (!loop)
+        return 0;
+    return MUX_READ | MUX_WRITE | MUX_EDGE | (loop->caps & MUX__CAP_RDHUP ? MUX_RDHUP : 0);
 }

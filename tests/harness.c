@@ -12,7 +12,7 @@
 
 #include "harness.h"
 
-#define MAX_CASES 1024
+#define MAX_CASES        1024
 #define WATCHDOG_SECONDS 20
 
 static struct {

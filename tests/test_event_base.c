@@ -48,8 +48,13 @@ CORE_TEST(a_config_no_backend_satisfies_makes_no_base) {
     CHECK(event_base_new_with_config(cfg) == NULL); /* every method avoided */
     event_config_free(cfg);
     cfg = event_config_new();
-    CHECK_EQ(event_config_require_features(cfg, EV_FEATURE_EARLY_CLOSE), 0);
-    CHECK(event_base_new_with_config(cfg) == NULL); /* no backend offers it */
+    CHECK_EQ(event_config_require_features(cfg, EV_FEATURE_EARLY_CLOSE | EV_FEATURE_FDS), 0);
+    CHECK_EQ(event_config_avoid_method(cfg, "epoll"), 0);
+    CHECK_EQ(event_config_avoid_method(cfg, "uring"), 0);
+    CHECK_EQ(event_config_avoid_method(cfg, "poll"), 0);
+    CHECK(event_base_new_with_config(cfg) == NULL); /* select, rtsig, kqueue: not offered */
+    event_config_free(cfg);
+    cfg = event_config_new();
     CHECK_EQ(event_config_require_features(cfg, EV_FEATURE_O1), 0);
     CHECK_EQ(event_config_set_flag(cfg, EVENT_BASE_FLAG_IGNORE_ENV), 0);
     struct event_base *base = event_base_new_with_config(cfg);

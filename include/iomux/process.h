@@ -12,8 +12,9 @@
  * exec'd, so a large process spawns as fast as a small one). Its end is learned through a
  * pidfd on Linux 5.3 and later (a descriptor that becomes readable when the process ends:
  * no SIGCHLD, no handler, nothing another library's SIGCHLD handling could take away), and
- * elsewhere through a child watcher (mux_child_t, SIGCHLD). On Windows mux_spawn is not
- * written yet: it checks its arguments and returns -ENOTSUP (docs/process.md, "Windows").
+ * elsewhere through a child watcher (mux_child_t, SIGCHLD). On Windows the child is started
+ * with CreateProcessW and its end learned through a child watcher on its process handle
+ * (docs/process.md, "Windows").
  */
 #ifndef IOMUX_PROCESS_H
 #define IOMUX_PROCESS_H
@@ -35,8 +36,9 @@ enum {
     MUX_STDIO_INHERIT = 0, /* the parent's own descriptor of that number (the default) */
     MUX_STDIO_CLOSE,       /* closed in the child */
     MUX_STDIO_STREAM,      /* one end of a new socket pair, whose other end the parent gets as
-                              `stream`, opened on the loop */
-    MUX_STDIO_FD,          /* the parent's descriptor `fd`, which stays the parent's */
+                              `stream`, opened on the loop (Windows: a loopback TCP pair) */
+    MUX_STDIO_FD,          /* the parent's descriptor `fd`, which stays the parent's (Windows:
+                              a handle's value, as a socket's is passed) */
 };
 
 typedef struct mux_stdio {
@@ -49,7 +51,7 @@ typedef struct mux_stdio {
 enum {
     MUX_SPAWN_PROCESS_GROUP = 0x1, /* the child leads a new process group (its pid), so that
                                       mux_process_kill with a negative signal reaches its
-                                      children too (POSIX) */
+                                      children too (Windows: a job object of its own) */
 };
 
 typedef struct mux_spawn_options {
@@ -72,8 +74,7 @@ struct mux_process {
     intptr_t handle_;     /* the pidfd (Linux), or the process handle (Windows), or -1 */
     mux_io_t io_;         /* the pidfd's readiness */
     mux_child_t child_;   /* or a child watcher, without a pidfd */
-    void *wait_;          /* Windows: the registered wait */
-    mux_async_t async_;   /* Windows: the wait's wake-up */
+    void *job_;           /* Windows: the job of a MUX_SPAWN_PROCESS_GROUP child */
     struct mux__task task_;
     struct mux__link link_; /* the loop's processes, for mux_loop_walk */
 };
@@ -91,7 +92,8 @@ int mux_spawn(mux_loop_t *loop, mux_process_t *p, const mux_spawn_options_t *opt
 /* Sends signal `signum` to the child (0: only checks that it is there); a negative `signum`
  * sends -signum to its process group (MUX_SPAWN_PROCESS_GROUP). Returns 0; -ESRCH once the
  * child has ended (its exit is being delivered, or was); -EINVAL for a handle that is not
- * active (on Windows, every handle) or a bad signal number; kill's error. */
+ * active or a bad signal number; kill's error. On Windows SIGTERM, SIGKILL, SIGINT and
+ * SIGQUIT end the process (TerminateProcess), 0 checks, any other is -ENOSYS. */
 int mux_process_kill(mux_process_t *p, int signum);
 /* Stops watching the child, as a watcher's stop does: no exit callback will come, and the
  * handle's memory is the caller's when it returns. The child is left as it is: running, or,

@@ -94,9 +94,12 @@
 /* Opt-in: the automatic choice (no name in the options or IOMUX_BACKEND) passes the backend
  * by, wherever it sits in the registry; it opens only when named (rtsig). */
 #define MUX__CAP_NAMED_ONLY   (1u << 11)
+/* The kernel reports the peer's hang-up without a read: io watchers may ask for MUX_RDHUP,
+ * which reaches `change` in `want` and is reported like a direction. */
+#define MUX__CAP_RDHUP        (1u << 12)
 /* A datagram receive into the caller's buffers runs natively too, the way a stream's receive
  * into a caller's buffer does (IOCP, "Buffers" below); without it only a pool's does. */
-#define MUX__CAP_DGRAM_BUF    (1u << 12)
+#define MUX__CAP_DGRAM_BUF    (1u << 13)
 #define MUX__CAP_OPS          0x300ffu   /* the operation-kind bits (datagrams': 16, 17) */
 
 /* mux__op.kind_ */
@@ -187,7 +190,8 @@ struct mux__backend {
     /* In a child after fork: re-creates the kernel state without touching the parent's.
      * The core then re-applies every watched fd with `force` set. 0 or -errno. */
     int (*fork)(struct mux__loop *loop);
-    /* Makes the kernel watch `fd` for `want` (MUX_READ | MUX_WRITE | MUX_EDGE, or 0).
+    /* Makes the kernel watch `fd` for `want` (MUX_READ | MUX_WRITE | MUX_EDGE, MUX_RDHUP with
+     * MUX__CAP_RDHUP, or 0).
      * `force`: the fd may have been closed and re-opened since the kernel last saw it, so
      * a cached registration must not be trusted. 0 or -errno (the core reports it to the
      * fd's watchers). */
@@ -236,7 +240,7 @@ extern const struct mux__backend *const mux__backends[];
 static inline void mux__fd_queue(struct mux__loop *loop, struct mux__fd *e, unsigned revents)
 {
     for (mux_io_t *w = e->head; w; w = w->next_) {
-        unsigned r = revents & w->events_ & MUX__IO_EVENTS;
+        unsigned r = revents & w->events_ & MUX__IO_WATCH;
         if (!r)
             continue;
         if (mux__unlikely(w->h_.flags & MUX__W_INTERNAL))
@@ -267,7 +271,7 @@ static inline void mux__fd_report(struct mux__loop *loop, struct mux__fd *e, uns
     mux_io_t *w = e->head;
     if (mux__likely(w && !w->next_ && !(w->h_.flags & MUX__W_INTERNAL) && !w->h_.pending &&
                     !(e->changed & MUX__FD_FORCE))) {
-        unsigned r = revents & w->events_ & MUX__IO_EVENTS;
+        unsigned r = revents & w->events_ & MUX__IO_WATCH;
         if (r) {
             if (!loop->dispatched) { /* the first callback: the wait is over */
                 loop->dispatched = 1;

@@ -19,7 +19,8 @@
  *   touches the parent's registrations.
  * - epoll_wait takes milliseconds; epoll_pwait2 (Linux 5.11) takes a timespec. Without
  *   it, timeouts are rounded up so that timers never fire early.
- * - EPOLLERR and EPOLLHUP are always reported; they wake both directions.
+ * - EPOLLERR and EPOLLHUP are always reported; they wake both directions. EPOLLRDHUP (the
+ *   peer shut its writing down) is MUX_RDHUP, and so is EPOLLHUP, a hang-up of both ways.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -115,7 +116,7 @@ static int mux__epoll_eperm_add(struct mux__epoll *st, int fd)
 static uint32_t mux__epoll_mask(unsigned want)
 {
     return (want & MUX_READ ? EPOLLIN : 0) | (want & MUX_WRITE ? EPOLLOUT : 0) |
-           (want & MUX_EDGE ? EPOLLET : 0);
+           (want & MUX_RDHUP ? EPOLLRDHUP : 0) | (want & MUX_EDGE ? EPOLLET : 0);
 }
 
 static int mux__epoll_ctl(struct mux__loop *loop, int op, int fd, unsigned want)
@@ -199,13 +200,13 @@ static void mux__epoll_narrow(struct mux__loop *loop, int fd, unsigned want)
     struct mux__epoll *st = loop->bdata;
     struct mux__fd *e = mux__fd_at(loop, fd);
     int err;
-    if (want & MUX__IO_EVENTS) {
+    if (want & MUX__IO_WATCH) {
         err = mux__epoll_ctl(loop, EPOLL_CTL_MOD, fd, want);
     } else {
         struct epoll_event dummy = {0};
         err = epoll_ctl(st->epfd, EPOLL_CTL_DEL, fd, &dummy) == 0 ? 0 : -errno;
     }
-    e->kmask = err == 0 ? (uint8_t)(want & (MUX__IO_EVENTS | MUX_EDGE)) : 0;
+    e->kmask = err == 0 ? (uint8_t)(want & (MUX__IO_WATCH | MUX_EDGE)) : 0;
     if (err != 0)
         st->rebuild = 1;
 }
@@ -229,12 +230,15 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
             st->rebuild = 1; /* an old file still registered under a reused number */
             continue;
         }
-        unsigned got = (got_ev & EPOLLIN ? MUX_READ : 0) | (got_ev & EPOLLOUT ? MUX_WRITE : 0);
+        unsigned got = (got_ev & EPOLLIN ? MUX_READ : 0) | (got_ev & EPOLLOUT ? MUX_WRITE : 0) |
+                       (got_ev & EPOLLRDHUP ? MUX_RDHUP : 0);
         unsigned err = got_ev & (EPOLLERR | EPOLLHUP) ? MUX__IO_EVENTS : 0;
+        if (got_ev & EPOLLHUP)
+            err |= MUX_RDHUP;
         unsigned want = e->want;
         /* Unwanted readiness, or an error or hang-up on an fd nobody watches (those are
          * reported whatever the mask): a lazily kept registration to narrow. */
-        int narrow = (got & ~want & MUX__IO_EVENTS) || (err && !(want & MUX__IO_EVENTS));
+        int narrow = (got & ~want & MUX__IO_WATCH) || (err && !(want & MUX__IO_WATCH));
         mux__fd_report(loop, e, got | err);
         if (mux__unlikely(narrow)) {
             if (mux__forked_since(loop))
@@ -262,7 +266,7 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
 
 const struct mux__backend mux__backend_epoll = {
     .name = "epoll",
-    .caps = MUX__CAP_WAKE_FD,
+    .caps = MUX__CAP_WAKE_FD | MUX__CAP_RDHUP,
     .fd_limit = INT_MAX,
     .open = mux__epoll_open,
     .close = mux__epoll_close,

@@ -9,7 +9,9 @@
  *   and removal moves the last slot into the hole.
  * - A closed fd is reported with POLLNVAL instead of failing the call; its watchers are
  *   stopped and told MUX_ERROR.
- * - POLLHUP and POLLERR are reported whatever was asked; they wake both directions.
+ * - POLLHUP and POLLERR are reported whatever was asked; they wake both directions. Where
+ *   there is POLLRDHUP (Linux), the peer's hang-up (MUX_RDHUP) is POLLRDHUP or POLLHUP.
+ *   Elsewhere poll cannot tell a hang-up behind unread data: no MUX_RDHUP.
  * - Regular files are always ready, which is what select and poll promise for them.
  * - ppoll (Linux, FreeBSD) takes a timespec, so timeouts keep nanosecond precision. Where
  *   there is only poll (macOS), timeouts are milliseconds, rounded up so that timers never
@@ -65,6 +67,10 @@ static int mux__poll_change(struct mux__loop *loop, int fd, unsigned want, int f
         return 0;
     }
     short events = (short)((want & MUX_READ ? POLLIN : 0) | (want & MUX_WRITE ? POLLOUT : 0));
+#ifdef POLLRDHUP
+    if (want & MUX_RDHUP)
+        events |= POLLRDHUP;
+#endif
     if (e->kslot) {
         st->pfd[e->kslot - 1].events = events;
         return 0;
@@ -112,14 +118,24 @@ static int mux__poll_wait(struct mux__loop *loop, int64_t timeout_ns)
         unsigned got = (r & (POLLIN | POLLPRI) ? MUX_READ : 0) | (r & POLLOUT ? MUX_WRITE : 0);
         if (r & (POLLERR | POLLHUP))
             got |= MUX__IO_EVENTS;
+#ifdef POLLRDHUP
+        if (r & (POLLRDHUP | POLLHUP))
+            got |= MUX_RDHUP;
+#endif
         mux__fd_event(loop, st->pfd[i].fd, got);
     }
     return 0;
 }
 
+#ifdef POLLRDHUP
+#define MUX__POLL_CAPS (MUX__CAP_WAKE_FD | MUX__CAP_RDHUP)
+#else
+#define MUX__POLL_CAPS MUX__CAP_WAKE_FD
+#endif
+
 const struct mux__backend mux__backend_poll = {
     .name = "poll",
-    .caps = MUX__CAP_WAKE_FD,
+    .caps = MUX__POLL_CAPS,
     .fd_limit = INT_MAX,
     .open = mux__poll_open,
     .close = mux__poll_close,

@@ -402,23 +402,25 @@ int mux__sock_keepalive(mux_os_sock_t sock, int on, unsigned idle_s)
                : mux__wsa_errno();
 }
 
-int mux__win_sock_pair(SOCKET sv[2])
+/* A loopback TCP connection: sv[0] the connecting socket (made with `flags0`), sv[1] the one
+ * accepted from a listener made with `lflags` (whose attributes it takes). Neither is set up
+ * further. 0 or -errno, with nothing left open. */
+static int mux__loopback_pair(SOCKET sv[2], DWORD flags0, DWORD lflags)
 {
     struct sockaddr_in a;
     int alen = sizeof a, err = 0;
-    SOCKET l = WSASocketW(AF_INET, SOCK_STREAM, 0, NULL, 0, WSA_FLAG_NO_HANDLE_INHERIT);
+    sv[0] = sv[1] = INVALID_SOCKET;
+    SOCKET l = WSASocketW(AF_INET, SOCK_STREAM, 0, NULL, 0, lflags);
     if (l == INVALID_SOCKET)
         return mux__wsa_errno();
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sv[0] = sv[1] = INVALID_SOCKET;
     if (bind(l, (struct sockaddr *)&a, sizeof a) != 0 ||
         getsockname(l, (struct sockaddr *)&a, &alen) != 0 || listen(l, 1) != 0)
         err = mux__wsa_errno();
     if (!err) {
-        sv[0] = WSASocketW(AF_INET, SOCK_STREAM, 0, NULL, 0,
-                           WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+        sv[0] = WSASocketW(AF_INET, SOCK_STREAM, 0, NULL, 0, flags0);
         if (sv[0] == INVALID_SOCKET || connect(sv[0], (struct sockaddr *)&a, sizeof a) != 0)
             err = mux__wsa_errno();
     }
@@ -444,17 +446,43 @@ int mux__win_sock_pair(SOCKET sv[2])
     }
     closesocket(l);
     for (int i = 0; i < 2 && !err; i++) {
-        DWORD on = 1; /* the wake-up byte should not wait for Nagle */
+        DWORD on = 1; /* a wake-up byte, or a child's line, should not wait for Nagle */
         setsockopt(sv[i], IPPROTO_TCP, TCP_NODELAY, (const char *)&on, sizeof on);
-        err = mux__sock_setup(sv[i]);
     }
-    if (err) {
+    if (err)
         for (int i = 0; i < 2; i++)
             if (sv[i] != INVALID_SOCKET)
                 closesocket(sv[i]);
-        return err;
+    return err;
+}
+
+int mux__win_sock_pair(SOCKET sv[2])
+{
+    int err = mux__loopback_pair(sv, WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT,
+                                 WSA_FLAG_NO_HANDLE_INHERIT);
+    for (int i = 0; i < 2 && !err; i++)
+        err = mux__sock_setup(sv[i]);
+    if (err && sv[1] != INVALID_SOCKET) { /* the setup failed: both are open */
+        closesocket(sv[0]);
+        closesocket(sv[1]);
     }
-    return 0;
+    return err;
+}
+
+int mux__win_stdio_pair(SOCKET *parent, SOCKET *child)
+{
+    SOCKET sv[2];
+    int err = mux__loopback_pair(sv, WSA_FLAG_NO_HANDLE_INHERIT,
+                                 WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+    if (!err && (err = mux__sock_setup(sv[1])) != 0) {
+        closesocket(sv[0]);
+        closesocket(sv[1]);
+    }
+    if (!err) {
+        *child = sv[0];
+        *parent = sv[1];
+    }
+    return err;
 }
 
 /* ---- the wake-up descriptor: a loopback pair ---- */

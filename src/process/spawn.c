@@ -72,39 +72,6 @@
 
 extern char **environ;
 
-enum {
-    P_IDLE = 0,    /* never spawned */
-    P_RUNNING = 1, /* spawned, not yet reaped */
-    P_ENDED = 2,   /* reaped, and called back */
-};
-
-/* mux_process_t.state_ bits above the state */
-#define P_GROUP 0x10 /* spawned with MUX_SPAWN_PROCESS_GROUP */
-#define P_STATE 0x0f
-
-static int mux__process_walkable(const void *h)
-{
-    return (((const mux_process_t *)h)->flags_ & P_STATE) == P_RUNNING;
-}
-
-static const struct mux__handles_type mux__process_type = {
-    .kind = MUX_HANDLE_PROCESS,
-    .link_off = offsetof(mux_process_t, link_),
-    .flags_off = offsetof(mux_process_t, flags_),
-    .size = sizeof(struct mux__handles),
-    .walkable = mux__process_walkable,
-};
-
-/* ---- the exit ---------------------------------------------------------------------- */
-
-/* The child was reaped: the handle is the caller's again, from the callback on. */
-static void mux__process_ended(mux_process_t *p, int exit_status, int term_signal)
-{
-    mux__handle_close(p->loop_, &p->link_, &p->flags_);
-    p->flags_ = P_ENDED;
-    p->exit_cb_(p, exit_status, term_signal);
-}
-
 static void mux__process_status(mux_process_t *p, int wstatus)
 {
     if (WIFSIGNALED(wstatus))
@@ -374,38 +341,26 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
                          mux_exit_cb cb)
 {
     struct mux__loop *loop = mux__loop_of(pub);
-    if (!loop || !p || !opts || !cb || !mux__spawn_valid(opts))
-        return -EINVAL;
-    /* Room for the handle and its streams, so that they open once the child runs. */
-    int err = mux__pend_grow(loop, loop->active + loop->noref + 4 + MUX__INTERNAL_MAX);
-    struct mux__handles *procs = err == 0 ? mux__handles_get(loop, &mux__process_type) : NULL;
+    int err;
+    struct mux__handles *procs = mux__spawn_begin(loop, p, opts, cb, &err);
     if (!procs)
-        return err ? err : -ENOMEM;
+        return err;
     struct mux__spawn sp;
     for (int i = 0; i < 3; i++)
         sp.parent[i] = sp.extra[i] = -1;
     int pid = mux__spawn_run(loop, &sp, opts);
     if (pid < 0)
         return pid;
-    void *data = p->data;
-    memset(p, 0, sizeof *p);
-    p->data = data;
-    p->loop_ = loop;
-    p->exit_cb_ = cb;
-    p->pid_ = pid;
+    mux__process_reset(p, loop, cb, pid);
     err = mux__process_watch(loop, p);
-    for (int i = 0; i < 3 && err == 0; i++) {
-        if (sp.parent[i] < 0)
-            continue;
-        err = mux_stream_open(pub, opts->stdio[i].stream, sp.parent[i]);
-        if (err == 0)
-            sp.parent[i] = -1; /* the stream's */
-    }
+    intptr_t parent[3] = {sp.parent[0], sp.parent[1], sp.parent[2]};
+    if (err == 0)
+        err = mux__spawn_open_streams(pub, opts, parent, -1);
+    for (int i = 0; i < 3; i++)
+        sp.parent[i] = (int)parent[i];
     mux__spawn_cleanup(&sp, 1);
     if (err != 0) { /* rare: the loop's tables could not grow */
-        for (int i = 0; i < 3; i++)
-            if (opts->stdio[i].kind == MUX_STDIO_STREAM && mux_stream_loop(opts->stdio[i].stream))
-                mux_stream_close(opts->stdio[i].stream, NULL);
+        mux__spawn_close_streams(opts);
         if (p->handle_ >= 0) {
             mux__io_stop_internal(loop, &p->io_);
             close((int)p->handle_);
@@ -414,8 +369,7 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
         mux__spawn_undo(pid);
         return err;
     }
-    p->flags_ = P_RUNNING | (opts->flags & MUX_SPAWN_PROCESS_GROUP ? P_GROUP : 0);
-    mux__handle_open(loop, procs, &p->link_, &p->flags_); /* counted until its exit */
+    mux__spawn_done(loop, procs, p, opts);
     return 0;
 }
 
@@ -423,16 +377,11 @@ MUX_EXPORT int mux_process_kill(mux_process_t *p, int signum)
 {
     if (!p || signum <= -NSIG || signum >= NSIG)
         return -EINVAL;
-    int state = p->flags_ & P_STATE;
-    if (state == P_ENDED)
-        return -ESRCH;
-    if (state != P_RUNNING)
-        return -EINVAL;
-    if (signum < 0) {
-        if (!(p->flags_ & P_GROUP))
-            return -EINVAL; /* the child's group is the parent's */
+    int err = mux__process_signallable(p, signum);
+    if (err != 0)
+        return err;
+    if (signum < 0)
         return kill(-p->pid_, -signum) == 0 ? 0 : -errno;
-    }
 #if MUX__PIDFD
     if (p->handle_ >= 0)
         return syscall(SYS_pidfd_send_signal, (int)p->handle_, signum, NULL, 0) == 0 ? 0 : -errno;
@@ -442,7 +391,7 @@ MUX_EXPORT int mux_process_kill(mux_process_t *p, int signum)
 
 MUX_EXPORT int mux_process_detach(mux_process_t *p)
 {
-    if (!p || (p->flags_ & P_STATE) != P_RUNNING)
+    if (!p || (p->flags_ & MUX__P_STATE) != MUX__P_RUNNING)
         return -EINVAL;
     struct mux__loop *loop = p->loop_;
 #if MUX__PIDFD
@@ -451,13 +400,13 @@ MUX_EXPORT int mux_process_detach(mux_process_t *p)
 #endif
     mux_child_stop(loop->pub, &p->child_); /* -EINVAL when it was never initialised */
     mux__handle_close(loop, &p->link_, &p->flags_);
-    p->flags_ = P_IDLE;
+    p->flags_ = MUX__P_IDLE;
     return 0;
 }
 
 MUX_EXPORT int mux_process_pid(const mux_process_t *p)
 {
-    if (!p || (p->flags_ & P_STATE) != P_RUNNING)
+    if (!p || (p->flags_ & MUX__P_STATE) != MUX__P_RUNNING)
         return -EINVAL;
     return p->pid_;
 }

@@ -644,6 +644,130 @@ __attribute__((constructor)) static void win_child_main(void)
     ExitProcess((UINT)atoi(v));
 }
 
+/* A child of mux_spawn's (tests/test_process.c): this program again, with the arguments
+ * WIN_CHILD_ARG and a command, for what the POSIX cases ask of true, sh, cat and sleep:
+ *   exit N       exits with N
+ *   sleep        waits until it is ended
+ *   out-err      "to-out\n" on its standard output, "to-err\n" on its standard error, exits 3
+ *   one-two      "one\n" on its standard output, "two\n" on its standard error
+ *   cat          copies its standard input to its standard output until the input ends
+ *   stdout-open  exits 1 when it has a standard output handle, 0 when it has none
+ *   env-cwd      "$IOMUX_SPAWN_TEST <its working directory> ${HOME:-nohome}\n"
+ *   argv A..     each argument as "[A]", then "\n" (what the C runtime split its line into)
+ *   env          the name of each variable of its environment block, in its order, a line each
+ *   group        starts a "sleep" child that inherits its handles, then waits to be ended
+ * Its standard handles are written with WriteFile and read with ReadFile, as any program
+ * does, whatever they are (a socket of the library's, a pipe, a file). */
+#define WIN_CHILD_ARG "--iomux-test-child"
+
+/* The C runtime's split of the command line in UTF-16 (msvcrt's, as its __argv is). */
+_CRTIMP int __cdecl __wgetmainargs(int *argc, wchar_t ***argv, wchar_t ***env, int glob,
+                                   int *startinfo);
+
+static inline void win_child_put(DWORD which, const char *s)
+{
+    DWORD n;
+    WriteFile(GetStdHandle(which), s, (DWORD)strlen(s), &n, NULL);
+}
+
+static inline int win_child_run(int argc, char **argv)
+{
+    const char *cmd = argv[0];
+    if (strcmp(cmd, "exit") == 0 && argc == 2)
+        return atoi(argv[1]);
+    if (strcmp(cmd, "sleep") == 0)
+        for (;;)
+            Sleep(INFINITE);
+    if (strcmp(cmd, "out-err") == 0 || strcmp(cmd, "one-two") == 0) {
+        int oe = cmd[0] == 'o' && cmd[1] == 'u';
+        win_child_put(STD_OUTPUT_HANDLE, oe ? "to-out\n" : "one\n");
+        win_child_put(STD_ERROR_HANDLE, oe ? "to-err\n" : "two\n");
+        return oe ? 3 : 0;
+    }
+    if (strcmp(cmd, "cat") == 0) {
+        char buf[512];
+        DWORD n, w;
+        while (ReadFile(GetStdHandle(STD_INPUT_HANDLE), buf, sizeof buf, &n, NULL) && n > 0)
+            if (!WriteFile(GetStdHandle(STD_OUTPUT_HANDLE), buf, n, &w, NULL) || w != n)
+                return 2;
+        return 0;
+    }
+    if (strcmp(cmd, "stdout-open") == 0) {
+        HANDLE h = GetStdHandle(STD_OUTPUT_HANDLE);
+        return h != NULL && h != INVALID_HANDLE_VALUE;
+    }
+    if (strcmp(cmd, "env-cwd") == 0) {
+        char v[64], cwd[MAX_PATH], home[MAX_PATH], line[512];
+        DWORD n = GetEnvironmentVariableA("IOMUX_SPAWN_TEST", v, sizeof v);
+        if (n == 0 || n >= sizeof v)
+            snprintf(v, sizeof v, "unset");
+        n = GetEnvironmentVariableA("HOME", home, sizeof home);
+        if (n == 0 || n >= sizeof home)
+            snprintf(home, sizeof home, "nohome");
+        if (!GetCurrentDirectoryA(sizeof cwd, cwd))
+            return 2;
+        snprintf(line, sizeof line, "%s %s %s\n", v, cwd, home);
+        win_child_put(STD_OUTPUT_HANDLE, line);
+        return 0;
+    }
+    if (strcmp(cmd, "argv") == 0) { /* in UTF-8, from the C runtime's wide split */
+        int wargc;
+        wchar_t **wargv, **wenv;
+        int start = 0;
+        if (__wgetmainargs(&wargc, &wargv, &wenv, 0, &start) != 0 || wargc != argc + 2)
+            return 2;
+        for (int i = 3; i < wargc; i++) {
+            char a[256];
+            if (!WideCharToMultiByte(CP_UTF8, 0, wargv[i], -1, a, sizeof a, NULL, NULL))
+                return 2;
+            win_child_put(STD_OUTPUT_HANDLE, "[");
+            win_child_put(STD_OUTPUT_HANDLE, a);
+            win_child_put(STD_OUTPUT_HANDLE, "]");
+        }
+        win_child_put(STD_OUTPUT_HANDLE, "\n");
+        return 0;
+    }
+    if (strcmp(cmd, "env") == 0) { /* each variable's name, in the block's order */
+        wchar_t *block = GetEnvironmentStringsW();
+        for (wchar_t *v = block; v && *v; v += wcslen(v) + 1) {
+            char a[512];
+            if (!WideCharToMultiByte(CP_UTF8, 0, v, -1, a, sizeof a, NULL, NULL))
+                return 2;
+            char *eq = strchr(a + 1, '='); /* "=C:=C:\\" names start with '=' */
+            if (eq)
+                *eq = '\0';
+            win_child_put(STD_OUTPUT_HANDLE, a);
+            win_child_put(STD_OUTPUT_HANDLE, "\n");
+        }
+        FreeEnvironmentStringsW(block);
+        return 0;
+    }
+    if (strcmp(cmd, "group") == 0) {
+        char exe[MAX_PATH], line[MAX_PATH + 64];
+        GetModuleFileNameA(NULL, exe, sizeof exe);
+        snprintf(line, sizeof line, "\"%s\" " WIN_CHILD_ARG " sleep", exe);
+        STARTUPINFOA si;
+        PROCESS_INFORMATION pi;
+        memset(&si, 0, sizeof si);
+        si.cb = sizeof si;
+        si.dwFlags = STARTF_USESTDHANDLES;
+        si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+        si.hStdOutput = GetStdHandle(STD_OUTPUT_HANDLE);
+        si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
+        if (!CreateProcessA(exe, line, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi))
+            return 2;
+        for (;;)
+            Sleep(INFINITE);
+    }
+    return 125;
+}
+
+__attribute__((constructor)) static void win_child_command(void)
+{
+    if (__argc >= 3 && strcmp(__argv[1], WIN_CHILD_ARG) == 0)
+        ExitProcess((UINT)win_child_run(__argc - 2, __argv + 2));
+}
+
 /* The children started and not yet waited for: id and handle. */
 static struct {
     int pid;

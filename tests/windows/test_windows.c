@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the Windows build does differently, stated as cases (built for Windows only). */
+#include <ctype.h>
+
 #include "harness.h"
 #include "http_fixture.h"
 #include "platform/win.h"
@@ -286,40 +288,144 @@ TEST(windows_child_any_pid_and_a_gone_process_are_refused) {
     loop_close(&loop);
 }
 
+struct wproc {
+    mux_process_t p;
+    int calls, status, signal;
+};
+
 static void exit_cb(mux_process_t *p, int exit_status, int term_signal)
 {
-    (void)exit_status, (void)term_signal;
-    p->data = NULL; /* never called: no process handle becomes active on Windows */
+    struct wproc *w = p->data;
+    w->calls++;
+    w->status = exit_status;
+    w->signal = term_signal;
 }
 
-/* mux_spawn is not written for Windows yet: it checks its arguments as on POSIX, then
- * refuses with -ENOTSUP, and leaves nothing active; the calls on the handle are those of a
- * handle that was never spawned. */
-TEST(windows_spawn_is_not_supported) {
+/* Runs `argv` with its standard output into a pipe; what it wrote, in `out`. */
+static void wrun(mux_loop_t *loop, struct wproc *w, char *const *argv, char *out, size_t size)
+{
+    HANDLE rd, wr;
+    CHECK(CreatePipe(&rd, &wr, NULL, 0));
+    mux_spawn_options_t o = {.file = argv[0], .argv = argv};
+    o.stdio[1].kind = MUX_STDIO_FD;
+    o.stdio[1].fd = (int)(uintptr_t)wr;
+    memset(w, 0, sizeof *w);
+    w->p.data = w;
+    CHECK_EQ(mux_spawn(loop, &w->p, &o, exit_cb), 0);
+    CloseHandle(wr);
+    DWORD got = 0, n;
+    while (got < size - 1 && ReadFile(rd, out + got, (DWORD)(size - 1 - got), &n, NULL) && n > 0)
+        got += n;
+    out[got] = '\0';
+    CloseHandle(rd);
+    CHECK_EQ(mux_run(loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(w->calls, 1);
+}
+
+/* Windows gives a program one command line, which its C runtime splits again: each argument
+ * comes back as it was given, with white space, quotes and backslashes (the quoting of
+ * spawn_win.c; test_process.c's children have plain arguments only). */
+TEST(windows_spawn_arguments_come_back_as_given) {
     mux_loop_t loop;
     loop_open(&loop);
-    mux_process_t p = {.data = &p};
-    char *argv[] = {"cmd.exe", "/c", "exit", NULL};
-    mux_spawn_options_t o = {.file = "cmd.exe", .argv = argv};
-    CHECK_EQ(mux_spawn(&loop, &p, &o, exit_cb), -ENOTSUP);
-    CHECK_EQ(mux_spawn(&loop, &p, &o, NULL), -EINVAL);
-    CHECK_EQ(mux_spawn(NULL, &p, &o, exit_cb), -EINVAL);
-    o.flags = 0x100;
-    CHECK_EQ(mux_spawn(&loop, &p, &o, exit_cb), -EINVAL);
-    o.flags = 0;
-    o.stdio[1].kind = MUX_STDIO_STREAM; /* without a stream */
-    CHECK_EQ(mux_spawn(&loop, &p, &o, exit_cb), -EINVAL);
+    char exe[MAX_PATH];
+    CHECK_GT(GetModuleFileNameA(NULL, exe, sizeof exe), 0);
+    char *argv[] = {exe, WIN_CHILD_ARG, "argv", "plain", "two words", "", "a\"quote",
+                    "back\\slash", "ends\\", "ends in space\\ ", "\\\\\"x", "tab\there",
+                    "\"", "é ü", NULL};
+    char out[512];
+    struct wproc w;
+    wrun(&loop, &w, argv, out, sizeof out);
+    CHECK_EQ(w.status, 0);
+    CHECK_STR_EQ(out, "[plain][two words][][a\"quote][back\\slash][ends\\][ends in space\\ ]"
+                      "[\\\\\"x][tab\there][\"][é ü]\n");
+    loop_close(&loop);
+}
+
+/* Windows' order of names: by their upper case, unit by unit. */
+static int wupper_cmp(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        int x = toupper((unsigned char)*a), y = toupper((unsigned char)*b);
+        if (x != y || !x)
+            return x - y;
+    }
+}
+
+/* The environment given is one block sorted by name without regard to case, as Windows keeps
+ * it, with SYSTEMROOT in it (a program cannot load Winsock without it). */
+TEST(windows_spawn_environment_is_sorted_and_has_systemroot) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    char exe[MAX_PATH];
+    CHECK_GT(GetModuleFileNameA(NULL, exe, sizeof exe), 0);
+    char *argv[] = {exe, WIN_CHILD_ARG, "env", NULL};
+    char *env[] = {"ZED=1", "alpha=2", "Mid=3", "beta=é", NULL};
+    HANDLE rd, wr;
+    CHECK(CreatePipe(&rd, &wr, NULL, 0));
+    mux_spawn_options_t o = {.file = exe, .argv = argv, .env = env};
     o.stdio[1].kind = MUX_STDIO_FD;
-    o.stdio[1].fd = -1;
-    CHECK_EQ(mux_spawn(&loop, &p, &o, exit_cb), -EINVAL);
-    o.stdio[1].kind = MUX_STDIO_INHERIT;
-    o.file = "";
-    CHECK_EQ(mux_spawn(&loop, &p, &o, exit_cb), -EINVAL);
-    CHECK_EQ(mux_process_kill(&p, 15), -EINVAL);
-    CHECK_EQ(mux_process_pid(&p), -EINVAL);
-    CHECK_EQ(mux_process_detach(&p), -EINVAL);
-    CHECK(p.data == &p);
-    CHECK_EQ(mux_loop_active(&loop), 0);
+    o.stdio[1].fd = (int)(uintptr_t)wr;
+    struct wproc w;
+    memset(&w, 0, sizeof w);
+    w.p.data = &w;
+    CHECK_EQ(mux_spawn(&loop, &w.p, &o, exit_cb), 0);
+    CloseHandle(wr);
+    static char out[8192];
+    DWORD got = 0, n;
+    while (got < sizeof out - 1 && ReadFile(rd, out + got, sizeof out - 1 - got, &n, NULL) && n > 0)
+        got += n;
+    out[got] = '\0';
+    CloseHandle(rd);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(w.status, 0);
+    /* The given names in Windows' order (they were given out of it). Wine's child appends
+     * variables of its own after the block (WINE*, SystemRoot, SystemDrive), so only the
+     * given ones' order is checked, and SYSTEMROOT's presence. */
+    static const char *const order[] = {"alpha", "beta", "Mid", "ZED"};
+    int seen = 0, sysroot = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (seen < 4 && strcmp(line, order[seen]) == 0)
+            seen++;
+        sysroot += wupper_cmp(line, "SYSTEMROOT") == 0;
+    }
+    CHECK_EQ(seen, 4);
+    CHECK_GE(sysroot, 1);
+    loop_close(&loop);
+}
+
+/* A bare name is looked up in PATH with ".com" and ".exe" (cmd is C:\windows\system32\cmd.exe);
+ * what CreateProcess itself would search first (the program's own directory, the current
+ * one) is not searched. Signals other than those that end a process are -ENOSYS. */
+TEST(windows_spawn_finds_a_program_by_name_in_path) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    char *argv[] = {"cmd", "/c", "exit 7", NULL};
+    char out[64];
+    struct wproc w;
+    wrun(&loop, &w, argv, out, sizeof out);
+    CHECK_EQ(w.status, 7);
+    CHECK_EQ(w.signal, 0);
+    char *self[] = {"iomux-tests", WIN_CHILD_ARG, "exit", "0", NULL}; /* beside us, not in PATH */
+    mux_spawn_options_t o = {.file = self[0], .argv = self};
+    memset(&w, 0, sizeof w);
+    w.p.data = &w;
+    CHECK_EQ(mux_spawn(&loop, &w.p, &o, exit_cb), -ENOENT);
+    char exe[MAX_PATH];
+    CHECK_GT(GetModuleFileNameA(NULL, exe, sizeof exe), 0);
+    char *sleeper[] = {exe, WIN_CHILD_ARG, "sleep", NULL};
+    o.file = exe;
+    o.argv = sleeper;
+    CHECK_EQ(mux_spawn(&loop, &w.p, &o, exit_cb), 0);
+    CHECK_EQ(mux_process_kill(&w.p, SIGHUP), -ENOSYS);
+    CHECK_EQ(mux_process_kill(&w.p, SIGINT), 0);
+    int r = mux_process_kill(&w.p, SIGTERM); /* ending already: refused once it has ended */
+    CHECK(r == 0 || r == -ESRCH);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_DEFAULT), 0);
+    CHECK_EQ(w.calls, 1);
+    CHECK_EQ(w.status, 0);
+    CHECK_EQ(w.signal, SIGINT); /* the first signal's */
+    CHECK_EQ(mux_process_kill(&w.p, SIGTERM), -ESRCH);
     loop_close(&loop);
 }
 

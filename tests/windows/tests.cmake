@@ -12,8 +12,6 @@
 set(win_skipped_files
   test_uring.c "Windows has no such thing: io_uring is Linux's"
   test_rtsig.c "Windows has no such thing: real-time signals are Linux's"
-  test_process.c
-  "mux_spawn is not written for Windows yet: it returns -ENOTSUP (windows_spawn_is_not_supported)"
   test_event_fd.c
   "Windows has no such thing: a pipe a loop can watch (a bufferevent there is on a socket: test_event_bufferevent.c)")
 set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_timer.c
@@ -22,7 +20,7 @@ set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_time
   test_stream_errors.c test_listener.c test_http_parser.c test_http_server.c test_http_static.c
   test_chan.c test_multiloop.c test_signal.c test_event.c test_event_util.c test_event_buffer.c
   test_event_base.c test_event_bufferevent.c test_event_listener.c test_event_alloc.c test_fs.c
-  test_event_compat.c test_child.c test_udp.c test_work.c test_resolve.c
+  test_event_compat.c test_child.c test_process.c test_udp.c test_work.c test_resolve.c
   test_event_pair.c
   windows/test_windows.c)
 

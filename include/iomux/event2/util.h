@@ -153,6 +153,26 @@ const char *evutil_socket_error_to_string(int errcode);
 EVENT2_EXPORT_SYMBOL
 int evutil_gettimeofday(struct timeval *tv, struct timezone *tz);
 
+/* Monotonic timers, as libevent 2.1 has them. A timer configured without flags reads the
+ * cheapest monotonic clock (CLOCK_MONOTONIC_COARSE where there is one: Linux, a tick's
+ * resolution), with EV_MONOT_PRECISE the precise one (CLOCK_MONOTONIC: what libevent's
+ * EVENT_PRECISE_TIMER gives a base, and what every base of libiomux-event has), with
+ * EV_MONOT_FALLBACK gettimeofday kept from going back. */
+struct evutil_monotonic_timer;
+#define EV_MONOT_PRECISE  1
+#define EV_MONOT_FALLBACK 2
+/* A timer to configure, or NULL. */
+EVENT2_EXPORT_SYMBOL
+struct evutil_monotonic_timer *evutil_monotonic_timer_new(void);
+EVENT2_EXPORT_SYMBOL
+void evutil_monotonic_timer_free(struct evutil_monotonic_timer *timer);
+/* Returns 0, or -1 (NULL timer, unknown flags). */
+EVENT2_EXPORT_SYMBOL
+int evutil_configure_monotonic_time(struct evutil_monotonic_timer *timer, int flags);
+/* The timer's time, which never goes back. Returns 0, or -1 (NULL arguments). */
+EVENT2_EXPORT_SYMBOL
+int evutil_gettime_monotonic(struct evutil_monotonic_timer *timer, struct timeval *tp);
+
 EVENT2_EXPORT_SYMBOL
 ev_int64_t evutil_strtoll(const char *s, char **endptr, int base);
 EVENT2_EXPORT_SYMBOL

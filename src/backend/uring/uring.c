@@ -230,7 +230,7 @@ static void mux__uring_exit(struct mux__uring *st)
 
 /* kmask: the events of the armed request (0: none armed; MUX_EDGE: it is multishot), plus
  * these bits. */
-#define MUX__K_EVENTS   (MUX_READ | MUX_WRITE | MUX_EDGE)
+#define MUX__K_EVENTS   (MUX_READ | MUX_WRITE | MUX_RDHUP | MUX_EDGE)
 #define MUX__K_VERIFIED 0x20 /* the fd number was checked after a hang-up */
 #define MUX__K_REARM    0x40 /* on the re-arm list */
 
@@ -481,7 +481,9 @@ static unsigned mux__uring_revents(int res)
 {
     unsigned r = (unsigned)res;
     unsigned got = ((r | r >> 13) & MUX_READ) | (r >> 1 & MUX_WRITE); /* POLLIN|RDHUP, POLLOUT */
-    return r & (POLLERR | POLLHUP) ? MUX__IO_EVENTS : got;
+    if (r & (POLLRDHUP | POLLHUP)) /* the peer's hang-up, asked for (MUX_RDHUP) or not */
+        got |= MUX_RDHUP;
+    return r & (POLLERR | POLLHUP) ? got | MUX__IO_EVENTS : got;
 }
 
 static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux__uring *st,
@@ -500,7 +502,7 @@ mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags
         return;
     struct mux__fd *e = mux__fd_at(loop, fd); /* armed, so in the table, which never shrinks */
     if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->kgen & MUX__GEN_MASK) ||
-        !(e->kmask & MUX__IO_EVENTS))
+        !(e->kmask & MUX__IO_WATCH))
         return; /* a removed or replaced request */
     if (kind == MUX__UD_UPDATE) {
         /* -ENOENT: the request has ended, and its last CQE re-arms it. Otherwise the
@@ -537,7 +539,7 @@ mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags
         e->kmask &= MUX__K_REARM;
         struct mux__uring *st = loop->bdata;
         struct io_uring_sqe *sqe;
-        if (mux__likely(post && !(e->kmask & MUX__K_REARM) && (e->want & MUX__IO_EVENTS) &&
+        if (mux__likely(post && !(e->kmask & MUX__K_REARM) && (e->want & MUX__IO_WATCH) &&
                         (sqe = mux__uring_sqe(st)) != NULL))
             mux__uring_fill_add(st, sqe, e, fd, e->want);
         else
@@ -615,6 +617,8 @@ static struct io_uring_sqe *mux__uring_prep(struct mux__uring *st, int op, int f
 static uint32_t mux__uring_mask(unsigned want)
 {
     uint32_t m = (want & MUX_READ) | (want & MUX_WRITE) << 1; /* POLLIN, POLLOUT */
+    if (want & MUX_RDHUP)
+        m |= POLLRDHUP;
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     m = m << 16 | m >> 16; /* poll32_events is stored half-word swapped */
 #endif
@@ -728,7 +732,7 @@ static int mux__uring_change(struct mux__loop *loop, int fd, unsigned want, int 
         return err;
     if (!have)
         return mux__uring_prep_add(st, e, fd, want);
-    if ((have ^ want) & MUX__IO_EVENTS)
+    if ((have ^ want) & MUX__IO_WATCH)
         err = mux__uring_prep_update(st, fd, e->kgen, want);
     if (err == 0)
         e->kmask = (uint8_t)((e->kmask & ~MUX__K_EVENTS) | want);
@@ -769,7 +773,7 @@ static int mux__uring_rearms(struct mux__loop *loop)
     for (; i < old; i++) {
         int fd = st->rearm[i];
         struct mux__fd *e = mux__fd_at(loop, fd);
-        if ((e->kmask & MUX__K_EVENTS) || !(e->want & MUX__IO_EVENTS)) {
+        if ((e->kmask & MUX__K_EVENTS) || !(e->want & MUX__IO_WATCH)) {
             e->kmask &= (uint8_t)~MUX__K_REARM;
             continue;
         }
@@ -948,7 +952,7 @@ const struct mux__backend mux__backend_uring = {
     .name = "uring",
     .caps = MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) | MUX__CAP(MUX__OP_SENDV) |
             MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP_ACCEPT_MULTI | MUX__CAP_RECV_MULTI |
-            MUX__CAP(MUX__OP_DGRAM_RECV) | MUX__CAP_WAKE_FD,
+            MUX__CAP(MUX__OP_DGRAM_RECV) | MUX__CAP_WAKE_FD | MUX__CAP_RDHUP,
     .fd_limit = INT_MAX,
     .open = mux__uring_open,
     .close = mux__uring_close,

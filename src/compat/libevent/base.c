@@ -143,14 +143,23 @@ static int config_avoids(const struct event_config *cfg, const char *name)
     return 0;
 }
 
+/* EV_FEATURE_EARLY_CLOSE is the loop's own to tell (poll has it on Linux only): the loop is
+ * opened before it is known, and closed again when it lacks a feature required. */
 static int try_backend(struct event_base *base, const char *name, int flags, int require)
 {
-    if ((evx_backend_features(name) & require) != require)
+    int features = evx_backend_features(name);
+    if ((features & require & ~EV_FEATURE_EARLY_CLOSE) != (require & ~EV_FEATURE_EARLY_CLOSE))
         return -1;
     mux_loop_options_t opts = {.backend = name, .flags = MUX_LOOP_IGNORE_ENV};
     if (mux_loop_init(&base->loop, &opts) < 0)
         return -1;
-    base->features = evx_backend_features(name);
+    if (mux_io_events_supported(&base->loop) & MUX_RDHUP)
+        features |= EV_FEATURE_EARLY_CLOSE;
+    if ((features & require) != require) {
+        mux_loop_close(&base->loop);
+        return -1;
+    }
+    base->features = features;
     base->flags = flags;
     if (!(flags & EVENT_BASE_FLAG_IGNORE_ENV) && getenv("EVENT_SHOW_METHOD"))
         evx_warn("libevent using: %s", name);
@@ -173,6 +182,11 @@ static int open_loop(struct event_base *base, const struct event_config *cfg)
 {
     int flags = cfg ? cfg->flags : 0, require = cfg ? cfg->require : 0;
     int use_env = !(flags & EVENT_BASE_FLAG_IGNORE_ENV);
+    /* As libevent: the variable sets the flag. The base's clock is CLOCK_MONOTONIC either
+     * way (iomux's loop reads no coarse clock, and its waits keep nanoseconds), which is what
+     * the flag asks libevent for on Linux. */
+    if (use_env && getenv("EVENT_PRECISE_TIMER"))
+        flags |= EVENT_BASE_FLAG_PRECISE_TIMER;
     const char *want = use_env ? getenv("IOMUX_BACKEND") : NULL;
     if (want && *want && !config_avoids(cfg, want) && try_backend(base, want, flags, require) == 0)
         return 0;

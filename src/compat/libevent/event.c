@@ -17,14 +17,17 @@
 
 static void *self_cbarg_token = &self_cbarg_token;
 
-/* EV_CLOSED needs the fd's readability: iomux has no peer-hang-up event of its own. EV_ET
- * asks for an edge only where the backend has a real one (libevent's EV_FEATURE_ET): on the
- * others an EV_ET event is level-triggered, as libevent's poll backend makes it. */
+/* EV_CLOSED is the watcher's MUX_RDHUP where the backend reports the peer's hang-up
+ * (EV_FEATURE_EARLY_CLOSE); on the others it needs the fd's readability, and a read-ready
+ * fd is peeked at (closed_or_not). A NULL base: readiness only. EV_ET asks for an edge only
+ * where the backend has a real one (libevent's EV_FEATURE_ET): on the others an EV_ET event
+ * is level-triggered, as libevent's poll backend makes it. */
 static unsigned mux_events_of(short events, const struct event_base *base)
 {
     int edge = (events & EV_ET) && base && (base->features & EV_FEATURE_ET);
-    return (events & (EV_READ | EV_CLOSED) ? MUX_READ : 0) | (events & EV_WRITE ? MUX_WRITE : 0) |
-           (edge ? MUX_EDGE : 0);
+    int rdhup = (events & EV_CLOSED) && base && (base->features & EV_FEATURE_EARLY_CLOSE);
+    return (events & EV_READ || (events & EV_CLOSED && !rdhup) ? MUX_READ : 0) |
+           (events & EV_WRITE ? MUX_WRITE : 0) | (rdhup ? MUX_RDHUP : 0) | (edge ? MUX_EDGE : 0);
 }
 
 /* ---- the active queues ---- */
@@ -114,9 +117,11 @@ static void on_io_slow(struct event *ev, unsigned revents)
     if (revents & MUX_READ) {
         if (ev->ev_events & EV_READ)
             res |= EV_READ;
-        if (ev->ev_events & EV_CLOSED)
+        if ((ev->ev_events & EV_CLOSED) && !(ev->ev_base->features & EV_FEATURE_EARLY_CLOSE))
             res |= closed_or_not(ev);
     }
+    if ((revents & MUX_RDHUP) && (ev->ev_events & EV_CLOSED))
+        res |= EV_CLOSED;
     if (revents & MUX_WRITE)
         res |= EV_WRITE;
     if (!res)

@@ -45,6 +45,12 @@ long evx_sys_fd_limit(void);
 int evx_sys_gettimeofday(struct timeval *tv);
 /* Milliseconds on the monotonic clock (the rate limits' ticks). */
 uint64_t evx_sys_mono_ms(void);
+/* Whether the system has a coarse monotonic clock, cheaper to read than the precise one
+ * (Linux's CLOCK_MONOTONIC_COARSE; Windows' tick count, which libevent takes there). */
+int evx_sys_mono_coarse_ok(void);
+/* Nanoseconds on the monotonic clock, the coarse one when asked and there is one; 0 when
+ * the clock cannot be read. */
+uint64_t evx_sys_mono_ns(int coarse);
 /* `n` bytes of the system's random generator. 0 or -1. */
 int evx_sys_random(void *buf, size_t n);
 

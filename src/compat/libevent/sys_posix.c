@@ -41,6 +41,31 @@ int evx_sys_is_socket(evutil_socket_t fd)
     return S_ISSOCK(st.st_mode) ? 1 : 0;
 }
 
+int evx_sys_mono_coarse_ok(void)
+{
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec ts;
+    return clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0;
+#else
+    return 0;
+#endif
+}
+
+uint64_t evx_sys_mono_ns(int coarse)
+{
+    clockid_t clock = CLOCK_MONOTONIC;
+#ifdef CLOCK_MONOTONIC_COARSE
+    if (coarse)
+        clock = CLOCK_MONOTONIC_COARSE;
+#else
+    (void)coarse;
+#endif
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t evx_sys_mono_ms(void)
 {
     struct timespec ts;

@@ -133,6 +133,24 @@ evutil_socket_t evx_sys_accept(evutil_socket_t fd, struct sockaddr *sa, socklen_
     return (evutil_socket_t)s;
 }
 
+int evx_sys_mono_coarse_ok(void)
+{
+    return 1;
+}
+
+/* As libevent on Windows: the tick count (GetTickCount64, milliseconds) unless asked to be
+ * precise, the performance counter when asked. */
+uint64_t evx_sys_mono_ns(int coarse)
+{
+    if (coarse)
+        return GetTickCount64() * 1000000u;
+    LARGE_INTEGER now, freq;
+    QueryPerformanceCounter(&now);
+    QueryPerformanceFrequency(&freq);
+    return (uint64_t)(now.QuadPart / freq.QuadPart) * 1000000000u +
+           (uint64_t)(now.QuadPart % freq.QuadPart) * 1000000000u / (uint64_t)freq.QuadPart;
+}
+
 uint64_t evx_sys_mono_ms(void)
 {
     LARGE_INTEGER now, freq;

@@ -9,10 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
 #ifndef _WIN32
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <unistd.h>
 #endif
 
 #include "sys.h"
@@ -222,6 +225,64 @@ EVX_EXPORT int evutil_gettimeofday(struct timeval *tv, struct timezone *tz)
 {
     (void)tz;
     return evx_sys_gettimeofday(tv);
+}
+
+/* ---- monotonic timers ---- */
+
+struct evutil_monotonic_timer {
+    int fallback;         /* gettimeofday, kept from going back */
+    int coarse;           /* otherwise: the coarse monotonic clock, or the precise one */
+    struct timeval last;  /* fallback: the last time handed out */
+    struct timeval shift; /* fallback: what the wall clock went back by, added */
+};
+
+EVX_EXPORT struct evutil_monotonic_timer *evutil_monotonic_timer_new(void)
+{
+    return evx_calloc(1, sizeof(struct evutil_monotonic_timer));
+}
+
+EVX_EXPORT void evutil_monotonic_timer_free(struct evutil_monotonic_timer *timer)
+{
+    evx_free(timer);
+}
+
+/* As libevent on Linux and Windows: the coarse clock unless asked to be precise, for its
+ * price (a coarse read takes no hardware clock). */
+EVX_EXPORT int evutil_configure_monotonic_time(struct evutil_monotonic_timer *timer, int flags)
+{
+    if (!timer || (flags & ~(EV_MONOT_PRECISE | EV_MONOT_FALLBACK)))
+        return -1;
+    memset(timer, 0, sizeof *timer);
+    timer->fallback = (flags & EV_MONOT_FALLBACK) != 0;
+    timer->coarse = !(flags & EV_MONOT_PRECISE) && evx_sys_mono_coarse_ok();
+    return 0;
+}
+
+EVX_EXPORT int evutil_gettime_monotonic(struct evutil_monotonic_timer *timer, struct timeval *tp)
+{
+    if (!timer || !tp)
+        return -1;
+    if (!timer->fallback) {
+        uint64_t ns = evx_sys_mono_ns(timer->coarse);
+        if (!ns)
+            return -1;
+        tp->tv_sec = (time_t)(ns / 1000000000u);
+        tp->tv_usec = (long)(ns % 1000000000u / 1000u);
+        return 0;
+    }
+    struct timeval now;
+    if (gettimeofday(&now, NULL) != 0)
+        return -1;
+    evutil_timeradd(&now, &timer->shift, &now);
+    if (evutil_timercmp(&now, &timer->last, <)) { /* the wall clock was set back */
+        struct timeval back;
+        evutil_timersub(&timer->last, &now, &back);
+        evutil_timeradd(&timer->shift, &back, &timer->shift);
+        now = timer->last;
+    }
+    timer->last = now;
+    *tp = now;
+    return 0;
 }
 
 EVX_EXPORT ev_int64_t evutil_strtoll(const char *s, char **endptr, int base)
