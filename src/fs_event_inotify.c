@@ -328,7 +328,7 @@ static int mux__fsn_watch(struct mux__loop *loop, struct mux__fsn *n)
     return mux__io_start_internal(loop, &n->io);
 }
 
-static int mux__fsn_open(struct mux__loop *loop)
+int mux__fsn_open(struct mux__loop *loop)
 {
     struct mux__fsn *n = calloc(1, sizeof *n);
     if (!n)
@@ -429,13 +429,7 @@ void mux__fsn_walk(struct mux__loop *loop, void (*add)(void *ctx, struct mux__wh
 MUX_EXPORT int mux_fs_event_start(mux_loop_t *pub, mux_fs_event_t *w)
 {
     struct mux__loop *loop = mux__loop_of(pub);
-    if (!loop || !w || w->h_.type != MUX__T_FS_EVENT || !w->path_)
-        return -EINVAL;
-    if (w->h_.flags & MUX__W_ACTIVE)
-        return -EBUSY;
-    int err = mux__reserve(loop);
-    if (err == 0 && !loop->fsn)
-        err = mux__fsn_open(loop);
+    int err = mux__fs_event_begin(loop, w);
     if (err != 0)
         return err;
     struct mux__fsn *n = loop->fsn;
@@ -448,13 +442,7 @@ MUX_EXPORT int mux_fs_event_start(mux_loop_t *pub, mux_fs_event_t *w)
             inotify_rm_watch(n->fd, wd);
         return -ENOMEM;
     }
-    mux_fs_event_t **pp = &f->head; /* appended: the watchers of a path run in start order */
-    while (*pp)
-        pp = &(*pp)->next_;
-    *pp = w;
-    w->next_ = NULL;
-    w->wd_ = wd;
-    mux__activate(loop, &w->h_);
+    mux__fs_event_join(loop, &f->head, w, wd);
     return 0;
 }
 

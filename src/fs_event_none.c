@@ -6,6 +6,12 @@
 
 #include "internal.h"
 
+int mux__fsn_open(struct mux__loop *loop)
+{
+    (void)loop;
+    return -ENOTSUP;
+}
+
 int mux__fsn_fork(struct mux__loop *loop)
 {
     (void)loop;
@@ -24,9 +30,7 @@ void mux__fsn_walk(struct mux__loop *loop, void (*add)(void *ctx, struct mux__wh
 
 MUX_EXPORT int mux_fs_event_start(mux_loop_t *pub, mux_fs_event_t *w)
 {
-    if (!mux__loop_of(pub) || !w || w->h_.type != MUX__T_FS_EVENT || !w->path_)
-        return -EINVAL;
-    return -ENOTSUP;
+    return mux__fs_event_begin(mux__loop_of(pub), w); /* -ENOTSUP from mux__fsn_open */
 }
 
 MUX_EXPORT int mux_fs_event_stop(mux_loop_t *pub, mux_fs_event_t *w)

@@ -475,9 +475,14 @@ void mux__cleanups_run(struct mux__loop *loop);
 
 /* fs_event.c (one file per platform): the loop's notification state, after a fork and at
  * close; the walk's fs_event watchers. */
+int mux__fsn_open(struct mux__loop *loop); /* at the first start */
 int mux__fsn_fork(struct mux__loop *loop);
 void mux__fsn_close(struct mux__loop *loop);
 void mux__fsn_walk(struct mux__loop *loop, void (*add)(void *ctx, struct mux__whdr *h), void *ctx);
+/* fs_event.c: a start's checks, room and first notification state (0 or a negative errno);
+ * and its end, the watcher appended to its path's list (`head`) under the mechanism's `id`. */
+int mux__fs_event_begin(struct mux__loop *loop, const mux_fs_event_t *w);
+void mux__fs_event_join(struct mux__loop *loop, mux_fs_event_t **head, mux_fs_event_t *w, int id);
 void mux__asyncs_poll(struct mux__loop *loop);
 
 #endif
