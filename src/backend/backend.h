@@ -97,6 +97,9 @@
 /* The kernel reports the peer's hang-up without a read: io watchers may ask for MUX_RDHUP,
  * which reaches `change` in `want` and is reported like a direction. */
 #define MUX__CAP_RDHUP        (1u << 12)
+/* A datagram receive into the caller's buffers runs natively too, the way a stream's receive
+ * into a caller's buffer does (IOCP, "Buffers" below); without it only a pool's does. */
+#define MUX__CAP_DGRAM_BUF    (1u << 13)
 #define MUX__CAP_OPS          0x300ffu   /* the operation-kind bits (datagrams': 16, 17) */
 
 /* mux__op.kind_ */

@@ -53,6 +53,12 @@
  *   in between (backend.h, "Buffers"); a submit whose owner expects data tries the recv first
  *   and completes inside the submit. For a pool, the zero-byte completion takes a buffer and
  *   reads into it right there (the pool is bound to the loop, with no kernel ring).
+ * - Datagrams go the same ways. A batch send is an overlapped WSASendTo of its first
+ *   datagram; the rest go from that completion with non-blocking calls, and one the socket
+ *   does not take waits overlapped in its turn; the count sent completes it. A receive waits
+ *   with a zero-byte WSARecvFrom with MSG_PEEK, which leaves the datagram where it is, and
+ *   reads up to the batch with non-blocking WSARecvFrom calls: in the next submit for caller
+ *   buffers, in the completion for a pool's (platform/dgram_win.c has the calls).
  * - A completion carries an NTSTATUS in the OVERLAPPED, not a Winsock error: it goes through
  *   RtlNtStatusToDosError to a Win32 code and then to the errno the POSIX build would give
  *   (platform/win.c). A cancelled operation ends with ERROR_OPERATION_ABORTED: -ECANCELED.
@@ -84,6 +90,7 @@
 #include <ws2tcpip.h>
 
 #include "backend/backend.h"
+#include "iomux/udp.h"
 #include "platform/platform.h"
 #include "platform/win.h"
 
@@ -572,6 +579,98 @@ static int mux__iocp_send(struct mux__op *op)
     return 0;
 }
 
+/* A datagram receive's readiness: a zero-byte WSARecvFrom that only peeks, so that it
+ * completes (with STATUS_BUFFER_OVERFLOW) once a datagram is there and leaves the datagram
+ * where it is, as libuv does. When one is there already, the call says WSAEMSGSIZE at once;
+ * that is a warning, not a failure, so its completion is queued to the port all the same and
+ * nothing is posted for it. */
+static int mux__iocp_zero_recvfrom(struct mux__op *op)
+{
+    WSABUF none = {0, NULL};
+    DWORD flags = MSG_PEEK;
+    if (WSARecvFrom(op->sock_, &none, 1, NULL, &flags, NULL, NULL, &mux__iop_of(op)->ov, NULL) !=
+        0) {
+        int e = WSAGetLastError();
+        if (e != WSA_IO_PENDING && e != WSAEMSGSIZE)
+            return mux__win_errno((DWORD)e);
+    }
+    return 0;
+}
+
+/* Up to a_.dgram->n datagrams with non-blocking calls, into the caller's buffers or into
+ * buffers of the pool taken for them. Returns the count, -EAGAIN, or -errno; *more says
+ * that every message was filled (more may be waiting). */
+static int mux__iocp_dgram_read(struct mux__op *op, unsigned *more)
+{
+    struct mux__dbatch *b = op->a_.dgram;
+    uint32_t idx[MUX_UDP_BATCH];
+    unsigned n = b->n;
+    if (b->pool) {
+        size_t size = mux__bufpool_size(b->pool);
+        for (n = 0; n < b->n && n < MUX_UDP_BATCH; n++) {
+            if ((idx[n] = mux__bufpool_lend(b->pool)) == MUX__POOL_NONE)
+                break;
+            b->m[n].pbuf = mux__bufpool_addr(b->pool, idx[n]);
+            b->m[n].buf = b->m[n].pbuf + b->headroom;
+            b->m[n].cap = (uint32_t)(size - b->headroom);
+        }
+        if (n == 0)
+            return -ENOBUFS;
+    }
+    int r = mux__sock_recvmmsg(op->sock_, b->m, n, 0);
+    if (b->pool) {
+        for (unsigned i = n; i-- > (r > 0 ? (unsigned)r : 0);)
+            mux__bufpool_unlend(b->pool, idx[i]); /* first in line again, in their order */
+        for (int i = 0; i < r; i++)
+            mux__bufpool_taken(b->pool, idx[i]);
+    }
+    *more = r > 0 && (unsigned)r == n ? MUX__OPC_FILLED : 0;
+    return r;
+}
+
+/* One overlapped WSASendTo of the datagram m[k] of a batch send (k in the private space). */
+static int mux__iocp_dgram_send(struct mux__op *op)
+{
+    struct mux__iop *io = mux__iop_of(op);
+    const struct mux__dmsg *d = &op->a_.dgram->m[io->u.iter];
+    memset(&io->ov, 0, sizeof io->ov);
+    if (WSASendTo(op->sock_, (WSABUF *)(uintptr_t)d->bufs, d->nbufs, NULL, 0, d->addr,
+                  d->addr ? (int)d->addrlen : 0, &io->ov, NULL) != 0 &&
+        WSAGetLastError() != WSA_IO_PENDING)
+        return mux__wsa_errno();
+    return 0;
+}
+
+/* A datagram of a batch send went (res >= 0) or failed. The rest go with non-blocking calls
+ * while the socket takes them, and the next one the socket refuses waits in the kernel
+ * (overlapped). Returns 1 while the batch goes on; 0 with *res set to how many went, or to
+ * the first datagram's error. */
+static int mux__iocp_dgram_sent(struct mux__loop *loop, struct mux__op *op, int *res)
+{
+    struct mux__iop *io = mux__iop_of(op);
+    struct mux__dbatch *b = op->a_.dgram;
+    uint32_t k = io->u.iter;
+    if (*res < 0) {
+        *res = k > 0 ? (int)k : *res; /* a later datagram's error comes again with the next */
+        return 0;
+    }
+    k++;
+    if (k < b->n) {
+        int r = mux__sock_sendmmsg(op->sock_, b->m + k, b->n - k);
+        if (r > 0)
+            k += (uint32_t)r;
+        if (k < b->n && (r >= 0 || r == -EAGAIN)) { /* full: the next one waits in the kernel */
+            io->u.iter = k;
+            int err = mux__iocp_dgram_send(op);
+            if (err != 0)
+                mux__iocp_post(loop, op, err);
+            return 1;
+        }
+    }
+    *res = (int)k;
+    return 0;
+}
+
 static int mux__iocp_ext(SOCKET s, GUID guid, void *fn, size_t size)
 {
     DWORD got = 0;
@@ -711,6 +810,35 @@ static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
         break;
     case MUX__OP_SENDFILE:
         err = mux__iocp_transmit(st, op);
+        break;
+    case MUX__OP_DGRAM_RECV:
+        /* As a stream's receive (above), with the pool's buffers taken only once datagrams
+         * are there. Counted in the pool like a pool receive (MUX__OP_RECV_POOL). */
+        if (iter != loop->iter)
+            op->streak_ = 0;
+        io->u.iter = loop->iter;
+        if (op->a_.dgram->pool)
+            ((struct mux__ipool *)mux__bufpool_kring(op->a_.dgram->pool))->armed++;
+        if (!(op->flags_ & MUX__OPF_POLL_FIRST) && op->streak_ < MUX__READ_BUDGET) {
+            op->streak_++;
+            unsigned more = 0;
+            int r = mux__iocp_dgram_read(op, &more);
+            if (r != -EAGAIN) {
+                if (op->a_.dgram->pool)
+                    ((struct mux__ipool *)mux__bufpool_kring(op->a_.dgram->pool))->armed--;
+                mux__op_complete(op, r, NULL, more);
+                return;
+            }
+        }
+        err = mux__iocp_zero_recvfrom(op);
+        break;
+    case MUX__OP_DGRAM_SEND:
+        /* The first datagram overlapped; the rest follow from its completion. */
+        if (op->a_.dgram->n == 0) {
+            mux__iocp_post(loop, op, 0);
+            return;
+        }
+        err = mux__iocp_dgram_send(op);
         break;
     case MUX__OP_SHUTDOWN: /* one quick call; its completion comes through the port */
         mux__iocp_post(loop, op, mux__sock_shutdown(op->sock_));
@@ -861,6 +989,28 @@ static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int re
         else if (res > 0)
             res = 0;
         break;
+    case MUX__OP_DGRAM_RECV:
+        if (res >= 0 || res == -EMSGSIZE) { /* a datagram is there (the peek said so) */
+            if (!op->a_.dgram->pool) { /* the next submit reads (backend.h, "Buffers") */
+                res = -EAGAIN;
+                flags = MUX__OPC_NONEMPTY;
+                break;
+            }
+            res = mux__iocp_dgram_read(op, &flags);
+            if (res == -EAGAIN) { /* taken by someone else meanwhile: wait again */
+                int err = mux__iocp_zero_recvfrom(op);
+                if (err == 0)
+                    return;
+                res = err;
+            }
+        }
+        if (op->a_.dgram->pool)
+            ((struct mux__ipool *)mux__bufpool_kring(op->a_.dgram->pool))->armed--;
+        break;
+    case MUX__OP_DGRAM_SEND:
+        if (op->a_.dgram->n > 0 && mux__iocp_dgram_sent(loop, op, &res))
+            return; /* the next datagram is in the kernel */
+        break;
     case MUX__OP_SENDFILE:
         if (res == 0 && op->a_.file.len > 0)
             res = mux__iocp_sent_nothing(op);
@@ -878,6 +1028,8 @@ static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int re
 static int mux__iocp_status(const OVERLAPPED *ov, DWORD bytes)
 {
     NTSTATUS s = (NTSTATUS)ov->Internal;
+    if (s == (NTSTATUS)0x80000005L) /* STATUS_BUFFER_OVERFLOW: a datagram longer than room */
+        return -EMSGSIZE;
     if ((LONG)s >= 0) /* success, or a warning with a count */
         return bytes > MUX__RES_MAX ? (int)MUX__RES_MAX : (int)bytes;
     return mux__win_errno(RtlNtStatusToDosError(s));
@@ -973,7 +1125,8 @@ const struct mux__backend mux__backend_iocp = {
     .name = "iocp",
     .caps = MUX__CAP(MUX__OP_RECV) | MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) |
             MUX__CAP(MUX__OP_SENDV) | MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP(MUX__OP_CONNECT) |
-            MUX__CAP(MUX__OP_SHUTDOWN) | MUX__CAP(MUX__OP_SENDFILE),
+            MUX__CAP(MUX__OP_SHUTDOWN) | MUX__CAP(MUX__OP_SENDFILE) |
+            MUX__CAP(MUX__OP_DGRAM_SEND) | MUX__CAP(MUX__OP_DGRAM_RECV) | MUX__CAP_DGRAM_BUF,
     .fd_limit = INT_MAX,
     .open = mux__iocp_open,
     .close = mux__iocp_close,

@@ -15,8 +15,10 @@ static inline int mux__op_native(const struct mux__loop *loop, const struct mux_
 {
     if (!(loop->caps & MUX__CAP(op->kind_)))
         return 0;
-    if (op->kind_ == MUX__OP_DGRAM_RECV) /* from a pool in the loop's kernel ring only */
-        return op->a_.dgram->pool && mux__bufpool_native(op->a_.dgram->pool, loop);
+    if (op->kind_ == MUX__OP_DGRAM_RECV) /* from a pool bound to the loop, or the backend
+                                            reads caller buffers the "Buffers" way (IOCP) */
+        return op->a_.dgram->pool ? mux__bufpool_native(op->a_.dgram->pool, loop)
+                                  : (loop->caps & MUX__CAP_DGRAM_BUF) != 0;
     return op->kind_ != MUX__OP_RECV_POOL || mux__bufpool_native(op->a_.pool, loop);
 }
 

@@ -170,6 +170,8 @@ static int mux__udp_rop_done(struct mux__op *op, int res, char *buf, unsigned fl
         }
     }
     if (res == -ECANCELED || res == -EAGAIN || res == -EINTR) {
+        if (res == -EAGAIN && (flags & MUX__OPC_NONEMPTY)) /* readable: the next one reads */
+            u->flags_ |= U_RFILLED;
         if (u->flags_ & (U_READING | U_CLOSING))
             mux__udp_completed(u, flags); /* the next receive; or the close, waiting */
         return 0;
