@@ -21,7 +21,7 @@ set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_time
   test_chan.c test_multiloop.c test_signal.c test_event.c test_event_util.c test_event_buffer.c
   test_event_base.c test_event_bufferevent.c test_event_listener.c test_event_alloc.c test_fs.c
   test_event_compat.c test_child.c test_process.c test_udp.c test_work.c test_resolve.c
-  test_event_pair.c
+  test_event_pair.c test_event_http.c
   windows/test_windows.c)
 
 set(win_sources harness.c event_fixture.c ${win_ported_files})

@@ -212,6 +212,19 @@ EVX_EXPORT int evbuffer_add(struct evbuffer *buf, const void *data, size_t len)
     return 0;
 }
 
+EVX_EXPORT int evbuffer_add_reference(struct evbuffer *outbuf, const void *data, size_t datlen,
+                                      evbuffer_ref_cleanup_cb cleanupfn, void *cleanupfn_arg)
+{
+    /* Copied: a chunk that points into the caller's memory would be a second kind of chunk
+     * for every reader and writer of chains to know. The copy is what the bytes cost once
+     * more; the program's memory is free again at once. */
+    if (evbuffer_add(outbuf, data, datlen) < 0)
+        return -1;
+    if (cleanupfn)
+        cleanupfn(data, datlen, cleanupfn_arg);
+    return 0;
+}
+
 EVX_EXPORT int evbuffer_prepend(struct evbuffer *buf, const void *data, size_t len)
 {
     if (!buf || (!data && len) || buf->frozen_front)
