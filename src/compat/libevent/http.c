@@ -458,7 +458,9 @@ static int read_head(struct evhttp_connection *c)
     if (len == 0)
         return 0;
     const char *p = (const char *)evbuffer_pullup(in, -1);
-    mux_http_request_t pr = {.headers = c->fields, .headers_cap = EVX_HTTP_MAX_FIELDS};
+    /* On the stack: the fields are copied into the request before this returns. */
+    mux_http_header_t fields[EVX_HTTP_MAX_FIELDS];
+    mux_http_request_t pr = {.headers = fields, .headers_cap = EVX_HTTP_MAX_FIELDS};
     mux_http_limits_t lim = conn_limits(c->http);
     ssize_t n = p ? mux_http_parse_request(&pr, p, len, c->parsed_len, &lim) : -ENOMEM;
     if (n == -EAGAIN) {

@@ -67,7 +67,6 @@ struct evhttp_connection {
     struct sockaddr_storage peer;
     char address[64];
     ev_uint16_t port;
-    mux_http_header_t fields[EVX_HTTP_MAX_FIELDS];
 };
 
 struct evhttp_request {

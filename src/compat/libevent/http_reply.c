@@ -79,6 +79,22 @@ void evx_http_response_code(struct evhttp_request *req, int code, const char *re
 
 /* ---- the head ---- */
 
+/* `v` in `base` (10 or 16) into out, NUL-terminated: by hand, as Windows' C runtime may not
+ * know printf's %z. Returns the length. */
+static size_t put_size(char out[24], size_t v, unsigned base)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v % base];
+        v /= base;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
 static int field_is(const struct evkeyvalq *h, const char *name, const char *value)
 {
     const char *v = evhttp_find_header(h, name);
@@ -144,7 +160,7 @@ void evx_http_make_head(struct evhttp_request *req, struct evbuffer *out)
             !evhttp_find_header(h, "Transfer-Encoding") &&
             !evhttp_find_header(h, "Content-Length")) {
             char len[24];
-            snprintf(len, sizeof len, "%zu", evbuffer_get_length(req->output_buffer));
+            put_size(len, evbuffer_get_length(req->output_buffer), 10);
             evhttp_add_header(h, "Content-Length", len);
         }
     }
@@ -270,8 +286,12 @@ EVX_EXPORT void evhttp_send_reply_chunk_with_cb(struct evhttp_request *req,
     if (n == 0 || !needs_body(req))
         return;
     struct evbuffer *out = bufferevent_get_output(req->evcon->bev);
-    if (req->chunked)
-        evbuffer_add_printf(out, "%zx\r\n", n);
+    if (req->chunked) {
+        char size[26];
+        size_t k = put_size(size, n, 16);
+        memcpy(size + k, "\r\n", 2);
+        evbuffer_add(out, size, k + 2);
+    }
     evbuffer_add_buffer(out, databuf);
     if (req->chunked)
         evbuffer_add(out, "\r\n", 2);
