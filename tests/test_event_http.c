@@ -52,13 +52,20 @@ static uint16_t bound_port(struct evhttp_bound_socket *b)
     return ntohs(sin.sin_port);
 }
 
-/* A server on 127.0.0.1, on a port the system picks. */
+/* A base on the case's backend, and a server on 127.0.0.1 on a port the system picks. */
 static struct evhttp *server(uint16_t *port)
 {
+    base = evt_base_open();
     struct evhttp *http = evhttp_new(base);
     CHECK(http != NULL);
     *port = bound_port(evhttp_bind_socket_with_handle(http, "127.0.0.1", 0));
     return http;
+}
+
+static void server_close(struct evhttp *http)
+{
+    evhttp_free(http);
+    evt_base_close(base);
 }
 
 static void cli_open(struct cli *c, uint16_t port)
@@ -205,6 +212,17 @@ static void cli_close(struct cli *c)
 static struct reply rep; /* large: not on the stack */
 static struct cli cl, cl2;
 
+/* Sends `request` on a connection of its own: the server must answer `status` and close. */
+static void refused(uint16_t port, const char *request, int status)
+{
+    cli_open(&cl, port);
+    cli_send(&cl, request);
+    CHECK(cli_closed(&cl));
+    cli_reply(&cl, &rep);
+    CHECK_EQ(rep.status, status);
+    cli_close(&cl);
+}
+
 /* ---- callbacks ---- */
 
 struct seen {
@@ -260,7 +278,6 @@ static uint16_t client_port(int fd)
 /* ---- the server ---- */
 
 TEST(evhttp_get_is_answered_by_its_paths_callback) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0};
@@ -291,12 +308,10 @@ TEST(evhttp_get_is_answered_by_its_paths_callback) {
     CHECK_EQ(s.calls, 2);
     CHECK(cli_still_open(&cl));
     cli_close(&cl);
-    evhttp_free(http);
-    evt_base_close(base);
+    server_close(http);
 }
 
 TEST(evhttp_keeps_an_http11_connection_for_sequential_and_pipelined_requests) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0};
@@ -321,12 +336,10 @@ TEST(evhttp_keeps_an_http11_connection_for_sequential_and_pipelined_requests) {
     CHECK(cli_closed(&cl)); /* as the last asked */
     CHECK_EQ(s.calls, 5);
     cli_close(&cl);
-    evhttp_free(http);
-    evt_base_close(base);
+    server_close(http);
 }
 
 TEST(evhttp_closes_after_an_http10_reply_unless_asked_to_keep_alive) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0};
@@ -354,8 +367,7 @@ TEST(evhttp_closes_after_an_http10_reply_unless_asked_to_keep_alive) {
     CHECK(cli_closed(&cl));
     CHECK_EQ(s.calls, 4);
     cli_close(&cl);
-    evhttp_free(http);
-    evt_base_close(base);
+    server_close(http);
 }
 
 /* A reply in parts: the head and "abc" now, "defgh" and the end from timers later. */
@@ -386,7 +398,6 @@ static void chunked_cb(struct evhttp_request *req, void *arg)
 }
 
 TEST(evhttp_reply_in_parts_is_chunked_for_http11_and_ends_with_the_close_for_http10) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0};
@@ -414,12 +425,10 @@ TEST(evhttp_reply_in_parts_is_chunked_for_http11_and_ends_with_the_close_for_htt
     CHECK_STR_EQ(rep.body, "abcdefgh");
     CHECK_EQ(s.calls, 3);
     cli_close(&cl);
-    evhttp_free(http);
-    evt_base_close(base);
+    server_close(http);
 }
 
 TEST(evhttp_request_body_is_in_the_input_buffer_by_length_or_chunked) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0};
@@ -454,12 +463,10 @@ TEST(evhttp_request_body_is_in_the_input_buffer_by_length_or_chunked) {
     CHECK_EQ(rep.status, 200);
     CHECK_STR_EQ(s.body, "ok");
     cli_close(&cl);
-    evhttp_free(http);
-    evt_base_close(base);
+    server_close(http);
 }
 
 TEST(evhttp_malformed_request_gets_400_and_the_server_serves_the_next_connection) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0};
@@ -489,21 +496,13 @@ TEST(evhttp_malformed_request_gets_400_and_the_server_serves_the_next_connection
         {"OPTIONS /a HTTP/1.1\r\nHost: h\r\n\r\n", 501},
         {"GET /a HTTP/2.0\r\nHost: h\r\n\r\n", 505},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        cli_open(&cl, port);
-        cli_send(&cl, bad[i].req);
-        CHECK(cli_closed(&cl));
-        cli_reply(&cl, &rep);
-        CHECK_EQ(rep.status, bad[i].status);
-        cli_close(&cl);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        refused(port, bad[i].req, bad[i].status);
     CHECK_EQ(s.calls, 1);
-    evhttp_free(http);
-    evt_base_close(base);
+    server_close(http);
 }
 
 TEST(evhttp_heads_and_bodies_over_the_limits_are_refused) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0};
@@ -512,25 +511,12 @@ TEST(evhttp_heads_and_bodies_over_the_limits_are_refused) {
     evhttp_set_max_body_size(http, 8);
     char big[512];
     snprintf(big, sizeof big, "GET /a HTTP/1.1\r\nHost: h\r\nX-Big: %0300d\r\n\r\n", 0);
-    cli_open(&cl, port);
-    cli_send(&cl, big);
-    CHECK(cli_closed(&cl));
-    cli_reply(&cl, &rep);
-    CHECK_EQ(rep.status, 431);
-    cli_close(&cl);
-    cli_open(&cl, port);
-    cli_send(&cl, "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\n123456789");
-    CHECK(cli_closed(&cl));
-    cli_reply(&cl, &rep);
-    CHECK_EQ(rep.status, 413);
-    cli_close(&cl);
-    cli_open(&cl, port);
-    cli_send(&cl, "POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
-                  "5\r\n12345\r\n5\r\n67890\r\n0\r\n\r\n");
-    CHECK(cli_closed(&cl));
-    cli_reply(&cl, &rep);
-    CHECK_EQ(rep.status, 413);
-    cli_close(&cl);
+    refused(port, big, 431);
+    refused(port, "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\n123456789", 413);
+    refused(port,
+            "POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "5\r\n12345\r\n5\r\n67890\r\n0\r\n\r\n",
+            413);
     /* At the limits: served. */
     cli_open(&cl, port);
     cli_send(&cl, "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 8\r\n\r\n12345678");
@@ -538,8 +524,7 @@ TEST(evhttp_heads_and_bodies_over_the_limits_are_refused) {
     CHECK_EQ(rep.status, 200);
     CHECK_STR_EQ(s.body, "12345678");
     cli_close(&cl);
-    evhttp_free(http);
-    evt_base_close(base);
+    server_close(http);
 }
 
 static void gen_cb(struct evhttp_request *req, void *arg)
@@ -549,7 +534,6 @@ static void gen_cb(struct evhttp_request *req, void *arg)
 }
 
 TEST(evhttp_unmatched_paths_go_to_the_general_callback_or_get_404) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0}, g = {0};
@@ -577,8 +561,7 @@ TEST(evhttp_unmatched_paths_go_to_the_general_callback_or_get_404) {
     CHECK_EQ(g.calls, 2);
     CHECK_EQ(s.calls, 0);
     cli_close(&cl);
-    evhttp_free(http);
-    evt_base_close(base);
+    server_close(http);
 }
 
 static void hold_cb(struct evhttp_request *req, void *arg)
@@ -589,7 +572,6 @@ static void hold_cb(struct evhttp_request *req, void *arg)
 }
 
 TEST(evhttp_free_closes_open_connections_and_frees_their_requests) {
-    base = evt_base_open();
     uint16_t port;
     struct evhttp *http = server(&port);
     struct seen s = {0};
