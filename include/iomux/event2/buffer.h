@@ -54,9 +54,9 @@ EVENT2_EXPORT_SYMBOL int evbuffer_add_printf(struct evbuffer *buf, const char *f
 EVENT2_EXPORT_SYMBOL int evbuffer_add_vprintf(struct evbuffer *buf, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 /* Adds `datlen` bytes the caller keeps at `data`; `cleanupfn` (may be NULL) is called with
- * them and `cleanupfn_arg` once the buffer no longer needs them. Here the bytes are copied,
- * so that is before the call returns (libevent may hold them until they have been drained).
- * Returns 0, or -1 (then `cleanupfn` is not called). */
+ * them and `cleanupfn_arg` once the buffers no longer hold any of them (drained, or freed).
+ * The bytes are copied here, where libevent points at them, so the caller's memory is not
+ * read after the call; nothing else differs. Returns 0, or -1 (`cleanupfn` not called). */
 typedef void (*evbuffer_ref_cleanup_cb)(const void *data, size_t datalen, void *extra);
 EVENT2_EXPORT_SYMBOL int evbuffer_add_reference(struct evbuffer *outbuf, const void *data,
                                                 size_t datlen, evbuffer_ref_cleanup_cb cleanupfn,
