@@ -6,9 +6,9 @@
 
 PROBE is the evhttp-probe program (tests/http/evhttp_probe.c), run on the backend of
 IOMUX_BACKEND. h11, as the client, sends requests on one keep-alive connection (GET, HEAD,
-a chunked reply, a 204, a POST echoed back, a 404) and reads every reply with its framing
-checked (a reply h11 cannot frame raises); then an error page, after which the server must
-close. Each reply's status, fields and body are checked too. Exit 0: all read and as
+a chunked reply, a 204, a POST echoed back, then a 404, after which the server must close,
+as libevent's does) and reads every reply with its framing checked (a reply h11 cannot frame
+raises); then an error page on a second connection, closed after it too. Each reply's status, fields and body are checked too. Exit 0: all read and as
 expected; 1: a difference, printed; 77: no h11.
 """
 import socket
@@ -85,9 +85,14 @@ def main():
         st, f, body = cycle("POST", "/echo", body=payload)
         expect("POST /echo: the body back",
                st == 200 and body == payload and f.get("x-body-length") == str(len(payload)))
-        st, f, body = cycle("GET", "/missing?a=<b>")
-        expect("GET /missing: 404 with the target escaped",
-               st == 404 and b"/missing?a=&lt;b&gt;" in body)
+        st, f, body = exchange(conn, sock, "GET", "/missing?a=<b>")
+        expect("GET /missing: 404 with the target escaped, Connection: close",
+               st == 404 and b"/missing?a=&lt;b&gt;" in body
+               and f.get("connection") == "close")
+        expect("the server closed after its 404 page", sock.recv(1) == b"")
+        sock.close()
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        conn = h11.Connection(our_role=h11.CLIENT)
         st, f, body = exchange(conn, sock, "GET", "/error")
         expect("GET /error: 418, Connection: close",
                st == 418 and f.get("connection") == "close" and b"418" in body)

@@ -543,7 +543,8 @@ static void dispatch(struct evhttp_connection *c)
                         "server.</p></body></html>\n",
                         escaped);
     evx_free(escaped);
-    evhttp_send_reply(req, HTTP_NOTFOUND, "Not Found", page);
+    evx_http_response_code(req, HTTP_NOTFOUND, "Not Found");
+    evx_http_send_page(req, page);
     evbuffer_free(page);
 }
 

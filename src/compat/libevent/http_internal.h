@@ -104,6 +104,9 @@ void evx_http_conn_free(struct evhttp_connection *evcon);
 const char *evx_http_phrase(int code);
 /* Sets the reply's status and phrase (NULL: the standard one). */
 void evx_http_response_code(struct evhttp_request *req, int code, const char *reason);
+/* Sends `page` as libevent sends its error pages: HTTP/1.1, Content-Type: text/html,
+ * Connection: close, the program's own fields dropped. */
+void evx_http_send_page(struct evhttp_request *req, struct evbuffer *page);
 /* Writes the reply's status line, fields and empty line to `out`, adding Date,
  * Content-Length, Content-Type and Connection as libevent does. */
 void evx_http_make_head(struct evhttp_request *req, struct evbuffer *out);

@@ -221,6 +221,20 @@ EVX_EXPORT void evhttp_send_reply(struct evhttp_request *req, int code, const ch
     send_whole(req, databuf);
 }
 
+void evx_http_send_page(struct evhttp_request *req, struct evbuffer *page)
+{
+    /* As libevent's pages: HTTP/1.1 whatever the request said, the program's fields replaced,
+     * and the connection closed after it. */
+    if (req->major == 0 || req->minor == 0) {
+        req->major = 1;
+        req->minor = 1;
+    }
+    evhttp_clear_headers(&req->output_headers);
+    evhttp_add_header(&req->output_headers, "Content-Type", "text/html");
+    evhttp_add_header(&req->output_headers, "Connection", "close");
+    send_whole(req, page);
+}
+
 EVX_EXPORT void evhttp_send_error(struct evhttp_request *req, int error, const char *reason)
 {
     if (!answerable(req) || req->started)
@@ -239,12 +253,7 @@ EVX_EXPORT void evhttp_send_error(struct evhttp_request *req, int error, const c
                         "<HTML><HEAD>\n<TITLE>%d %s</TITLE>\n</HEAD><BODY>\n<H1>%s</H1>\n"
                         "</BODY></HTML>\n",
                         error, reason, reason);
-    /* As libevent: the program's fields are replaced, and the connection closes after. */
-    evhttp_clear_headers(&req->output_headers);
-    evhttp_add_header(&req->output_headers, "Content-Type", "text/html");
-    evhttp_add_header(&req->output_headers, "Connection", "close");
-    evbuffer_drain(req->output_buffer, evbuffer_get_length(req->output_buffer));
-    send_whole(req, page);
+    evx_http_send_page(req, page);
     evbuffer_free(page);
 }
 
