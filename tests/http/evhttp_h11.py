@@ -11,6 +11,7 @@ as libevent's does) and reads every reply with its framing checked (a reply h11 
 raises); then an error page on a second connection, closed after it too. Each reply's status, fields and body are checked too. Exit 0: all read and as
 expected; 1: a difference, printed; 77: no h11.
 """
+import os
 import socket
 import subprocess
 import sys
@@ -60,7 +61,10 @@ def expect(what, cond):
 def main():
     probe = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        port = int(probe.stdout.readline())
+        port, method = probe.stdout.readline().decode().split()
+        port = int(port)
+        want = os.environ.get("IOMUX_BACKEND")
+        expect(f"the server runs on {want}", not want or method == want)
         sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         conn = h11.Connection(our_role=h11.CLIENT)
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* An evhttp server on libiomux-event for evhttp_h11.py: listens on 127.0.0.1 on a port the
- * system picks, prints it on a line of its own, and serves until its standard input ends.
+ * system picks, prints it and the base's method on a line, and serves until its standard
+ * input ends.
  *   /whole    200, "hello, world\n" in one reply
  *   /chunked  200 in three parts (evhttp_send_reply_start / _chunk / _end)
  *   /empty    204
@@ -85,7 +86,7 @@ int main(void)
     struct sockaddr_in sin;
     socklen_t len = sizeof sin;
     getsockname(evhttp_bound_socket_get_fd(b), (struct sockaddr *)&sin, &len);
-    printf("%u\n", (unsigned)ntohs(sin.sin_port));
+    printf("%u %s\n", (unsigned)ntohs(sin.sin_port), event_base_get_method(base));
     fflush(stdout);
     struct event *in = event_new(base, 0, EV_READ | EV_PERSIST, stdin_done, base);
     event_add(in, NULL);
