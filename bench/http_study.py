@@ -145,9 +145,11 @@ class Server:
 
     def __enter__(self):
         self.err = tempfile.TemporaryFile()
+        # A session of its own, and with --group-nice (this study's) its own scheduler group.
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=self.err,
                                      env=dict(os.environ, **self.spec["env"]),
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     preexec_fn=h.own_group(getattr(self.study, "nice", 0)))
         self.study.runner.live.add(self)
         self.pid, self.ready = self.proc.pid, False
         self.error = self.start()
@@ -256,13 +258,13 @@ class Server:
         return False
 
 
-def traced(runner, pid, cpu, path, load):
+def traced(runner, pid, cpu, path, load, nice=0):
     """Runs load() with `strace -c -f -o path` attached to every thread of pid (pinned to
     cpu) once it is up, so that start-up and shutdown are left out; returns what load()
-    returns, with the count in path once strace has detached."""
+    returns, with the count in path once strace has detached. nice: --group-nice."""
     scmd = runner.pin([shutil.which("strace"), "-c", "-f", "-o", path, "-p", str(pid)], cpu)
     with tempfile.TemporaryFile() as err:
-        st = subprocess.Popen(scmd, stderr=err)
+        st = subprocess.Popen(scmd, stderr=err, preexec_fn=h.own_group(nice))
         runner.live.add(st)
         deadline = time.time() + 10  # "Process N attached [with M threads]"
         while time.time() < deadline and st.poll() is None:
@@ -359,13 +361,13 @@ def parse_perf(text):
     return out
 
 
-def run_rusage(cmd, timeout):
+def run_rusage(cmd, timeout, preexec_fn=None):
     """Runs cmd like subprocess.run(capture_output=True, text=True), and also returns the CPU
     time (user + system, s) it and its children used, from wait4: a namespace with stdout,
     stderr, returncode and cpu_s, or None when it outlived `timeout` seconds (killed)."""
     import types
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, preexec_fn=preexec_fn)
         deadline = time.monotonic() + timeout
         while True:
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
@@ -533,6 +535,7 @@ class Study(Base):
         backends = {h.plain(n).split("-", 1)[1]: d for n, d in ctx.main_drivers.items()
                     if d["family"] == "iomux"}
         self.cpus, self.want = args.echo_cpus, want
+        self.nice = args.group_nice  # the server's, the tool's, strace's and perf's group
         self.reps = args.reps or cfg["reps"]
         self.seconds = args.seconds if args.seconds is not None else cfg["seconds"]
         self.warmup = args.warmup if args.warmup is not None else cfg["warmup"]
@@ -622,7 +625,7 @@ class Study(Base):
         return set(SERVERS)
 
     def why_not(self):
-        return None if self.names else "no HTTP server can run"
+        return h.group_nice_why(self.args) or (None if self.names else "no HTTP server can run")
 
     def banner(self):
         return (f"HTTP servers {', '.join(self.names)}; server on CPU {self.cpus[0]}, load "
@@ -645,6 +648,8 @@ class Study(Base):
                 str(self.reps), "--echo-cpus", ",".join(map(str, self.cpus))]
         if self.want:
             cmd += ["--drivers", ",".join(self.shown)]
+        if self.nice:
+            cmd += ["--group-nice", str(self.nice)]
         return shlex.join(cmd)
 
     # -----------------------------------------------------------------------------------
@@ -738,7 +743,7 @@ class Study(Base):
         tool, label = cell
         url = f"http://127.0.0.1:{srv.port}/{label}.bin"
         cmd = self.runner.pin(tool_cmd(self.tools[tool], tool, url, seconds), self.cpus[1])
-        out = run_rusage(cmd, whole(seconds) + AB_TIMEOUT + 60)
+        out = run_rusage(cmd, whole(seconds) + AB_TIMEOUT + 60, h.own_group(self.nice))
         if out is None:
             return cmd, (None, None, "did not finish in time")
         rps, done, why = parse_tool(tool, out.stdout)
@@ -786,7 +791,7 @@ class Study(Base):
                 self.fail(name, cell, srv.error, srv.shown_cmd())
                 return
             cmd, (_, done, why) = traced(self.runner, srv.serving_pid(), self.cpus[0], path,
-                                         lambda: self.load(srv, cell, 1))
+                                         lambda: self.load(srv, cell, 1), self.nice)
         shown = (f"{srv.shown_cmd()} & {shlex.join(['strace', '-c', '-f', '-p', 'PID'])} & "
                  f"{shlex.join(cmd)}").replace(self.dir, "DIR")
         if why or srv.error or not os.path.exists(path):
@@ -819,7 +824,8 @@ class Study(Base):
                                     path, "-p", pids, "--", "sleep", str(seconds)],
                                    self.cpus[1])
             with tempfile.TemporaryFile() as err:
-                rec = subprocess.Popen(pcmd, stdout=err, stderr=err)
+                rec = subprocess.Popen(pcmd, stdout=err, stderr=err,
+                                       preexec_fn=h.own_group(self.nice))
                 self.runner.live.add(rec)
                 cmd, (_, done, why) = self.load(srv, PROFILE_CELL, seconds)
                 try:
@@ -1078,7 +1084,10 @@ class Study(Base):
               "server served each file once over one kept-alive HTTP/1.1 connection, and its "
               "bytes (sha256) and Content-Length were checked. Requests per connection are "
               f"limited to {MAX_REQUESTS:,} alike: nginx's `keepalive_requests` and "
-              "iomux-httpd's `--max-requests` (h2o has no such limit).", "",
+              "iomux-httpd's `--max-requests` (h2o has no such limit). Scheduling: "
+              + h.group_nice_fact(self.args) + (" (`--group-nice`: the other sessions' work "
+                                                "does not set the rate)." if self.nice else
+                                                "."), "",
               "```", self.reproduce(), "```", "",
               "| server | what it is | processes (all counted) |", "|---|---|---|"]
         for name in self.shown:
@@ -1204,8 +1213,12 @@ class Study(Base):
                   for (n, tool), why in sorted(self.untimed.items())]
         return lines
 
+    def facts(self):
+        return [("http scheduling", h.group_nice_fact(self.args))]
+
     def json(self):
-        return dict(servers={n: dict(identity=self.servers[n]["identity"],
+        return dict(group_nice=self.nice,
+                    servers={n: dict(identity=self.servers[n]["identity"],
                                      processes=self.checked.get(n)) for n in self.shown},
                     cells=[list(c) for c in self.cells], seconds=whole(self.seconds),
                     warmup=whole(self.warmup) if self.warmup > 0 else 0, reps=self.reps,
