@@ -361,6 +361,40 @@ def parse_perf(text):
     return out
 
 
+SYSCALL_PREFIXES = ("__x64_sys_", "__do_sys_", "__sys_", "ksys_", "do_")
+
+
+def by_syscall(text):
+    """[(where, share %)] of the samples of `perf script -F ip,sym` with call chains, by
+    where the time went: the system call each kernel sample was in (the frame that
+    do_syscall_64 called, named without its __x64_sys_, __sys_, ksys_ or do_), "user space",
+    or "kernel outside a system call" (interrupts, page faults). The loopback TCP path of a
+    send runs inside it (the receiver's softirq on the sender's CPU), so a send's share is
+    what delivering the bytes costs too."""
+    counts, total = {}, 0
+    for block in text.split("\n\n"):
+        frames = [ln.split(None, 1) for ln in block.strip().splitlines()]
+        frames = [f for f in frames if len(f) == 2]
+        if not frames:
+            continue
+        total += 1
+        syms = [f[1].strip() for f in frames]
+        if not frames[0][0].startswith("ffff"):
+            where = "user space"
+        elif "do_syscall_64" in syms[1:]:
+            where = syms[syms.index("do_syscall_64") - 1]
+            for pre in SYSCALL_PREFIXES:
+                if where.startswith(pre):
+                    where = where[len(pre):]
+                    break
+            where = "the return to user space (task work)" if (
+                where == "exit_to_user_mode_loop") else f"`{where}`"
+        else:
+            where = "kernel outside a system call"
+        counts[where] = counts.get(where, 0) + 1
+    return sorted(((k, v / total * 100) for k, v in counts.items()), key=lambda kv: -kv[1])
+
+
 def run_rusage(cmd, timeout, preexec_fn=None):
     """Runs cmd like subprocess.run(capture_output=True, text=True), and also returns the CPU
     time (user + system, s) it and its children used, from wait4: a namespace with stdout,
@@ -820,7 +854,7 @@ class Study(Base):
                 self.fail(name, PROFILE_CELL, srv.error, srv.shown_cmd())
                 return
             pids = ",".join(map(str, session_pids(srv.pid)))
-            pcmd = self.runner.pin([perf, "record", "-e", "cpu-clock", "-F", "4999", "-o",
+            pcmd = self.runner.pin([perf, "record", "-g", "-e", "cpu-clock", "-F", "4999", "-o",
                                     path, "-p", pids, "--", "sleep", str(seconds)],
                                    self.cpus[1])
             with tempfile.TemporaryFile() as err:
@@ -846,10 +880,12 @@ class Study(Base):
              "none", "--percent-limit", "0.5"], capture_output=True, text=True).stdout
         dsos = parse_perf(rep("dso"))
         syms = parse_perf(rep("dso,sym"))
+        calls = by_syscall(subprocess.run([perf, "script", "-i", path, "-F", "ip,sym"],
+                                          capture_output=True, text=True).stdout)
         os.unlink(path)
         kernel = sum(p for k, p in dsos if k.startswith("[kernel"))
         self.profiles[name] = dict(cmd=shown, requests=done, dsos=dsos[:6], kernel=kernel,
-                                   symbols=syms[:25],
+                                   symbols=syms[:25], by_call=calls[:8],
                                    report="perf report -i perf.data --no-children --sort "
                                           "dso,sym --stdio -g none")
 
@@ -948,21 +984,32 @@ class Study(Base):
             lines.append(f"| {name} | " + " | ".join(row) + " |")
         return lines + [""]
 
-    def profiles_md(self):
+    def profiles_md(self, t):
         if not self.profiles and not self.profile_why:
             return []
         md = [f"### Where the servers spend their time ({cell_name(PROFILE_CELL)}, perf record)",
-              "", "Software clock samples (`perf record -e cpu-clock`, no call graphs) of "
-              "every process of the server, pinned as in the timed runs, over a run of the "
-              "cell; the shares are of the server's samples. The kernel's share is the "
-              "loopback TCP path that every server pays alike; the rest is the server's "
-              "own.", ""]
+              "", "Software clock samples (`perf record -g -e cpu-clock`) of every process of "
+              "the server, pinned as in the timed runs, over a run of the cell; the shares "
+              "are of the server's samples. The kernel's share is the loopback TCP path that "
+              "every server pays alike (a send also runs the client socket's receive, in the "
+              "softirq on the sender's CPU); the rest is the server's own. The first table "
+              "puts each sample in the system call it was in (the call chain's frame below "
+              "`do_syscall_64`), in user space, or in the kernel outside a call, with the "
+              "µs per request that share is of the server's median CPU per request in the "
+              "timed runs of the cell.", ""]
         if self.profile_why:
             md += [f"Not profiled: {self.profile_why}.", ""]
         for name, p in self.profiles.items():
             dsos = ", ".join(f"{k} {v:.1f}%" for k, v in p["dsos"])
             md += [f"**{name}**: kernel {p['kernel']:.1f}% ({dsos}).", "", "```",
-                   p["cmd"], p["report"], "```", "", "| share | symbol |", "|---|---|"]
+                   p["cmd"], p["report"], "```", ""]
+            us = t.get("cpu_us", {}).get(PROFILE_CELL, {}).get(name, {}).get("median")
+            if p.get("by_call"):
+                md += ["| where | share | µs per request |", "|---|---:|---:|"]
+                md += [f"| {k} | {v:.1f}% | " + (f"{v / 100 * us:.2f}" if us else "—") + " |"
+                       for k, v in p["by_call"]]
+                md.append("")
+            md += ["| share | symbol |", "|---|---|"]
             md += [f"| {v:.2f}% | `{k}` |" for k, v in p["symbols"]]
             md.append("")
         return md
@@ -1165,7 +1212,7 @@ class Study(Base):
         if self.syscalls_why:
             md += [f"System calls not counted: {self.syscalls_why}.", ""]
         md += self.limits_md(t)
-        md += self.profiles_md()
+        md += self.profiles_md(t)
         missed, unchecked = self.misses(t)
         md += ["### iomux-httpd against its target", "",
                f"Target: `iomux-epoll` and `iomux-uring` each at least {TARGET_RPS}x h2o's "
