@@ -43,26 +43,6 @@ METRICS = [("dps", "datagrams/s", "Datagrams per second", True),
            ("loss_pct", "%", "Lost", None)]
 
 
-def own_group(nice):
-    """A preexec function that puts the process in a session of its own and gives that
-    session's scheduler group (Linux's autogroup) the nice value `nice`, or None for 0.
-
-    Where autogroup is on, the scheduler shares a CPU between sessions first: with other
-    sessions' builds and tests busy on both CPUs, a server and its client get a session's
-    share of each (a fifth of it with four others busy), wait for it at every round of the
-    closed loop, and the rate measures the other work rather than the server (bench/README.md,
-    "The datagram study"). With a group of its own at -19, each takes its CPU when it has
-    work, as on a quiet machine. Root only; the runs are bounded (--seconds, --pairs)."""
-    if not nice:
-        return None
-
-    def apply():
-        os.setsid()
-        with open("/proc/self/autogroup", "w") as f:
-            f.write(str(nice))
-    return apply
-
-
 def window_for(peers):
     """Datagrams in flight per peer: 256 in all, at least 2 per peer."""
     return max(2, 256 // peers)
@@ -111,7 +91,7 @@ class Server:
         self.err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=self.err,
                                      env=dict(os.environ, **self.spec["env"]),
-                                     preexec_fn=own_group(self.runner.args.group_nice))
+                                     preexec_fn=h.own_group(self.runner.args.group_nice))
         self.runner.live.add(self.proc)
         line = read_line(self.proc, 10)
         if line is None or not line.startswith("listening on 127.0.0.1:"):
@@ -180,18 +160,13 @@ class Study(Base):
         parser.add_argument("--dgram-send", choices=SENDS, help="dgram: how the client sends "
                             "a peer's window: gso (default), one send cut into datagrams by "
                             "UDP_SEGMENT; mmsg, one sendmmsg message per datagram")
-        parser.add_argument("--group-nice", type=int, default=0, metavar="N",
-                            help="dgram: run each server and client in a session of its own "
-                            "whose scheduler group (autogroup) has nice N, e.g. -19, so that "
-                            "other sessions' work does not set the rate (root; default 0: "
-                            "off)")
 
     def known(self):
         return set(ORDER)
 
     def why_not(self):
-        if self.args.group_nice and not os.path.exists("/proc/self/autogroup"):
-            return "--group-nice: this kernel has no autogroup (/proc/self/autogroup)"
+        if h.group_nice_why(self.args):
+            return h.group_nice_why(self.args)
         if not self.client:
             return "dgram-client not built (rebuild with the benchmarks on)"
         return None if self.names else "no datagram server built"
@@ -300,7 +275,7 @@ class Study(Base):
                 try:
                     out = subprocess.run(ccmd, capture_output=True, text=True,
                                          timeout=seconds + warmup + 60,
-                                         preexec_fn=own_group(self.args.group_nice))
+                                         preexec_fn=h.own_group(self.args.group_nice))
                     for line in out.stdout.splitlines():
                         if line.startswith("RESULT "):
                             result = json.loads(line[7:])
@@ -513,7 +488,5 @@ class Study(Base):
 
     def facts(self):
         got = [(f"dgram server {n}", self.servers[n]["identity"]) for n in self.names]
-        nice = self.args.group_nice
         got.append(("dgram client", f"dgram-client --send {self.cfg['send']}"))
-        return got + [("dgram scheduling", f"each server and client in a session of its own, "
-                       f"its autogroup at nice {nice}" if nice else "the caller's session")]
+        return got + [("dgram scheduling", h.group_nice_fact(self.args))]
