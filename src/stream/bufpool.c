@@ -3,8 +3,9 @@
  *
  * The free list is threaded through the caller's `free_slots` array, most recently used
  * first: a buffer given back is the next one handed out, while it is still in the cache.
- * free_[i] is the next free index, or one of two marks: the caller holds the buffer, or a
- * kernel ring does (MUX__POOL_INUSE, MUX__POOL_LENT). A pool that a loop's kernel reads into
+ * free_[i] is the next free index, or one of three marks: the caller holds the buffer, a
+ * stream sends from it, or a kernel ring holds it (MUX__POOL_INUSE, MUX__POOL_SEND,
+ * MUX__POOL_LENT). A pool that a loop's kernel reads into
  * (io_uring's provided-buffer rings) is bound to that loop until the loop closes; the backend
  * keeps its own state for it (kring_) and is told when a buffer comes back (kput_), to refill
  * its ring. The calls a backend makes on a pool are the contract's (backend/backend.h,
@@ -50,6 +51,23 @@ MUX_EXPORT int mux_bufpool_put(mux_bufpool_t *p, char *buf)
     if (p->kput_)
         p->kput_(p);
     return 0;
+}
+
+int mux__bufpool_send(mux_bufpool_t *p, const char *buf, size_t len)
+{
+    if (buf < p->mem_)
+        return -EINVAL;
+    size_t off = (size_t)(buf - p->mem_), i = off / p->size_;
+    if (i >= p->count_ || p->free_[i] != MUX__POOL_INUSE || len > p->size_ - off % p->size_)
+        return -EINVAL;
+    p->free_[i] = MUX__POOL_SEND;
+    return (int)i;
+}
+
+void mux__bufpool_sent(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = MUX__POOL_INUSE;
+    mux_bufpool_put(p, mux__bufpool_addr(p, i));
 }
 
 MUX_EXPORT int mux_bufpool_available(const mux_bufpool_t *p)
