@@ -53,23 +53,6 @@ MUX_EXPORT int mux_bufpool_put(mux_bufpool_t *p, char *buf)
     return 0;
 }
 
-int mux__bufpool_send(mux_bufpool_t *p, const char *buf, size_t len)
-{
-    if (buf < p->mem_)
-        return -EINVAL;
-    size_t off = (size_t)(buf - p->mem_), i = off / p->size_;
-    if (i >= p->count_ || p->free_[i] != MUX__POOL_INUSE || len > p->size_ - off % p->size_)
-        return -EINVAL;
-    p->free_[i] = MUX__POOL_SEND;
-    return (int)i;
-}
-
-void mux__bufpool_sent(mux_bufpool_t *p, uint32_t i)
-{
-    p->free_[i] = MUX__POOL_INUSE;
-    mux_bufpool_put(p, mux__bufpool_addr(p, i));
-}
-
 MUX_EXPORT int mux_bufpool_available(const mux_bufpool_t *p)
 {
     return p && p->mem_ ? (int)p->nfree_ : -EINVAL;

@@ -21,10 +21,27 @@ char *mux__bufpool_get(mux_bufpool_t *p);
 /* Hands the caller's buffer holding `buf` to a send of `len` bytes from `buf` (mux_write_pool):
  * from here until mux__bufpool_sent, mux_bufpool_put and a second send refuse it. Returns the
  * buffer's index, or -EINVAL for a pointer that is not in one of the pool's buffers, a buffer
- * the caller does not hold, or `len` past the buffer's end. */
-int mux__bufpool_send(mux_bufpool_t *p, const char *buf, size_t len);
-/* Buffer `i`'s send ended: it goes back on the free list. */
-void mux__bufpool_sent(mux_bufpool_t *p, uint32_t i);
+ * the caller does not hold, or `len` past the buffer's end. Inline: it is on every echo. */
+static inline int mux__bufpool_send(mux_bufpool_t *p, const char *buf, size_t len)
+{
+    if (buf < p->mem_)
+        return -EINVAL;
+    size_t off = (size_t)(buf - p->mem_), i = off / p->size_;
+    if (i >= p->count_ || p->free_[i] != MUX__POOL_INUSE || len > p->size_ - (off - i * p->size_))
+        return -EINVAL;
+    p->free_[i] = MUX__POOL_SEND;
+    return (int)i;
+}
+/* Buffer `i`'s send ended: it goes back on the free list, first in line, as mux_bufpool_put
+ * puts a buffer (without its checks: `i` is a buffer the stream holds). */
+static inline void mux__bufpool_sent(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = p->head_;
+    p->head_ = i;
+    p->nfree_++;
+    if (p->kput_)
+        p->kput_(p);
+}
 /* Buffer `i`'s send was never queued: the caller's again. */
 static inline void mux__bufpool_unsend(mux_bufpool_t *p, uint32_t i)
 {
