@@ -8,8 +8,10 @@
  * makes the sends, most go inside the call and the buffer is back at once; on io_uring the
  * send goes with the loop's next wait, as a hand-written io_uring server sends). When more
  * than one buffer's worth of a connection's echoes waits to be written (its client does not
- * read them), it stops reading until they are: a connection holds two buffers at most, so a
- * client that does not read its echoes slows itself down, not the server. When the pool runs
+ * read them), it stops reading until they are: its echoes hold two buffers at most (on
+ * io_uring, a stopped reader also keeps what the kernel received for it before the stop took
+ * effect: a few buffers), so a client that does not read its echoes slows itself down, not
+ * the server. When the pool runs
  * dry, a connection waits for a buffer to come back (a check watcher, started only then, looks
  * after each iteration of the loop).
  *
