@@ -46,10 +46,18 @@ cc "${san[@]}" -Wl,--as-needed -o "$tmp/core" "$prog" \
 check core
 cc "${san[@]}" -Wl,--as-needed -o "$tmp/event" "$prog" $(pkg-config --cflags --libs libevent)
 check event
-# memcached's configure: its own -I and -L for --with-libevent=DIR, then -levent, and a run
-# path to DIR as its configure adds it.
-cc "${san[@]}" -o "$tmp/bare" "$prog" -I"$prefix/include/iomux" -L"$libdir" \
+# memcached's configure: its own -I and -L for --with-libevent=DIR (DIR/include, DIR/lib),
+# then -levent, and a run path to DIR as its configure adds it. The headers it compiled with
+# must be the prefix's: a system libevent-dev's <event.h> would give it another struct event.
+for f in event.h evutil.h event2/event.h event2/event_struct.h event2/event-config.h; do
+  test -f "$prefix/include/$f" || { echo "dropin: $prefix/include/$f is missing" >&2; exit 1; }
+done
+cc "${san[@]}" -MD -MF "$tmp/bare.d" -o "$tmp/bare" "$prog" -I"$prefix/include" -L"$libdir" \
    -Wl,-rpath,"$libdir" -levent
+if grep -q '/usr/include/event' "$tmp/bare.d"; then
+  echo "dropin: a system libevent header went into the program:" \
+       "$(grep -o '/usr/include/event[^ ]*' "$tmp/bare.d" | sort -u)" >&2; exit 1
+fi
 check bare
 # iomux-event.pc with a run path to the prefix: libiomux-event.so finds libiomux.so by its
 # own run path ($ORIGIN), though --as-needed dropped the program's -liomux.
