@@ -1204,6 +1204,10 @@ MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
     if (!s || !s->loop_ || !buf || len - 1 >= MUX__SSIZE_MAX ||
         (s->flags_ & (S_OPEN | S_CLOSING | S_POOL)) != (S_OPEN | S_POOL))
         return -EINVAL;
+#ifdef _WIN32
+    if (len > ULONG_MAX)
+        return -EINVAL; /* more than one WSABUF holds */
+#endif
     if (s->flags_ & (S_SHUTTING | S_SHUT))
         return -EPIPE;
     if (len > MUX__SSIZE_MAX - s->wq_bytes_)
