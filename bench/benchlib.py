@@ -264,6 +264,44 @@ class Runner:
 # ---------------------------------------------------------------------------------------
 # Processes.
 
+def own_group(nice):
+    """A preexec function that puts the process in a session of its own (unless it already
+    leads one, as after Popen's start_new_session) and gives that session's scheduler group
+    (Linux's autogroup) the nice value `nice`, or None for 0 (--group-nice; the datagram and
+    HTTP studies).
+
+    Where autogroup is on, the scheduler shares a CPU between sessions first: with other
+    sessions' builds and tests busy on both CPUs, a server and its load get a session's share
+    of each (a fifth of it with four others busy), wait for it at every round of the closed
+    loop, and the rate measures the other work rather than the server (bench/README.md, "The
+    machine's other work, and --group-nice"). With a group of its own at -19, each takes its
+    CPU when it has work, as on a quiet machine; every process it starts (nginx's worker,
+    h2o's helper) stays in that session and group. Root only; the runs are bounded."""
+    if not nice:
+        return None
+
+    def apply():
+        if os.getsid(0) != os.getpid():
+            os.setsid()
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
+    return apply
+
+
+def group_nice_why(args):
+    """Why --group-nice cannot be honoured on this machine, or None."""
+    if args.group_nice and not os.path.exists("/proc/self/autogroup"):
+        return "--group-nice: this kernel has no autogroup (/proc/self/autogroup)"
+    return None
+
+
+def group_nice_fact(args):
+    """The report's line on how the servers and their loads were scheduled."""
+    nice = args.group_nice
+    return (f"each server and load in a session of its own, its autogroup at nice {nice}"
+            if nice else "the caller's session")
+
+
 def read_line(proc, timeout):
     """The first line the process prints, or None if it prints none in time."""
     import select

@@ -4,8 +4,9 @@ server's traffic is, with 64-byte and 1,200-byte (QUIC-sized) datagrams and 1 an
 The servers (bench/dgram/): the floor written by hand with epoll, recvmmsg and sendmmsg
 (`raw`), iomux's mux_udp_t on epoll and on io_uring, libuv's uv_udp_t (recvmmsg,
 uv_udp_try_send) and Boost.Asio's udp::socket (async_receive_from, async_send_to). The client
-(dgram-client) keeps a window of datagrams in flight per peer, checks every echo, and reads
-the server's on-CPU time over the timed window.
+(dgram-client) keeps a window of datagrams in flight per peer, sends each peer's window with
+UDP GSO (--dgram-send mmsg: one sendmmsg message per datagram, the first way), checks every
+echo, and reads the server's on-CPU time and its own over the timed window.
 
 Reported: datagrams per second, the server's CPU time per datagram, and the loss; each
 server's ratios to the floor, paired within a repetition (the servers of a repetition run one
@@ -35,29 +36,11 @@ MODES = {
     "full": dict(sizes=[64, 1200], peers=[1, 100], seconds=3.0, warmup=1.0, reps=5, pairs=15,
                  pair_seconds=1.0, pair_warmup=0.3),
 }
+SENDS = ("gso", "mmsg")
+LIMITED = 90  # a server below this CPU share while the client is above it: the client's cell
 METRICS = [("dps", "datagrams/s", "Datagrams per second", True),
            ("cpu_ns_per_dgram", "ns", "Server CPU per datagram", False),
            ("loss_pct", "%", "Lost", None)]
-
-
-def own_group(nice):
-    """A preexec function that puts the process in a session of its own and gives that
-    session's scheduler group (Linux's autogroup) the nice value `nice`, or None for 0.
-
-    Where autogroup is on, the scheduler shares a CPU between sessions first: with other
-    sessions' builds and tests busy on both CPUs, a server and its client get a session's
-    share of each (a fifth of it with four others busy), wait for it at every round of the
-    closed loop, and the rate measures the other work rather than the server (bench/README.md,
-    "The datagram study"). With a group of its own at -19, each takes its CPU when it has
-    work, as on a quiet machine. Root only; the runs are bounded (--seconds, --pairs)."""
-    if not nice:
-        return None
-
-    def apply():
-        os.setsid()
-        with open("/proc/self/autogroup", "w") as f:
-            f.write(str(nice))
-    return apply
 
 
 def window_for(peers):
@@ -108,7 +91,7 @@ class Server:
         self.err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=self.err,
                                      env=dict(os.environ, **self.spec["env"]),
-                                     preexec_fn=own_group(self.runner.args.group_nice))
+                                     preexec_fn=h.own_group(self.runner.args.group_nice))
         self.runner.live.add(self.proc)
         line = read_line(self.proc, 10)
         if line is None or not line.startswith("listening on 127.0.0.1:"):
@@ -160,6 +143,7 @@ class Study(Base):
                 cfg[k] = getattr(args, k)
         if getattr(args, "pairs", None) is not None:
             cfg["pairs"] = args.pairs
+        cfg["send"] = getattr(args, "dgram_send", None) or SENDS[0]
         self.reps = args.reps or cfg.get("reps", 1)
         want = ctx.want
         self.names = [n for n in ORDER if n in self.servers and (not want or n in want)]
@@ -173,18 +157,16 @@ class Study(Base):
         parser.add_argument("--peers", help="dgram: comma list of peer counts (default 1,100)")
         parser.add_argument("--pairs", type=int, help="dgram: back-to-back pairs per row "
                             "(default: quick 3, full 15)")
-        parser.add_argument("--group-nice", type=int, default=0, metavar="N",
-                            help="dgram: run each server and client in a session of its own "
-                            "whose scheduler group (autogroup) has nice N, e.g. -19, so that "
-                            "other sessions' work does not set the rate (root; default 0: "
-                            "off)")
+        parser.add_argument("--dgram-send", choices=SENDS, help="dgram: how the client sends "
+                            "a peer's window: gso (default), one send cut into datagrams by "
+                            "UDP_SEGMENT; mmsg, one sendmmsg message per datagram")
 
     def known(self):
         return set(ORDER)
 
     def why_not(self):
-        if self.args.group_nice and not os.path.exists("/proc/self/autogroup"):
-            return "--group-nice: this kernel has no autogroup (/proc/self/autogroup)"
+        if h.group_nice_why(self.args):
+            return h.group_nice_why(self.args)
         if not self.client:
             return "dgram-client not built (rebuild with the benchmarks on)"
         return None if self.names else "no datagram server built"
@@ -205,6 +187,8 @@ class Study(Base):
             cmd += ["--pairs", str(self.cfg["pairs"])]
         if self.args.group_nice:
             cmd += ["--group-nice", str(self.args.group_nice)]
+        if self.cfg["send"] != SENDS[0]:
+            cmd += ["--dgram-send", self.cfg["send"]]
         return shlex.join(cmd)
 
     def pair_others(self):
@@ -286,12 +270,12 @@ class Study(Base):
                 ccmd = self.runner.pin(
                     [self.client, "--port", str(srv.port), "--size", str(size), "--peers",
                      str(peers), "--window", str(window_for(peers)), "--seconds",
-                     str(seconds), "--warmup", str(warmup),
+                     str(seconds), "--warmup", str(warmup), "--send", self.cfg["send"],
                      "--server-pid", str(srv.proc.pid)], self.cpus[1])
                 try:
                     out = subprocess.run(ccmd, capture_output=True, text=True,
                                          timeout=seconds + warmup + 60,
-                                         preexec_fn=own_group(self.args.group_nice))
+                                         preexec_fn=h.own_group(self.args.group_nice))
                     for line in out.stdout.splitlines():
                         if line.startswith("RESULT "):
                             result = json.loads(line[7:])
@@ -343,8 +327,27 @@ class Study(Base):
                 row["cpu_ratio"] = self.paired_ratio(reps, floor, "cpu_ns_per_dgram") \
                     if floor else None
                 row["client_cpu"] = median([r["client_cpu_pct"] for r in reps.values()])
+                row["server_cpu"] = median([r["server_cpu_pct"] for r in reps.values()])
                 out.append(row)
         return out
+
+    @staticmethod
+    def client_limited(rows):
+        """The rows whose server was on its CPU less than LIMITED% of the window while the
+        client was on its own more: the client set the rate there, not the server."""
+        return [r for r in rows if r["server_cpu"] < LIMITED <= r["client_cpu"]]
+
+    def client_limited_md(self, rows):
+        got = self.client_limited(rows)
+        if not got:
+            return ["", f"In every row the server was on its CPU at least {LIMITED}% of the "
+                    "window (the median over repetitions), or the client was not: no row's rate "
+                    "was set by the client."]
+        names = "; ".join(f"{r['size']} B, {r['peers']} peers, {r['name']} (server "
+                          f"{r['server_cpu']:.0f}%, client {r['client_cpu']:.0f}%)" for r in got)
+        return ["", f"**Client-limited** (the server below {LIMITED}% of its CPU, the client "
+                f"above): {names}. There the rate measures the client, and the ratios of "
+                "datagrams per second do not compare the servers."]
 
     def pair_rows(self):
         """The back-to-back pairs' ratios: [(size, peers, held, other, metric, n, median,
@@ -402,8 +405,9 @@ class Study(Base):
             return [], []
         md = ["## The datagram study: a UDP echo", "",
               "Each server echoes every datagram to its sender, on 127.0.0.1, pinned to CPU "
-              f"{self.cpus[0]}; the client (`dgram-client`, CPU {self.cpus[1]}) keeps 256 "
-              "datagrams in flight in all (at least 2 per peer) and checks every echo. "
+              f"{self.cpus[0]}; the client (`dgram-client --send {self.cfg['send']}`, CPU "
+              f"{self.cpus[1]}) keeps 256 datagrams in flight in all (at least 2 per peer) and "
+              "checks every echo. "
               f"{self.cfg['warmup']} s warm-up, {self.cfg['seconds']} s timed, {self.reps} "
               "repetitions in a rotating order; medians, and ratios to the floor (`raw`: epoll, "
               "recvmmsg and sendmmsg by hand) paired within each repetition (median, and the "
@@ -411,13 +415,15 @@ class Study(Base):
               "window divided by the datagrams echoed in it.", "",
               f"Reproduce: `{self.reproduce()}`", "",
               "| size | peers | server | datagrams/s | × floor | CPU ns/datagram | × floor | lost | "
-              "client CPU |", "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+              "server CPU | client CPU |", "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in rows:
             def ratio(x):
                 return "—" if not x else f"{x[0]:.3f} ({x[1]:.2f}–{x[2]:.2f})"
             md.append(f"| {r['size']} | {r['peers']} | {r['name']} | {h.fmt_num(r['dps'])} | "
                       f"{ratio(r['dps_ratio'])} | {h.fmt_num(r['cpu_ns_per_dgram'])} | "
-                      f"{ratio(r['cpu_ratio'])} | {r['loss_pct']:.2f}% | {r['client_cpu']:.0f}% |")
+                      f"{ratio(r['cpu_ratio'])} | {r['loss_pct']:.2f}% | {r['server_cpu']:.0f}% | "
+                      f"{r['client_cpu']:.0f}% |")
+        md += self.client_limited_md(rows)
         busy = [r for r in self.results if r["server_cpu_pct"] < 80 and r["client_cpu_pct"] < 80]
         if self.results and len(busy) * 2 > len(self.results):
             md += ["", f"In {len(busy)} of {len(self.results)} timed runs neither the server nor "
@@ -429,8 +435,10 @@ class Study(Base):
                "", "| size | peers | server | against | ratio | verdict |",
                "|---:|---:|---|---|---:|---|"]
         missed = []
+        limited = {(r["size"], r["peers"]) for r in self.client_limited(rows)}
         for size, peers, held, what, val, verdict in self.verdicts():
-            md.append(f"| {size} | {peers} | {held} | {what} | {val:.3f} | {verdict} |")
+            note = " (a client-limited cell)" if (size, peers) in limited else ""
+            md.append(f"| {size} | {peers} | {held} | {what} | {val:.3f} | {verdict}{note} |")
             if verdict in ("missed", "behind"):
                 missed.append(f"dgram {size} B, {peers} peers: {held} {what} {val:.3f}")
         prs = self.pair_rows()
@@ -464,9 +472,11 @@ class Study(Base):
                 f"{'dgrams/s' if metric == 'dps' else 'CPU/dgram':<10} {med:.3f} ({n} pairs): {v}")
         for r in self.rows():
             dr = r["dps_ratio"][0] if r["dps_ratio"] else float("nan")
+            limited = "  CLIENT-LIMITED" if r in self.client_limited([r]) else ""
             log(f"dgram {r['size']:>5} B {r['peers']:>4} peers {r['name']:<12} "
                 f"{r['dps']:>10,.0f} dgrams/s ({dr:.3f}x floor)  "
-                f"{r['cpu_ns_per_dgram']:>7,.0f} ns CPU/dgram  lost {r['loss_pct']:.2f}%")
+                f"{r['cpu_ns_per_dgram']:>7,.0f} ns CPU/dgram  lost {r['loss_pct']:.2f}%  "
+                f"CPU server {r['server_cpu']:.0f}% client {r['client_cpu']:.0f}%{limited}")
 
     def smoke_summary(self):
         return [f"dgram: {len(self.results)} runs of {', '.join(self.names)}, every echo checked"]
@@ -478,6 +488,5 @@ class Study(Base):
 
     def facts(self):
         got = [(f"dgram server {n}", self.servers[n]["identity"]) for n in self.names]
-        nice = self.args.group_nice
-        return got + [("dgram scheduling", f"each server and client in a session of its own, "
-                       f"its autogroup at nice {nice}" if nice else "the caller's session")]
+        got.append(("dgram client", f"dgram-client --send {self.cfg['send']}"))
+        return got + [("dgram scheduling", h.group_nice_fact(self.args))]

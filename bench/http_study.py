@@ -145,9 +145,11 @@ class Server:
 
     def __enter__(self):
         self.err = tempfile.TemporaryFile()
+        # A session of its own, and with --group-nice (this study's) its own scheduler group.
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=self.err,
                                      env=dict(os.environ, **self.spec["env"]),
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     preexec_fn=h.own_group(getattr(self.study, "nice", 0)))
         self.study.runner.live.add(self)
         self.pid, self.ready = self.proc.pid, False
         self.error = self.start()
@@ -256,13 +258,13 @@ class Server:
         return False
 
 
-def traced(runner, pid, cpu, path, load):
+def traced(runner, pid, cpu, path, load, nice=0):
     """Runs load() with `strace -c -f -o path` attached to every thread of pid (pinned to
     cpu) once it is up, so that start-up and shutdown are left out; returns what load()
-    returns, with the count in path once strace has detached."""
+    returns, with the count in path once strace has detached. nice: --group-nice."""
     scmd = runner.pin([shutil.which("strace"), "-c", "-f", "-o", path, "-p", str(pid)], cpu)
     with tempfile.TemporaryFile() as err:
-        st = subprocess.Popen(scmd, stderr=err)
+        st = subprocess.Popen(scmd, stderr=err, preexec_fn=h.own_group(nice))
         runner.live.add(st)
         deadline = time.time() + 10  # "Process N attached [with M threads]"
         while time.time() < deadline and st.poll() is None:
@@ -359,13 +361,47 @@ def parse_perf(text):
     return out
 
 
-def run_rusage(cmd, timeout):
+SYSCALL_PREFIXES = ("__x64_sys_", "__do_sys_", "__sys_", "ksys_", "do_")
+
+
+def by_syscall(text):
+    """[(where, share %)] of the samples of `perf script -F ip,sym` with call chains, by
+    where the time went: the system call each kernel sample was in (the frame that
+    do_syscall_64 called, named without its __x64_sys_, __sys_, ksys_ or do_), "user space",
+    or "kernel outside a system call" (interrupts, page faults). The loopback TCP path of a
+    send runs inside it (the receiver's softirq on the sender's CPU), so a send's share is
+    what delivering the bytes costs too."""
+    counts, total = {}, 0
+    for block in text.split("\n\n"):
+        frames = [ln.split(None, 1) for ln in block.strip().splitlines()]
+        frames = [f for f in frames if len(f) == 2]
+        if not frames:
+            continue
+        total += 1
+        syms = [f[1].strip() for f in frames]
+        if not frames[0][0].startswith("ffff"):
+            where = "user space"
+        elif "do_syscall_64" in syms[1:]:
+            where = syms[syms.index("do_syscall_64") - 1]
+            for pre in SYSCALL_PREFIXES:
+                if where.startswith(pre):
+                    where = where[len(pre):]
+                    break
+            where = "the return to user space (task work)" if (
+                where == "exit_to_user_mode_loop") else f"`{where}`"
+        else:
+            where = "kernel outside a system call"
+        counts[where] = counts.get(where, 0) + 1
+    return sorted(((k, v / total * 100) for k, v in counts.items()), key=lambda kv: -kv[1])
+
+
+def run_rusage(cmd, timeout, preexec_fn=None):
     """Runs cmd like subprocess.run(capture_output=True, text=True), and also returns the CPU
     time (user + system, s) it and its children used, from wait4: a namespace with stdout,
     stderr, returncode and cpu_s, or None when it outlived `timeout` seconds (killed)."""
     import types
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, stdout=out, stderr=err)
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, preexec_fn=preexec_fn)
         deadline = time.monotonic() + timeout
         while True:
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
@@ -533,6 +569,7 @@ class Study(Base):
         backends = {h.plain(n).split("-", 1)[1]: d for n, d in ctx.main_drivers.items()
                     if d["family"] == "iomux"}
         self.cpus, self.want = args.echo_cpus, want
+        self.nice = args.group_nice  # the server's, the tool's, strace's and perf's group
         self.reps = args.reps or cfg["reps"]
         self.seconds = args.seconds if args.seconds is not None else cfg["seconds"]
         self.warmup = args.warmup if args.warmup is not None else cfg["warmup"]
@@ -622,7 +659,7 @@ class Study(Base):
         return set(SERVERS)
 
     def why_not(self):
-        return None if self.names else "no HTTP server can run"
+        return h.group_nice_why(self.args) or (None if self.names else "no HTTP server can run")
 
     def banner(self):
         return (f"HTTP servers {', '.join(self.names)}; server on CPU {self.cpus[0]}, load "
@@ -645,6 +682,8 @@ class Study(Base):
                 str(self.reps), "--echo-cpus", ",".join(map(str, self.cpus))]
         if self.want:
             cmd += ["--drivers", ",".join(self.shown)]
+        if self.nice:
+            cmd += ["--group-nice", str(self.nice)]
         return shlex.join(cmd)
 
     # -----------------------------------------------------------------------------------
@@ -738,7 +777,7 @@ class Study(Base):
         tool, label = cell
         url = f"http://127.0.0.1:{srv.port}/{label}.bin"
         cmd = self.runner.pin(tool_cmd(self.tools[tool], tool, url, seconds), self.cpus[1])
-        out = run_rusage(cmd, whole(seconds) + AB_TIMEOUT + 60)
+        out = run_rusage(cmd, whole(seconds) + AB_TIMEOUT + 60, h.own_group(self.nice))
         if out is None:
             return cmd, (None, None, "did not finish in time")
         rps, done, why = parse_tool(tool, out.stdout)
@@ -786,7 +825,7 @@ class Study(Base):
                 self.fail(name, cell, srv.error, srv.shown_cmd())
                 return
             cmd, (_, done, why) = traced(self.runner, srv.serving_pid(), self.cpus[0], path,
-                                         lambda: self.load(srv, cell, 1))
+                                         lambda: self.load(srv, cell, 1), self.nice)
         shown = (f"{srv.shown_cmd()} & {shlex.join(['strace', '-c', '-f', '-p', 'PID'])} & "
                  f"{shlex.join(cmd)}").replace(self.dir, "DIR")
         if why or srv.error or not os.path.exists(path):
@@ -815,11 +854,12 @@ class Study(Base):
                 self.fail(name, PROFILE_CELL, srv.error, srv.shown_cmd())
                 return
             pids = ",".join(map(str, session_pids(srv.pid)))
-            pcmd = self.runner.pin([perf, "record", "-e", "cpu-clock", "-F", "4999", "-o",
+            pcmd = self.runner.pin([perf, "record", "-g", "-e", "cpu-clock", "-F", "4999", "-o",
                                     path, "-p", pids, "--", "sleep", str(seconds)],
                                    self.cpus[1])
             with tempfile.TemporaryFile() as err:
-                rec = subprocess.Popen(pcmd, stdout=err, stderr=err)
+                rec = subprocess.Popen(pcmd, stdout=err, stderr=err,
+                                       preexec_fn=h.own_group(self.nice))
                 self.runner.live.add(rec)
                 cmd, (_, done, why) = self.load(srv, PROFILE_CELL, seconds)
                 try:
@@ -840,10 +880,12 @@ class Study(Base):
              "none", "--percent-limit", "0.5"], capture_output=True, text=True).stdout
         dsos = parse_perf(rep("dso"))
         syms = parse_perf(rep("dso,sym"))
+        calls = by_syscall(subprocess.run([perf, "script", "-i", path, "-F", "ip,sym"],
+                                          capture_output=True, text=True).stdout)
         os.unlink(path)
         kernel = sum(p for k, p in dsos if k.startswith("[kernel"))
         self.profiles[name] = dict(cmd=shown, requests=done, dsos=dsos[:6], kernel=kernel,
-                                   symbols=syms[:25],
+                                   symbols=syms[:25], by_call=calls[:8],
                                    report="perf report -i perf.data --no-children --sort "
                                           "dso,sym --stdio -g none")
 
@@ -942,21 +984,32 @@ class Study(Base):
             lines.append(f"| {name} | " + " | ".join(row) + " |")
         return lines + [""]
 
-    def profiles_md(self):
+    def profiles_md(self, t):
         if not self.profiles and not self.profile_why:
             return []
         md = [f"### Where the servers spend their time ({cell_name(PROFILE_CELL)}, perf record)",
-              "", "Software clock samples (`perf record -e cpu-clock`, no call graphs) of "
-              "every process of the server, pinned as in the timed runs, over a run of the "
-              "cell; the shares are of the server's samples. The kernel's share is the "
-              "loopback TCP path that every server pays alike; the rest is the server's "
-              "own.", ""]
+              "", "Software clock samples (`perf record -g -e cpu-clock`) of every process of "
+              "the server, pinned as in the timed runs, over a run of the cell; the shares "
+              "are of the server's samples. The kernel's share is the loopback TCP path that "
+              "every server pays alike (a send also runs the client socket's receive, in the "
+              "softirq on the sender's CPU); the rest is the server's own. The first table "
+              "puts each sample in the system call it was in (the call chain's frame below "
+              "`do_syscall_64`), in user space, or in the kernel outside a call, with the "
+              "µs per request that share is of the server's median CPU per request in the "
+              "timed runs of the cell.", ""]
         if self.profile_why:
             md += [f"Not profiled: {self.profile_why}.", ""]
         for name, p in self.profiles.items():
             dsos = ", ".join(f"{k} {v:.1f}%" for k, v in p["dsos"])
             md += [f"**{name}**: kernel {p['kernel']:.1f}% ({dsos}).", "", "```",
-                   p["cmd"], p["report"], "```", "", "| share | symbol |", "|---|---|"]
+                   p["cmd"], p["report"], "```", ""]
+            us = t.get("cpu_us", {}).get(PROFILE_CELL, {}).get(name, {}).get("median")
+            if p.get("by_call"):
+                md += ["| where | share | µs per request |", "|---|---:|---:|"]
+                md += [f"| {k} | {v:.1f}% | " + (f"{v / 100 * us:.2f}" if us else "—") + " |"
+                       for k, v in p["by_call"]]
+                md.append("")
+            md += ["| share | symbol |", "|---|---|"]
             md += [f"| {v:.2f}% | `{k}` |" for k, v in p["symbols"]]
             md.append("")
         return md
@@ -1078,7 +1131,10 @@ class Study(Base):
               "server served each file once over one kept-alive HTTP/1.1 connection, and its "
               "bytes (sha256) and Content-Length were checked. Requests per connection are "
               f"limited to {MAX_REQUESTS:,} alike: nginx's `keepalive_requests` and "
-              "iomux-httpd's `--max-requests` (h2o has no such limit).", "",
+              "iomux-httpd's `--max-requests` (h2o has no such limit). Scheduling: "
+              + h.group_nice_fact(self.args) + (" (`--group-nice`: the other sessions' work "
+                                                "does not set the rate)." if self.nice else
+                                                "."), "",
               "```", self.reproduce(), "```", "",
               "| server | what it is | processes (all counted) |", "|---|---|---|"]
         for name in self.shown:
@@ -1156,7 +1212,7 @@ class Study(Base):
         if self.syscalls_why:
             md += [f"System calls not counted: {self.syscalls_why}.", ""]
         md += self.limits_md(t)
-        md += self.profiles_md()
+        md += self.profiles_md(t)
         missed, unchecked = self.misses(t)
         md += ["### iomux-httpd against its target", "",
                f"Target: `iomux-epoll` and `iomux-uring` each at least {TARGET_RPS}x h2o's "
@@ -1204,8 +1260,12 @@ class Study(Base):
                   for (n, tool), why in sorted(self.untimed.items())]
         return lines
 
+    def facts(self):
+        return [("http scheduling", h.group_nice_fact(self.args))]
+
     def json(self):
-        return dict(servers={n: dict(identity=self.servers[n]["identity"],
+        return dict(group_nice=self.nice,
+                    servers={n: dict(identity=self.servers[n]["identity"],
                                      processes=self.checked.get(n)) for n in self.shown},
                     cells=[list(c) for c in self.cells], seconds=whole(self.seconds),
                     warmup=whole(self.warmup) if self.warmup > 0 else 0, reps=self.reps,

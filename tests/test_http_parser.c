@@ -123,6 +123,31 @@ CORE_TEST(http_parse_versions_keep_alive_and_expect) {
     refused("GET /\r\n\r\n", 400);
 }
 
+/* A field value is scanned eight bytes at a time and then straight to the first byte that
+ * needs a look: a tab at any offset of a word is part of the value, obs-text too, and a
+ * control byte or DEL after the tab, in the same word or the next, is refused. */
+CORE_TEST(http_parse_field_values_with_a_tab_at_every_offset) {
+    for (int k = 0; k < 16; k++) {
+        char v[64], s[160];
+        memset(v, 'a', (size_t)k + 1); /* a value's leading white space is not its own */
+        strcpy(v + k + 1, "\tb\xe9" "cdefghij"); /* a tab, a letter, obs-text, eight more */
+        snprintf(s, sizeof s, "GET / HTTP/1.1\r\nHost: h\r\nX: %s\r\n\r\n", v);
+        struct parsed p;
+        CHECK_EQ(parse(&p, s), (ssize_t)strlen(s));
+        CHECK_EQ(p.req.nheaders, 2);
+        CHECK(str_is(p.req.headers[1].value, v));
+        for (int bad = 0; bad < 2; bad++) {
+            for (int at = 1; at < 12; at++) { /* after the tab, in its word or the next */
+                char w[64];
+                strcpy(w, v);
+                w[k + 1 + at] = bad ? '\x7f' : '\x01';
+                snprintf(s, sizeof s, "GET / HTTP/1.1\r\nHost: h\r\nX: %s\r\n\r\n", w);
+                refused(s, 400);
+            }
+        }
+    }
+}
+
 CORE_TEST(http_parse_request_line_traps) {
     refused("G@T / HTTP/1.1\r\nHost: h\r\n\r\n", 400);
     refused(" GET / HTTP/1.1\r\nHost: h\r\n\r\n", 400);

@@ -47,6 +47,20 @@ static uint64_t mux__load8(const char *p)
     return v;
 }
 
+/* The index in memory of the first byte a MUX__ANY_ test flagged in a word mux__load8 read
+ * (m nonzero) on a little-endian machine, or 8 (look at the bytes one by one) elsewhere. The
+ * lowest flagged byte is always a true one: a borrow runs from a byte to the ones above it,
+ * never below; a flag above it may be false. So only that index is taken. */
+static size_t mux__first_flagged(uint64_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return (size_t)__builtin_ctzll(m) / 8;
+#else /* big-endian: the byte first in memory is the top one, which a borrow may flag */
+    (void)m;
+    return 8;
+#endif
+}
+
 /* A field value's bytes: HTAB, SP, VCHAR, obs-text. */
 static int mux__vchar(unsigned char c)
 {
@@ -217,9 +231,19 @@ static ssize_t mux__field(mux_http_request_t *req, struct mux__cursor *c, uint32
     const char *v = c->p;
     while (c->end - c->p >= 8) {
         uint64_t x = mux__load8(c->p); /* no control byte (a tab is looked at alone) */
-        if (MUX__ANY_BELOW(x, 0x20) | MUX__ANY_IS(x, 0x7f))
+        uint64_t m = MUX__ANY_BELOW(x, 0x20) | MUX__ANY_IS(x, 0x7f);
+        if (!m) {
+            c->p += 8;
+            continue;
+        }
+        /* Straight to the first flagged byte, most often the line's CR, instead of a byte
+         * loop up to it; a tab there is part of the value, and the scan goes on after it. */
+        size_t k = mux__first_flagged(m);
+        if (k == 8 || c->p[k] != '\t') {
+            c->p += k == 8 ? 0 : k;
             break;
-        c->p += 8;
+        }
+        c->p += k + 1;
     }
     while (c->p < c->end && mux__vchar((unsigned char)*c->p))
         c->p++;
