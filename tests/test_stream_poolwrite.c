@@ -182,23 +182,10 @@ TEST(stream_write_pool_keeps_its_place_among_mux_writes) {
     close(sv[1]);
 }
 
-/* A loopback TCP pair made with plain system calls, both ends non-blocking: out[0] is the
- * accepted end. */
+/* A loopback TCP pair (stream_util.h's), both ends non-blocking: out[0] is the accepted end. */
 static void pw_tcp_pair(int out[2])
 {
-    struct sockaddr_storage a;
-    socklen_t alen = addr_v4(&a, 0);
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(lfd, 0);
-    CHECK_EQ(bind(lfd, (struct sockaddr *)&a, alen), 0);
-    CHECK_EQ(listen(lfd, 1), 0);
-    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
-    out[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(out[1], 0);
-    CHECK_EQ(connect(out[1], (struct sockaddr *)&a, alen), 0);
-    out[0] = accept(lfd, NULL, NULL);
-    CHECK_GE(out[0], 0);
-    close(lfd);
+    tcp_pair(out);
     for (int i = 0; i < 2; i++)
         CHECK_EQ(fcntl(out[i], F_SETFL, fcntl(out[i], F_GETFL) | O_NONBLOCK), 0);
 }
