@@ -147,11 +147,9 @@ def cost_driver(runner, drv, unit, cfg, transport, lengths, slengths, outdir):
     return row
 
 
-def cost_echo(runner, name, cfg, lengths, slengths, outdir):
-    """One echo server: two runs under callgrind, two under strace, each with the client
-    echoing for that many seconds over cfg["sessions"] sessions (1 unless --sessions names
-    another count). Returns the row, or None (failure recorded)."""
-    ecfg, s = dict(block=cfg["block"]), cfg["sessions"]
+def echo_pair(runner, name, s, ecfg, lengths, outdir):
+    """The two callgrind runs of one echo server's cost, one per run length. Returns the
+    row (ir, echoes, commands), or None (failure recorded)."""
     row = dict(ir=[], echoes=[], commands=[])
     for secs in lengths:
         out = os.path.join(outdir, f"echo.{name}.{secs}s")
@@ -169,6 +167,26 @@ def cost_echo(runner, name, cfg, lengths, slengths, outdir):
         row["commands"].append(f"{r['server_cmd']} & {r['cmd']}")
         if "server_stop" in r:
             row["server_stop"] = r["server_stop"]
+    return row
+
+
+def cost_echo(runner, name, cfg, lengths, slengths, outdir):
+    """One echo server: two runs under callgrind, two under strace, each with the client
+    echoing for that many seconds over cfg["sessions"] sessions (1 unless --sessions names
+    another count). Returns the row, or None (failure recorded)."""
+    ecfg, s = dict(block=cfg["block"]), cfg["sessions"]
+    row = echo_pair(runner, name, s, ecfg, lengths, outdir)
+    if row is None:
+        return None
+    if row["echoes"][1] <= row["echoes"][0]:
+        # Under callgrind on a loaded machine the longer run can be starved into echoing
+        # fewer than the shorter one (seen once: 1,136 then 53 in a smoke run at load 15):
+        # the pair is run once more before the cell counts as failed, and the row says so.
+        first = row["echoes"]
+        row = echo_pair(runner, name, s, ecfg, lengths, outdir)
+        if row is None:
+            return None
+        row["retried"] = f"the first pair's echoes did not grow with the run length: {first}"
     units = row["echoes"][1] - row["echoes"][0]
     if units <= 0:
         return cost_failed(runner, name, "tcp", s, f"echoes did not grow with the run "
