@@ -3,8 +3,8 @@
 """Clients that stop reading cannot keep others from being served, and idle ones are closed.
 
 Runs echo-server (the backend in IOMUX_BACKEND) with a pool of 4 buffers and --timeout 1.
-Four clients send without ever reading: each ends up holding one pool buffer in an echo
-that cannot be written, so the pool is dry. A normal client must still get its echo, once
+Four clients send without ever reading: each ends up holding one or two pool buffers in
+echoes that cannot be written, so the pool is dry. A normal client must still get its echo, once
 the write timeout has closed the stuck ones (within 4 s; without the timeout it would wait
 forever). Then a client that connects and says nothing must be closed by the server within
 4 s. Exit 0 when both hold.

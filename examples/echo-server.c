@@ -1,21 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /* echo-server: sends back every byte it receives, on as many connections as arrive.
  *
- * The shape of Asio's echo server, which the echo study measures: read a buffer, write the
- * bytes back, read again once the write completed. Usually the socket has room and the bytes
- * go out at once with mux_try_write, as libuv's server sends with uv_try_write: no request and
- * no callback, and reading never stops. What it does not take (and on io_uring, whose ring
- * makes the sends, all of it) goes through mux_write, and reading stops until that write's
- * callback (unless the write was done inside mux_write: its callback comes before the next
- * read, the stream's order, and reading goes on). A connection never holds
- * more than one buffer of data, so a client that does not read its echoes slows itself
- * down, not the server. The buffers come from one pool (--pool N buffers, shared by every
- * connection; on io_uring the kernel picks them as data arrives, so an idle connection holds
- * none). When the pool runs dry, a connection waits for the next buffer that comes back. With
- * --pool 0 every connection has a buffer of its own instead. A connection with no traffic
- * for --timeout seconds (10 by default), or whose echo cannot be written for that long (its
- * client does not read), is closed: a client that stops reading holds one buffer at most,
- * and only that long. SIGINT or SIGTERM closes everything and ends the program with status
+ * The buffers come from one pool (--pool N buffers, shared by every connection; on io_uring
+ * the kernel picks them as data arrives, so an idle connection holds none), and each echo is
+ * sent from the buffer its bytes came in with mux_write_pool, which gives the buffer back to
+ * the pool once it is sent: no request, no callback, and reading goes on (where the program
+ * makes the sends, most go inside the call and the buffer is back at once; on io_uring the
+ * send goes with the loop's next wait, as a hand-written io_uring server sends). When more
+ * than one buffer's worth of a connection's echoes waits to be written (its client does not
+ * read them), it stops reading until they are: its echoes hold two buffers at most (on
+ * io_uring, a stopped reader also keeps what the kernel received for it before the stop took
+ * effect: a few buffers), so a client that does not read its echoes slows itself down, not
+ * the server. When the pool runs
+ * dry, a connection waits for a buffer to come back (a check watcher, started only then, looks
+ * after each iteration of the loop).
+ *
+ * With --pool 0 every connection has a buffer of its own instead, in the shape of Asio's echo
+ * server: read a buffer, write the bytes back, read again once the write completed. Usually
+ * the socket has room and the bytes go out at once with mux_try_write, as libuv's server sends
+ * with uv_try_write; what it does not take (on io_uring and IOCP, all of it) goes through
+ * mux_write, and reading stops until that write's callback (unless the write was done inside
+ * mux_write: its callback comes before the next read, the stream's order, and reading goes
+ * on). A connection with no traffic for --timeout seconds (10 by default), or whose echo
+ * cannot be written for that long (its client does not read), is closed: a client that stops
+ * reading holds its buffers only that long. SIGINT or SIGTERM closes everything and ends the program with status
  * 0 (on Windows: Ctrl-C, Ctrl-Break or the console closing). The backend comes from
  * IOMUX_BACKEND, as in every iomux program.
  *
@@ -68,7 +76,6 @@ struct conn {
     int dry;
     int paused; /* reading stopped until the echo's write callback */
     struct server *srv;
-    char *held;             /* the pool buffer being echoed */
     alignas(64) char buf[]; /* --pool 0: the connection's own, aligned as the pool is */
 };
 
@@ -84,6 +91,7 @@ struct server {
     int listening, has_chan;
     struct conn *conns;
     struct conn *dry_head, *dry_tail; /* FIFO of connections waiting for a buffer */
+    mux_check_t refill;               /* started while connections wait for a buffer */
     uint32_t nbufs;                   /* its pool's size; 0: a buffer per connection */
     mux_bufpool_t pool;
     char *pool_mem;
@@ -113,8 +121,6 @@ static int start_reading(struct server *srv, struct conn *c)
 static void on_closed(mux_stream_t *s)
 {
     struct conn *c = s->data; /* the stream and its buffer are ours again only now */
-    if (c->held)
-        mux_bufpool_put(&c->srv->pool, c->held);
     aligned_free(c);
 }
 
@@ -130,6 +136,8 @@ static void conn_close(struct server *srv, struct conn *c)
         if (srv->dry_tail == c)
             srv->dry_tail = prev;
         c->dry = 0;
+        if (!srv->dry_head)
+            mux_check_stop(&srv->loop, &srv->refill); /* it would keep the loop running */
     }
     if (c->prev)
         c->prev->next = c->next;
@@ -140,19 +148,56 @@ static void conn_close(struct server *srv, struct conn *c)
     mux_stream_close(&c->stream, on_closed);
 }
 
-/* A pool buffer is free again: back to the pool, and one connection waiting for a buffer
- * reads again. */
-static void release_buffer(struct server *srv, char *buf)
+/* After an iteration of the loop in which connections waited for a pool buffer: as many of
+ * them as there are free buffers read again, in the order they ran dry (the library gives the
+ * buffers of sent echoes back by itself, so this looks rather than being told). */
+static void on_refill(mux_loop_t *loop, mux_check_t *w)
 {
-    mux_bufpool_put(&srv->pool, buf);
-    struct conn *d = srv->dry_head;
-    if (d) {
+    struct server *srv = w->data;
+    (void)loop;
+    int avail = mux_bufpool_available(&srv->pool);
+    struct conn *d;
+    while (avail-- > 0 && (d = srv->dry_head) != NULL) {
         srv->dry_head = d->next_dry;
         if (!srv->dry_head)
             srv->dry_tail = NULL;
         d->dry = 0;
         if (start_reading(srv, d) < 0)
             conn_close(srv, d);
+    }
+    if (!srv->dry_head)
+        mux_check_stop(&srv->loop, &srv->refill);
+}
+
+/* The echoes queued before the empty write that marks them are written: reading goes on. */
+static void on_drained(mux_write_t *req, int status)
+{
+    struct conn *c = req->data;
+    if (status == -ECANCELED)
+        return; /* closing: the close callback frees it */
+    c->paused = 0;
+    if (status < 0 || start_reading(c->srv, c) < 0)
+        conn_close(c->srv, c);
+}
+
+/* Echoes the bytes in `buf`, a pool buffer, from that buffer. */
+static void echo_pooled(struct server *srv, struct conn *c, char *buf, size_t len)
+{
+    if (mux_write_pool(&c->stream, buf, len) < 0) {
+        mux_bufpool_put(&srv->pool, buf); /* refused: still ours */
+        conn_close(srv, c);
+        return;
+    }
+    srv->bytes += len;
+    /* More than a buffer's worth not yet written: the client is not reading its echoes. No
+     * more is read until they are, which the callback of an empty write queued after them
+     * says (writes end in order). */
+    if (mux_stream_write_queue_size(&c->stream) > (ssize_t)cfg.bufsize) {
+        mux_read_stop(&c->stream);
+        c->paused = 1;
+        c->write.data = c;
+        if (mux_write(&c->stream, &c->write, NULL, 0, on_drained) < 0)
+            conn_close(srv, c);
     }
 }
 
@@ -164,11 +209,6 @@ static void on_written(mux_write_t *req, int status)
     struct server *srv = c->srv;
     if (status == 0)
         srv->bytes += c->out.len;
-    if (c->held) {
-        char *buf = c->held;
-        c->held = NULL;
-        release_buffer(srv, buf);
-    }
     if (status < 0) {
         conn_close(srv, c);
     } else if (c->paused) {
@@ -190,10 +230,15 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
         else
             srv->dry_head = c;
         srv->dry_tail = c;
+        mux_check_start(&srv->loop, &srv->refill); /* -EBUSY when started already */
         return;
     }
-    if (nread <= 0) { /* end of stream or an error: reading has stopped */
+    if (nread <= 0) { /* end of stream or an error (a send's too): reading has stopped */
         conn_close(srv, c);
+        return;
+    }
+    if (srv->nbufs) {
+        echo_pooled(srv, c, buf, (size_t)nread);
         return;
     }
     /* Most echoes fit the socket at once: sent here, with no request and no callback, as
@@ -203,12 +248,8 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
     ssize_t sent = mux_try_write(s, &out, 1);
     if (sent == nread) {
         srv->bytes += (uint64_t)sent;
-        if (srv->nbufs)
-            release_buffer(srv, buf);
         return;
     }
-    if (srv->nbufs)
-        c->held = buf; /* the close callback puts it back, should the connection end here */
     if (sent < 0 && sent != -EAGAIN) {
         conn_close(srv, c);
         return;
@@ -243,7 +284,6 @@ static void conn_serve(struct server *srv, struct conn *c)
     c->stream.data = c;
     c->dry = 0;
     c->paused = 0;
-    c->held = NULL;
     c->srv = srv;
     c->prev = NULL;
     c->next = srv->conns;
@@ -388,6 +428,8 @@ static int open_loop(struct server *srv)
             return -1;
         }
     }
+    mux_check_init(&srv->refill, on_refill);
+    srv->refill.data = srv;
     mux_async_init(&srv->stop, on_stop);
     srv->stop.data = srv;
     if ((rc = mux_async_start(&srv->loop, &srv->stop)) < 0) {

@@ -699,7 +699,9 @@ struct mux__task {
     void (*run_)(struct mux__task *t);
 };
 
-struct mux__dbatch; /* private: a batch of datagrams (src/backend/backend.h) */
+struct mux__dbatch;  /* private: a batch of datagrams (src/backend/backend.h) */
+struct mux__pwrite;  /* private: a mux_write_pool's request (src/stream/stream.c) */
+struct mux__pwblock; /* private: a block of them */
 
 /* Private: one operation (receive, send, accept, connect, shutdown) handed to the loop's
  * backend, which runs it natively (io_uring, IOCP) or emulates it with non-blocking system
@@ -840,6 +842,9 @@ struct mux_stream {
     size_t wq_bytes_;
     /* the buffers of queued writes gathered into one send (allocated at the first need) */
     mux_buf_t *gv_;
+    /* mux_write_pool's requests: the free ones, and every block of them (allocated as needed) */
+    struct mux__pwrite *pw_free_;
+    struct mux__pwblock *pw_blocks_;
     union { /* never due together: a shutdown needs the connect delivered */
         mux_connect_cb connect;
         mux_shutdown_cb shutdown;
@@ -924,6 +929,23 @@ int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, uns
  * write meets again; -EINVAL also for lengths that add up past SSIZE_MAX. Bytes sent restart
  * the idle timeout. */
 ssize_t mux_try_write(mux_stream_t *s, const mux_buf_t *bufs, unsigned nbufs);
+/* Sends `len` bytes from `buf`, which lies in a buffer that a read callback of `s` received
+ * from the pool `s` reads from (mux_read_start_pool), and gives that buffer back to the pool
+ * when the send ends, whether it succeeded or failed; no request, no callback. It is queued
+ * after the writes already queued, as mux_write's are, and tried at once when nothing is queued
+ * (where the program makes the sends, a buffer sent whole there is back in the pool before this
+ * returns; where the kernel sends, io_uring, it goes with the loop's next wait). From the call
+ * on the buffer is the stream's: mux_bufpool_put and another mux_write_pool of it are -EINVAL.
+ * A send that fails (-ECONNRESET, -EPIPE, -ETIMEDOUT from the write timeout) gives the read
+ * callback that error, with a NULL buffer, as a receive's error would, and reading stops; if
+ * the stream is not reading then, the error goes to no one (mux_write's callbacks of the
+ * writes queued after it still get it). Closing the stream gives back the buffers of the sends
+ * not done, before the close callback. The stream keeps its own requests for these writes,
+ * allocated as more are queued at once than ever before (-ENOMEM), freed at close. Returns 0,
+ * or with the buffer still the caller's: -EINVAL (a closed stream, `len` 0 or past the end of
+ * the buffer, a pointer that is not in a buffer of the stream's pool, or a buffer not the
+ * caller's), -EOVERFLOW (as mux_write), -EPIPE after shutdown, -ENOMEM. */
+int mux_write_pool(mux_stream_t *s, char *buf, size_t len);
 /* Returns the bytes queued and not yet written (for back-pressure), or -EINVAL. It is never
  * past SSIZE_MAX: mux_write refuses a write that would take it there (-EOVERFLOW). */
 ssize_t mux_stream_write_queue_size(const mux_stream_t *s);

@@ -118,6 +118,24 @@ static inline uint16_t closed_port(int family)
     return addr_port(&ss);
 }
 
+/* A connected loopback TCP pair made with plain system calls: out[0] is the accepted end. */
+static inline void tcp_pair(int out[2])
+{
+    struct sockaddr_storage a;
+    socklen_t alen = addr_v4(&a, 0);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(lfd, 0);
+    CHECK_EQ(bind(lfd, (struct sockaddr *)&a, alen), 0);
+    CHECK_EQ(listen(lfd, 1), 0);
+    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    out[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(out[1], 0);
+    CHECK_EQ(connect(out[1], (struct sockaddr *)&a, alen), 0);
+    out[0] = accept(lfd, NULL, NULL);
+    CHECK_GE(out[0], 0);
+    close(lfd);
+}
+
 /* 1 when this machine can bind ::1. */
 static inline int have_ipv6_loopback(void)
 {

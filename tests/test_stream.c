@@ -634,24 +634,6 @@ static int sockopt_int(int fd, int level, int name)
     return v;
 }
 
-/* A connected loopback TCP pair made with plain system calls: out[0] is the accepted end. */
-static void tcp_pair(int out[2])
-{
-    struct sockaddr_storage a;
-    socklen_t alen = addr_v4(&a, 0);
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(lfd, 0);
-    CHECK_EQ(bind(lfd, (struct sockaddr *)&a, alen), 0);
-    CHECK_EQ(listen(lfd, 1), 0);
-    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
-    out[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(out[1], 0);
-    CHECK_EQ(connect(out[1], (struct sockaddr *)&a, alen), 0);
-    out[0] = accept(lfd, NULL, NULL);
-    CHECK_GE(out[0], 0);
-    close(lfd);
-}
-
 TEST(stream_nodelay_and_keepalive_set_the_tcp_options) {
     mux_loop_t loop;
     loop_open(&loop);

@@ -324,6 +324,7 @@ static inline int mux__op_complete(struct mux__op *op, int res, char *buf, unsig
 /* mux_bufpool_t.free_[i]: the index of the next free buffer, or one of these marks. */
 #define MUX__POOL_INUSE UINT32_MAX       /* the caller's */
 #define MUX__POOL_LENT  (UINT32_MAX - 1) /* in a kernel's ring */
+#define MUX__POOL_SEND  (UINT32_MAX - 2) /* a stream sends from it (mux_write_pool) */
 #define MUX__POOL_NONE  UINT32_MAX       /* mux__bufpool_lend: no free buffer */
 
 static inline char *mux__bufpool_addr(const mux_bufpool_t *p, uint32_t i)
@@ -382,12 +383,13 @@ static inline void mux__bufpool_untake(mux_bufpool_t *p, uint32_t i)
     p->free_[i] = MUX__POOL_LENT;
     p->nfree_++;
 }
-/* Every buffer that is not the caller's goes back on the free list (the ring was reset). */
+/* Every buffer that is neither the caller's nor a send's goes back on the free list (the ring
+ * was reset). */
 static inline void mux__bufpool_reclaim(mux_bufpool_t *p)
 {
     uint32_t head = p->count_;
     for (uint32_t i = p->count_; i-- > 0;)
-        if (p->free_[i] != MUX__POOL_INUSE) {
+        if (p->free_[i] != MUX__POOL_INUSE && p->free_[i] != MUX__POOL_SEND) {
             p->free_[i] = head;
             head = i;
         }

@@ -3,8 +3,9 @@
  *
  * The free list is threaded through the caller's `free_slots` array, most recently used
  * first: a buffer given back is the next one handed out, while it is still in the cache.
- * free_[i] is the next free index, or one of two marks: the caller holds the buffer, or a
- * kernel ring does (MUX__POOL_INUSE, MUX__POOL_LENT). A pool that a loop's kernel reads into
+ * free_[i] is the next free index, or one of three marks: the caller holds the buffer, a
+ * stream sends from it, or a kernel ring holds it (MUX__POOL_INUSE, MUX__POOL_SEND,
+ * MUX__POOL_LENT). A pool that a loop's kernel reads into
  * (io_uring's provided-buffer rings) is bound to that loop until the loop closes; the backend
  * keeps its own state for it (kring_) and is told when a buffer comes back (kput_), to refill
  * its ring. The calls a backend makes on a pool are the contract's (backend/backend.h,

@@ -115,6 +115,7 @@ static void mux__stream_kick(mux_stream_t *s)
 
 static void mux__stream_run(struct mux__task *t);
 static void mux__stream_deliver(mux_stream_t *s);
+static void mux__pwrite_free_all(mux_stream_t *s);
 
 /* After a callback run at once by a fast path below: the task's rounds only if the callback
  * made something due (else they would find nothing: no completion or callback due, no
@@ -579,6 +580,7 @@ static void mux__stream_finish(mux_stream_t *s)
         mux_bufpool_put(s->rop_.a_.pool, s->rgot_); /* kept since a stop, never delivered */
     free(s->gv_);
     s->gv_ = NULL;
+    mux__pwrite_free_all(s);
     mux__unqueue(loop, &s->task_.h_);
     mux__handle_close(loop, &s->link_, &s->flags_);
     s->flags_ = 0;
@@ -778,6 +780,7 @@ int mux__stream_move(mux_stream_t *from, mux_stream_t *to)
     unsigned flags = from->flags_ & (S_CONNECTED | S_UNIX);
     free(from->gv_);
     from->gv_ = NULL;
+    mux__pwrite_free_all(from);
     mux__unqueue(loop, &from->task_.h_);
     mux__handle_close(loop, &from->link_, &from->flags_);
     from->flags_ = 0;
@@ -1057,13 +1060,13 @@ static inline int mux__write_fast(const mux_stream_t *s, const mux_buf_t *b)
            (size_t)b->len - 1 < (size_t)MUX__SSIZE_MAX; /* 1 to SSIZE_MAX bytes */
 }
 
-MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
-                         mux_write_cb cb)
+/* A write of the one buffer `b` handed straight to a kernel that sends: what mux__write_fast
+ * said may be done. */
+static inline void mux__write_now(mux_stream_t *s, mux_write_t *req, const mux_buf_t *b,
+                                  mux_write_cb cb)
 {
-    if (nbufs != 1 || !req || !cb || !bufs || !mux__write_fast(s, bufs))
-        return mux__write(s, req, bufs, nbufs, -1, 0, 0, cb);
-    size_t len = bufs[0].len;
-    *req = (mux_write_t){.data = req->data, .cb_ = cb, .bufs_ = bufs, .nbufs_ = 1, .left_ = len,
+    size_t len = b->len;
+    *req = (mux_write_t){.data = req->data, .cb_ = cb, .bufs_ = b, .nbufs_ = 1, .left_ = len,
                          .ffd_ = -1};
     s->flags_ &= ~(unsigned)S_RFILLED; /* as mux__write: a peer waits for this answer */
     s->wq_head_ = s->wq_tail_ = req;
@@ -1072,12 +1075,183 @@ MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *buf
         s->last_write_ = mux__now(s->loop_);
     struct mux__op *op = &s->wop_;
     op->kind_ = MUX__OP_SEND;
-    op->a_.buf = bufs[0];
+    op->a_.buf = *b;
     mux__op_hint(op, s->flags_ & S_WFULL ? MUX__OPF_POLL_FIRST : 0);
     mux__op_submit(s->loop_, op);
     if (s->wq_head_ && s->to_.write_ns)
         mux__stream_deadline(s, s->to_.write_ns, s->last_write_);
+}
+
+/* A write of the one buffer `b`: straight to the kernel when it sends and nothing is ahead
+ * (mux__write_fast), else through mux__write. */
+static inline int mux__write_one(mux_stream_t *s, mux_write_t *req, const mux_buf_t *b,
+                                 mux_write_cb cb)
+{
+    if (!mux__write_fast(s, b))
+        return mux__write(s, req, b, 1, -1, 0, 0, cb);
+    mux__write_now(s, req, b, cb);
     return 0;
+}
+
+MUX_EXPORT int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
+                         mux_write_cb cb)
+{
+    if (nbufs != 1 || !req || !cb || !bufs)
+        return mux__write(s, req, bufs, nbufs, -1, 0, 0, cb);
+    return mux__write_one(s, req, bufs, cb);
+}
+
+/* ---- writes from pool buffers (mux_write_pool) ------------------------------------ */
+
+/* The request of a pool write: a write request of its one buffer, and which buffer of which
+ * pool to give back when it ends. Its callback is the library's (mux__pwrite_done), so the
+ * write takes the queue's path like any other and keeps its order among them. */
+struct mux__pwrite {
+    mux_write_t req; /* req.data: the stream */
+    mux_buf_t buf;
+    mux_bufpool_t *pool;
+    uint32_t idx; /* the buffer's index in the pool */
+    struct mux__pwrite *next_free;
+};
+
+#define MUX__PW_BLOCK 8 /* requests per block: an echo has one or two queued at a time */
+
+struct mux__pwblock {
+    struct mux__pwblock *next;
+    struct mux__pwrite w[MUX__PW_BLOCK];
+};
+
+/* A free request, from a new block when every one is in use; NULL when none can be had. */
+static struct mux__pwrite *mux__pwrite_get(mux_stream_t *s)
+{
+    struct mux__pwrite *w = s->pw_free_;
+    if (mux__likely(w != NULL)) {
+        s->pw_free_ = w->next_free;
+        return w;
+    }
+    struct mux__pwblock *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    b->next = s->pw_blocks_;
+    s->pw_blocks_ = b;
+    for (int i = MUX__PW_BLOCK - 1; i > 0; i--) {
+        b->w[i].next_free = s->pw_free_;
+        s->pw_free_ = &b->w[i];
+    }
+    return &b->w[0];
+}
+
+static void mux__pwrite_put(mux_stream_t *s, struct mux__pwrite *w)
+{
+    w->next_free = s->pw_free_;
+    s->pw_free_ = w;
+}
+
+/* The stream's memory goes back to the caller: every request with it (none is in use then). */
+static void mux__pwrite_free_all(mux_stream_t *s)
+{
+    struct mux__pwblock *b;
+    while ((b = s->pw_blocks_) != NULL) {
+        s->pw_blocks_ = b->next;
+        free(b);
+    }
+    s->pw_free_ = NULL;
+}
+
+/* A pool write ended: its buffer goes back to the pool, and an error (other than the close's
+ * -ECANCELED) reaches the reader, as a receive's would. From the task, or from the fast path
+ * of a send's completion (status 0 only). */
+static void mux__pwrite_done(mux_write_t *req, int status)
+{
+    struct mux__pwrite *w = (struct mux__pwrite *)(void *)req;
+    mux_stream_t *s = req->data;
+    mux__bufpool_sent(w->pool, w->idx);
+    mux__pwrite_put(s, w);
+    if (mux__unlikely(status < 0) && status != -ECANCELED &&
+        (s->flags_ & (S_READING | S_CLOSING)) == S_READING) {
+        mux__stream_stop_reading(s);
+        s->read_cb_(s, status, NULL);
+    }
+}
+
+/* A pool write to an empty queue, where the operation layer would emulate the send: sent here
+ * (as mux__stream_send_direct does for mux_write). Returns the bytes that went, 0 when the
+ * socket took none or said an error (the queued send meets it again and reports it). */
+static size_t mux__pwrite_direct(mux_stream_t *s, char *buf, size_t len)
+{
+    if ((s->flags_ & (S_WDONE | S_WFULL | S_CLOSING)) || s->wq_head_ ||
+        mux__op_in_flight(&s->wop_) || (s->loop_->caps & MUX__CAP(MUX__OP_SEND)))
+        return 0;
+    mux_buf_t b = mux_buf_init(buf, len);
+    ssize_t w = mux__sock_send(s->sock_, &b, 1);
+    if (w <= 0) {
+        if (w == -EAGAIN)
+            s->flags_ |= S_WFULL; /* the queued send waits for writability */
+        return 0;
+    }
+    /* Bytes went: the idle timeout starts again, and a peer waits for this answer. */
+    s->flags_ &= ~(unsigned)S_RFILLED;
+    if (s->to_.idle_ns | s->to_.write_ns)
+        s->last_write_ = mux__now(s->loop_);
+    if ((size_t)w < len)
+        s->flags_ |= S_WFULL; /* short: the socket is full */
+    return (size_t)w;
+}
+
+MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
+{
+    /* A stream that reads from a pool is connected: S_POOL stands for that too. */
+    if (!s || !s->loop_ || !buf || len - 1 >= MUX__SSIZE_MAX ||
+        (s->flags_ & (S_OPEN | S_CLOSING | S_POOL)) != (S_OPEN | S_POOL))
+        return -EINVAL;
+#ifdef _WIN32
+    if (len > ULONG_MAX)
+        return -EINVAL; /* more than one WSABUF holds */
+#endif
+    if (s->flags_ & (S_SHUTTING | S_SHUT))
+        return -EPIPE;
+    if (len > MUX__SSIZE_MAX - s->wq_bytes_)
+        return -EOVERFLOW;
+    mux_bufpool_t *pool = s->rto_.pool;
+    int idx = mux__bufpool_send(pool, buf, len); /* from here on the buffer is the stream's */
+    if (idx < 0)
+        return idx;
+    int native = (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) != 0;
+    size_t sent = native ? 0 : mux__pwrite_direct(s, buf, len);
+    if (sent == len) {
+        mux__bufpool_sent(pool, (uint32_t)idx); /* sent whole: back at once */
+        return 0;
+    }
+    struct mux__pwrite *w = mux__pwrite_get(s);
+    if (mux__unlikely(!w)) {
+        if (sent == 0) {
+            mux__bufpool_unsend(pool, (uint32_t)idx); /* the caller's again */
+            return -ENOMEM;
+        }
+        /* Bytes went already: the rest is lost with the buffer, and the reader hears why. */
+        mux__bufpool_sent(pool, (uint32_t)idx);
+        if (!s->fail_)
+            s->fail_ = -ENOMEM;
+        mux__stream_kick(s);
+        return 0;
+    }
+    w->req.data = s;
+    w->buf = mux_buf_init(buf + sent, len - sent);
+    w->pool = pool;
+    w->idx = (uint32_t)idx;
+    /* The echo's case, where the kernel sends: nothing queued or in flight, the write slot's
+     * last completion taken in (what mux__write_fast checks, less what was checked above). */
+    if (native && !s->wq_head_ && !s->wq_bytes_ && !(s->flags_ & S_WDONE) &&
+        !mux__op_in_flight(&s->wop_)) {
+        mux__write_now(s, &w->req, &w->buf, mux__pwrite_done);
+        return 0;
+    }
+    int err = mux__write(s, &w->req, &w->buf, 1, -1, 0, 0, mux__pwrite_done);
+    if (mux__unlikely(err != 0)) { /* the checks above make this unreachable */
+        mux__pwrite_put(s, w);
+        mux__bufpool_unsend(pool, (uint32_t)idx);
+    }
+    return err;
 }
 
 MUX_EXPORT int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs,

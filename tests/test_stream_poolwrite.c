@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: MIT */
+/* mux_write_pool: a write from a buffer a pool read received, given back to its pool when the
+ * send ends. An echo through it with every byte checked and every buffer back; its order among
+ * mux_write's; a send that goes out in parts (a small send buffer, a peer that reads late);
+ * a send to a reset peer, whose buffer still goes back; the bad input it refuses; and a close
+ * with sends not done. Every case runs on every backend: where the kernel sends (io_uring) the
+ * send goes with the next wait, elsewhere it is tried inside the call. */
+#include <fcntl.h>
+
+#include "stream_util.h"
+
+#define PW_SIZE  256
+#define PW_COUNT 4
+
+/* A stream reading from a pool of PW_COUNT buffers of PW_SIZE bytes, echoing what it reads
+ * with mux_write_pool (unless `hold`: it keeps the buffers for the case to use). */
+struct pw {
+    mux_stream_t s;
+    mux_bufpool_t pool;
+    char *mem;
+    uint32_t slots[PW_COUNT];
+    int hold, stop_after_read;
+    char *held[PW_COUNT];
+    int nheld;
+    int reads, ends, closed;
+    ssize_t end;        /* what the read callback got at its end (0 or a negative errno) */
+    int write_err;      /* mux_write_pool's return, if not 0 */
+    uint64_t echoed;    /* bytes handed to mux_write_pool */
+    int avail_in_wcb;   /* mux_bufpool_available when a write callback ran */
+    int wstatus, wdone; /* that write's */
+};
+
+static void pw_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct pw *p = s->data;
+    if (nread <= 0) {
+        CHECK(buf == NULL);
+        p->ends++;
+        p->end = nread;
+        return;
+    }
+    p->reads++;
+    CHECK(in_pool(buf, p->mem, PW_SIZE, PW_COUNT));
+    if (p->hold) {
+        CHECK_LT(p->nheld, PW_COUNT);
+        p->held[p->nheld++] = buf;
+    } else {
+        int r = mux_write_pool(s, buf, (size_t)nread);
+        if (r != 0) {
+            p->write_err = r;
+            CHECK_EQ(mux_bufpool_put(&p->pool, buf), 0); /* refused: still ours */
+        } else {
+            p->echoed += (uint64_t)nread;
+        }
+    }
+    if (p->stop_after_read)
+        CHECK_EQ(mux_read_stop(s), 0);
+}
+
+static void pw_closed_cb(mux_stream_t *s)
+{
+    struct pw *p = s->data;
+    /* Every send that was not done gave its buffer back before this callback. */
+    CHECK_EQ(mux_bufpool_available(&p->pool), PW_COUNT - p->nheld);
+    p->closed = 1;
+}
+
+static void pw_open(mux_loop_t *loop, struct pw *p, int fd)
+{
+    memset(p, 0, sizeof *p);
+    p->mem = page_alloc(PW_SIZE * PW_COUNT);
+    CHECK_EQ(mux_bufpool_init(&p->pool, p->mem, PW_SIZE, PW_COUNT, p->slots), 0);
+    p->s.data = p;
+    CHECK_EQ(mux_stream_open(loop, &p->s, fd), 0);
+}
+
+static void pw_close(mux_loop_t *loop, struct pw *p)
+{
+    CHECK_EQ(mux_stream_close(&p->s, pw_closed_cb), 0);
+    run_for(loop, &p->closed, 2000, "the stream closed");
+    loop_finish(loop);
+    free(p->mem);
+}
+
+/* Reads what is there from the non-blocking `fd` into `got` (at most `cap` in all). */
+static size_t drain_into(int fd, char *got, size_t have, size_t cap)
+{
+    for (;;) {
+        if (have == cap)
+            return have;
+        ssize_t n = read(fd, got + have, cap - have);
+        if (n <= 0) {
+            CHECK(n == 0 || errno == EAGAIN || errno == EINTR);
+            return have;
+        }
+        have += (size_t)n;
+    }
+}
+
+TEST(stream_write_pool_echoes_every_byte_and_gives_every_buffer_back) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct pw p;
+    pw_open(&loop, &p, sv[0]);
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    enum { TOTAL = 200000 };
+    pattern_init();
+    char *out = malloc(TOTAL), *got = malloc(TOTAL);
+    CHECK(out && got);
+    pattern_fill(out, 0, TOTAL);
+    size_t sent = 0, have = 0;
+    uint64_t deadline = mux_now(&loop) + 10000000000ull;
+    while (have < TOTAL) {
+        CHECK_LT(mux_now(&loop), deadline);
+        if (sent < TOTAL) {
+            size_t chunk = TOTAL - sent < 1000 ? TOTAL - sent : 1000; /* not a buffer's size */
+            ssize_t n = write(sv[1], out + sent, chunk);
+            if (n > 0)
+                sent += (size_t)n;
+            else
+                CHECK_EQ(errno, EAGAIN);
+        }
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        have = drain_into(sv[1], got, have, TOTAL);
+        if (sent == TOTAL && have < TOTAL) {
+            struct pollfd pfd = {.fd = sv[1], .events = POLLIN};
+            CHECK_GE(poll(&pfd, 1, 1), 0);
+        }
+    }
+    CHECK(pattern_ok(got, 0, TOTAL));
+    CHECK_EQ(p.write_err, 0);
+    CHECK_EQ(p.echoed, TOTAL);
+    CHECK_EQ(p.ends, 0);
+    run_ms(&loop, 20); /* the last sends' completions */
+    CHECK_EQ(mux_stream_write_queue_size(&p.s), 0);
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
+    pw_close(&loop, &p);
+    close(sv[1]);
+    free(out);
+    free(got);
+}
+
+static void pw_write_cb(mux_write_t *req, int status)
+{
+    struct pw *p = req->data;
+    p->wstatus = status;
+    p->avail_in_wcb = mux_bufpool_available(&p->pool);
+    p->wdone++;
+}
+
+TEST(stream_write_pool_keeps_its_place_among_mux_writes) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct pw p;
+    pw_open(&loop, &p, sv[0]);
+    p.hold = 1;
+    p.stop_after_read = 1;
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    CHECK_EQ(write(sv[1], "pool", 4), 4);
+    run_for(&loop, &p.reads, 2000, "a read into the pool");
+    CHECK_EQ(p.nheld, 1);
+    mux_write_t a, c;
+    a.data = c.data = &p;
+    mux_buf_t ba = mux_buf_init("head-", 5), bc = mux_buf_init("-tail", 5);
+    CHECK_EQ(mux_write(&p.s, &a, &ba, 1, pw_write_cb), 0);
+    CHECK_EQ(mux_write_pool(&p.s, p.held[0], 4), 0);
+    CHECK_EQ(mux_write(&p.s, &c, &bc, 1, pw_write_cb), 0);
+    CHECK_EQ(mux_bufpool_put(&p.pool, p.held[0]), -EINVAL); /* the stream's now */
+    p.nheld = 0;
+    run_until_count(&loop, &p.wdone, 2, 2000, "both write callbacks");
+    CHECK_EQ(p.wstatus, 0);
+    CHECK_EQ(p.avail_in_wcb, PW_COUNT); /* back before the write queued after it ended */
+    char got[32];
+    size_t have = drain_into(sv[1], got, 0, sizeof got);
+    CHECK_EQ(have, 14);
+    CHECK(memcmp(got, "head-pool-tail", 14) == 0);
+    pw_close(&loop, &p);
+    close(sv[1]);
+}
+
+/* A loopback TCP pair (stream_util.h's), both ends non-blocking: out[0] is the accepted end. */
+static void pw_tcp_pair(int out[2])
+{
+    tcp_pair(out);
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ(fcntl(out[i], F_SETFL, fcntl(out[i], F_GETFL) | O_NONBLOCK), 0);
+}
+
+/* Small send and receive buffers on the path from `from` to `to`. */
+static void pw_small_buffers(int from, int to)
+{
+    int small = 4096;
+    CHECK_EQ(setsockopt(from, SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+    CHECK_EQ(setsockopt(to, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+}
+
+#define BIG_SIZE  16384
+#define BIG_COUNT 32
+
+/* A stream of a pool of BIG_COUNT buffers of BIG_SIZE, which holds what it reads (and goes on
+ * reading: the cases feed it far less than the pool holds). */
+struct big {
+    mux_stream_t s;
+    mux_bufpool_t pool;
+    char *mem;
+    uint32_t slots[BIG_COUNT];
+    char *held[BIG_COUNT];
+    size_t len[BIG_COUNT];
+    int nheld, ends, closed;
+    ssize_t end;
+    size_t got;
+};
+
+static void big_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct big *b = s->data;
+    if (nread <= 0) {
+        CHECK(buf == NULL);
+        b->ends++;
+        b->end = nread;
+        return;
+    }
+    CHECK_LT(b->nheld, BIG_COUNT);
+    b->held[b->nheld] = buf;
+    b->len[b->nheld++] = (size_t)nread;
+    b->got += (size_t)nread;
+}
+
+static void big_closed_cb(mux_stream_t *s)
+{
+    struct big *b = s->data;
+    CHECK_EQ(mux_bufpool_available(&b->pool), BIG_COUNT);
+    b->closed = 1;
+}
+
+static void big_open(mux_loop_t *loop, struct big *b, int fd)
+{
+    memset(b, 0, sizeof *b);
+    b->mem = page_alloc((size_t)BIG_SIZE * BIG_COUNT);
+    CHECK_EQ(mux_bufpool_init(&b->pool, b->mem, BIG_SIZE, BIG_COUNT, b->slots), 0);
+    b->s.data = b;
+    CHECK_EQ(mux_stream_open(loop, &b->s, fd), 0);
+    CHECK_EQ(mux_read_start_pool(&b->s, &b->pool, big_read_cb), 0);
+}
+
+/* Writes `total` bytes of the pattern from `fd` while the loop reads them into the pool,
+ * until the stream holds them all. */
+static void big_feed(mux_loop_t *loop, struct big *b, int fd, size_t total)
+{
+    char *out = malloc(total);
+    CHECK(out != NULL);
+    pattern_fill(out, 0, total);
+    size_t sent = 0;
+    uint64_t deadline = mux_now(loop) + 10000000000ull;
+    while (b->got < total) {
+        CHECK_LT(mux_now(loop), deadline);
+        if (sent < total) {
+            ssize_t n = write(fd, out + sent, total - sent);
+            if (n > 0)
+                sent += (size_t)n;
+            else
+                CHECK_EQ(errno, EAGAIN);
+        }
+        CHECK_GE(mux_run(loop, MUX_RUN_NOWAIT), 0);
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        CHECK_GE(poll(&pfd, 1, 1), 0);
+    }
+    CHECK_EQ(b->got, total);
+    free(out);
+}
+
+TEST(stream_write_pool_to_a_slow_reader_goes_out_in_parts_with_every_byte_and_buffer_back) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    pattern_init();
+    int p[2];
+    pw_tcp_pair(p);
+    struct big b;
+    big_open(&loop, &b, p[0]);
+    big_feed(&loop, &b, p[1], 3 * 40000); /* received in pieces */
+    CHECK_GT(b.nheld, 0);
+    pw_small_buffers(p[0], p[1]);
+    size_t total = 0;
+    for (int i = 0; i < b.nheld; i++) {
+        CHECK_EQ(mux_write_pool(&b.s, b.held[i], b.len[i]), 0);
+        total += b.len[i];
+    }
+    int nheld = b.nheld;
+    b.nheld = 0;
+    /* The peer reads nothing yet: the socket fills, and the sends stop part way. */
+    run_ms(&loop, 50);
+    ssize_t queued = mux_stream_write_queue_size(&b.s);
+    CHECK_GT(queued, 0);
+    CHECK_LT(mux_bufpool_available(&b.pool), BIG_COUNT); /* the sends still hold buffers */
+    CHECK_GE(mux_bufpool_available(&b.pool), BIG_COUNT - nheld);
+    /* Then it reads slowly, a little at a time, until everything came. */
+    char *got = malloc(total);
+    CHECK(got != NULL);
+    size_t have = 0;
+    uint64_t deadline = mux_now(&loop) + 10000000000ull;
+    while (have < total) {
+        CHECK_LT(mux_now(&loop), deadline);
+        size_t cap = have + 1500 < total ? have + 1500 : total;
+        have = drain_into(p[1], got, have, cap);
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        struct pollfd pfd = {.fd = p[1], .events = POLLIN};
+        CHECK_GE(poll(&pfd, 1, 1), 0);
+    }
+    CHECK(pattern_ok(got, 0, total));
+    run_ms(&loop, 20);
+    CHECK_EQ(mux_stream_write_queue_size(&b.s), 0);
+    CHECK_EQ(mux_bufpool_available(&b.pool), BIG_COUNT);
+    CHECK_EQ(b.ends, 0);
+    CHECK_EQ(mux_stream_close(&b.s, big_closed_cb), 0);
+    run_for(&loop, &b.closed, 2000, "the stream closed");
+    loop_finish(&loop);
+    free(b.mem);
+    free(got);
+    close(p[1]);
+}
+
+/* The peer closes with a reset (SO_LINGER 0): what it had not read is dropped. */
+static void pw_reset(int fd)
+{
+    struct linger l = {.l_onoff = 1, .l_linger = 0};
+    CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l), 0);
+    CHECK_EQ(close(fd), 0);
+}
+
+static void pw_in_set(int v, int line)
+{
+    if (v != -ECONNRESET && v != -EPIPE)
+        harness_fail_cmp(__FILE__, line, "status", "in", "{-ECONNRESET, -EPIPE}", v, -ECONNRESET);
+}
+
+/* A mux_write queued after pool writes. */
+struct after {
+    mux_bufpool_t *pool;
+    int status, avail, done;
+};
+
+static void after_cb(mux_write_t *req, int status)
+{
+    struct after *a = req->data;
+    a->status = status;
+    a->avail = mux_bufpool_available(a->pool);
+    a->done = 1;
+}
+
+TEST(stream_write_pool_failing_on_a_reset_peer_gives_the_buffer_back_and_the_error_on) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    pattern_init();
+    int p[2];
+    pw_tcp_pair(p);
+    struct big b;
+    big_open(&loop, &b, p[0]);
+    big_feed(&loop, &b, p[1], 100000);
+    pw_small_buffers(p[0], p[1]);
+    /* Sends that fill the socket, then a write queued after them, then the reset. */
+    for (int i = 0; i < b.nheld; i++)
+        CHECK_EQ(mux_write_pool(&b.s, b.held[i], b.len[i]), 0);
+    b.nheld = 0;
+    struct after w = {.pool = &b.pool};
+    mux_write_t after;
+    after.data = &w;
+    mux_buf_t tail = mux_buf_init("tail", 4);
+    run_ms(&loop, 30);
+    CHECK_GT(mux_stream_write_queue_size(&b.s), 0);
+    CHECK_EQ(mux_write(&b.s, &after, &tail, 1, after_cb), 0);
+    pw_reset(p[1]);
+    run_for(&loop, &w.done, 2000, "the write after the pool writes failed");
+    pw_in_set(w.status, __LINE__);
+    CHECK_EQ(w.avail, BIG_COUNT); /* back before the write queued after them ended */
+    CHECK_EQ(mux_bufpool_available(&b.pool), BIG_COUNT); /* every buffer went back */
+    CHECK_EQ(mux_stream_write_queue_size(&b.s), 0);
+    CHECK_EQ(mux_stream_close(&b.s, big_closed_cb), 0);
+    run_for(&loop, &b.closed, 2000, "the stream closed");
+    loop_finish(&loop);
+    free(b.mem);
+}
+
+TEST(stream_write_pool_failing_while_reading_ends_the_reader_once_with_the_error) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    pattern_init();
+    int p[2];
+    pw_tcp_pair(p);
+    struct big b;
+    big_open(&loop, &b, p[0]);
+    big_feed(&loop, &b, p[1], 100000);
+    pw_small_buffers(p[0], p[1]);
+    for (int i = 0; i < b.nheld; i++)
+        CHECK_EQ(mux_write_pool(&b.s, b.held[i], b.len[i]), 0);
+    b.nheld = 0;
+    run_ms(&loop, 30);
+    CHECK_GT(mux_stream_write_queue_size(&b.s), 0);
+    CHECK_EQ(b.ends, 0);
+    pw_reset(p[1]);
+    /* The receive or the send meets the reset first: either way the reader ends once. */
+    run_for(&loop, &b.ends, 2000, "the reader's end");
+    run_ms(&loop, 30);
+    CHECK_EQ(b.ends, 1);
+    pw_in_set((int)b.end, __LINE__);
+    CHECK_EQ(mux_bufpool_available(&b.pool), BIG_COUNT);
+    CHECK_EQ(mux_stream_write_queue_size(&b.s), 0);
+    CHECK_EQ(mux_stream_close(&b.s, big_closed_cb), 0);
+    run_for(&loop, &b.closed, 2000, "the stream closed");
+    loop_finish(&loop);
+    free(b.mem);
+}
+
+TEST(stream_write_pool_close_with_sends_not_done_gives_every_buffer_back) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    pattern_init();
+    int p[2];
+    pw_tcp_pair(p);
+    struct big b;
+    big_open(&loop, &b, p[0]);
+    big_feed(&loop, &b, p[1], 3 * 40000);
+    pw_small_buffers(p[0], p[1]);
+    for (int i = 0; i < b.nheld; i++)
+        CHECK_EQ(mux_write_pool(&b.s, b.held[i], b.len[i]), 0);
+    b.nheld = 0;
+    run_ms(&loop, 30);
+    CHECK_GT(mux_stream_write_queue_size(&b.s), 0);
+    CHECK_LT(mux_bufpool_available(&b.pool), BIG_COUNT);
+    /* big_closed_cb checks that every buffer is back. */
+    CHECK_EQ(mux_stream_close(&b.s, big_closed_cb), 0);
+    run_for(&loop, &b.closed, 2000, "the stream closed");
+    CHECK_EQ(b.ends, 0); /* a close is no error for the reader */
+    loop_finish(&loop);
+    free(b.mem);
+    close(p[1]);
+}
+
+static void pw_buf_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct pw *p = s->data;
+    (void)buf;
+    CHECK_EQ(nread, 1);
+    p->reads++;
+    CHECK_EQ(mux_read_stop(s), 0);
+}
+
+static void pw_shut_cb(mux_stream_t *s, int status)
+{
+    struct pw *p = s->data;
+    CHECK_EQ(status, 0);
+    p->wdone++;
+}
+
+TEST(stream_write_pool_refuses_bad_input_and_leaves_the_buffer_the_callers) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct pw p;
+    pw_open(&loop, &p, sv[0]);
+    p.hold = 1;
+    p.stop_after_read = 1;
+    /* Not reading from a pool (yet): no buffer is the stream's pool's. */
+    char other[PW_SIZE];
+    CHECK_EQ(mux_write_pool(&p.s, other, 1), -EINVAL);
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    CHECK_EQ(write(sv[1], "abcdef", 6), 6);
+    run_for(&loop, &p.reads, 2000, "a read into the pool");
+    CHECK_EQ(p.nheld, 1);
+    char *buf = p.held[0];
+    int free_before = mux_bufpool_available(&p.pool);
+    CHECK_EQ(free_before, PW_COUNT - 1);
+    CHECK_EQ(mux_write_pool(NULL, buf, 1), -EINVAL);
+    CHECK_EQ(mux_write_pool(&p.s, NULL, 1), -EINVAL);
+    CHECK_EQ(mux_write_pool(&p.s, buf, 0), -EINVAL);
+    CHECK_EQ(mux_write_pool(&p.s, buf, PW_SIZE + 1), -EINVAL);      /* past the buffer */
+    CHECK_EQ(mux_write_pool(&p.s, buf + 10, PW_SIZE - 9), -EINVAL); /* past it from inside */
+    CHECK_EQ(mux_write_pool(&p.s, other, 1), -EINVAL);              /* not the pool's */
+    CHECK_EQ(mux_write_pool(&p.s, p.mem - 1, 1), -EINVAL);          /* just below it */
+    CHECK_EQ(mux_write_pool(&p.s, p.mem + PW_SIZE * PW_COUNT, 1), -EINVAL); /* past its end */
+    char *free_buf = buf == p.mem ? p.mem + PW_SIZE : p.mem;
+    CHECK_EQ(mux_write_pool(&p.s, free_buf, 1), -EINVAL); /* a free buffer, not the caller's */
+    CHECK_EQ(mux_bufpool_available(&p.pool), free_before); /* nothing was taken */
+    /* A stream reading into its own buffer has no pool. */
+    char own[8];
+    CHECK_EQ(mux_read_start(&p.s, own, sizeof own, pw_buf_read_cb), 0);
+    CHECK_EQ(mux_write_pool(&p.s, buf, 1), -EINVAL);
+    CHECK_EQ(mux_read_stop(&p.s), 0);
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    CHECK_EQ(mux_read_stop(&p.s), 0);
+    /* From inside the buffer, up to its end, is good; a second write of it is not. */
+    CHECK_EQ(mux_write_pool(&p.s, buf + 2, PW_SIZE - 2), 0);
+    CHECK_EQ(mux_write_pool(&p.s, buf, 1), -EINVAL);
+    CHECK_EQ(mux_bufpool_put(&p.pool, buf), -EINVAL);
+    p.nheld = 0;
+    run_ms(&loop, 20);
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
+    char got[PW_SIZE];
+    CHECK_EQ(drain_into(sv[1], got, 0, sizeof got), PW_SIZE - 2);
+    CHECK(memcmp(got, "cdef", 4) == 0);
+    /* After shutdown: -EPIPE, the buffer still the caller's. */
+    CHECK_EQ(write(sv[1], "g", 1), 1);
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    run_for(&loop, &p.nheld, 2000, "a second read into the pool");
+    buf = p.held[0];
+    CHECK_EQ(mux_stream_shutdown(&p.s, pw_shut_cb), 0);
+    CHECK_EQ(mux_write_pool(&p.s, buf, 1), -EPIPE);
+    run_for(&loop, &p.wdone, 2000, "the shutdown");
+    CHECK_EQ(mux_bufpool_put(&p.pool, buf), 0);
+    p.nheld = 0;
+    /* A closing stream. */
+    CHECK_EQ(mux_stream_close(&p.s, pw_closed_cb), 0);
+    CHECK_EQ(mux_write_pool(&p.s, p.mem, 1), -EINVAL);
+    run_for(&loop, &p.closed, 2000, "the stream closed");
+    CHECK_EQ(mux_write_pool(&p.s, p.mem, 1), -EINVAL); /* closed */
+    loop_finish(&loop);
+    free(p.mem);
+    close(sv[1]);
+}
