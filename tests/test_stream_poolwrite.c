@@ -405,6 +405,11 @@ TEST(stream_write_pool_failing_while_reading_ends_the_reader_once_with_the_error
     run_for(&loop, &b.ends, 2000, "the reader's end");
     run_ms(&loop, 30);
     CHECK_EQ(b.ends, 1);
+#ifdef _WIN32
+    if (win_is_wine() && b.end == 0)
+        SKIP("Wine does not implement it: the peer of a socket closed with SO_LINGER {1, 0} "
+             "reads the end of the stream there, not a reset (Windows sends the reset)");
+#endif
     pw_in_set((int)b.end, __LINE__);
     CHECK_EQ(mux_bufpool_available(&b.pool), BIG_COUNT);
     CHECK_EQ(mux_stream_write_queue_size(&b.s), 0);
