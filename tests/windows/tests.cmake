@@ -22,6 +22,7 @@ set(win_ported_files test_core.c test_loop.c test_badinput.c test_io.c test_time
   test_event_base.c test_event_bufferevent.c test_event_listener.c test_event_alloc.c test_fs.c
   test_event_compat.c test_child.c test_process.c test_udp.c test_work.c test_resolve.c
   test_event_pair.c test_event_closed.c test_io_rdhup.c test_stream_poolwrite.c
+  test_event_http.c
   windows/test_windows.c)
 
 set(win_sources harness.c event_fixture.c ${win_ported_files})

@@ -53,6 +53,14 @@ EVENT2_EXPORT_SYMBOL int evbuffer_add_printf(struct evbuffer *buf, const char *f
     __attribute__((format(printf, 2, 3)));
 EVENT2_EXPORT_SYMBOL int evbuffer_add_vprintf(struct evbuffer *buf, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
+/* Adds `datlen` bytes the caller keeps at `data`; `cleanupfn` (may be NULL) is called with
+ * them and `cleanupfn_arg` once the buffers no longer hold any of them (drained, or freed).
+ * The bytes are copied here, where libevent points at them, so the caller's memory is not
+ * read after the call; nothing else differs. Returns 0, or -1 (`cleanupfn` not called). */
+typedef void (*evbuffer_ref_cleanup_cb)(const void *data, size_t datalen, void *extra);
+EVENT2_EXPORT_SYMBOL int evbuffer_add_reference(struct evbuffer *outbuf, const void *data,
+                                                size_t datlen, evbuffer_ref_cleanup_cb cleanupfn,
+                                                void *cleanupfn_arg);
 /* Moves every byte of `inbuf` to the end of `outbuf`, chunks and all. Returns 0, or -1. */
 EVENT2_EXPORT_SYMBOL int evbuffer_add_buffer(struct evbuffer *outbuf, struct evbuffer *inbuf);
 /* Moves up to `datlen` bytes from the front of `src` to the end of `dst`. Returns the count. */

@@ -32,6 +32,7 @@ struct evx_chain *evx_chain_new(size_t cap)
         chain_cached--;
         ch->next = NULL;
         ch->misalign = ch->off = 0;
+        ch->cleanup = NULL;
         return ch;
     }
     if (cap > SIZE_MAX - sizeof(struct evx_chain))
@@ -41,12 +42,17 @@ struct evx_chain *evx_chain_new(size_t cap)
         ch->next = NULL;
         ch->misalign = ch->off = 0;
         ch->cap = cap;
+        ch->cleanup = NULL;
     }
     return ch;
 }
 
 void evx_chain_free(struct evx_chain *ch)
 {
+    if (ch && ch->cleanup) {
+        ch->cleanup(ch->ref, ch->cap, ch->ref_arg);
+        ch->cleanup = NULL;
+    }
     if (ch && ch->cap == EVX_CHAIN_READ && chain_cached < EVX_CACHE_MAX) {
         ch->next = chain_cache;
         chain_cache = ch;
@@ -169,7 +175,7 @@ static struct evx_chain *room(struct evbuffer *buf, size_t need)
     struct evx_chain *last = buf->last;
     if (last && chain_space(last) >= need)
         return last;
-    if (last && last->off == 0 && last->cap >= need) {
+    if (last && last->off == 0 && last->cap >= need && !last->cleanup) {
         last->misalign = 0;
         return last;
     }
@@ -209,6 +215,33 @@ EVX_EXPORT int evbuffer_add(struct evbuffer *buf, const void *data, size_t len)
         buf->total += len - first;
     }
     added(buf);
+    return 0;
+}
+
+EVX_EXPORT int evbuffer_add_reference(struct evbuffer *outbuf, const void *data, size_t datlen,
+                                      evbuffer_ref_cleanup_cb cleanupfn, void *cleanupfn_arg)
+{
+    /* A copy in a chunk of its own: a chunk that pointed into the program's memory would be a
+     * second kind of chunk for every reader and writer of chunks to know. What the program
+     * sees is libevent's: its bytes are not written to, and the cleanup runs once they have
+     * all been drained (or the buffer freed). */
+    if (!outbuf || (!data && datlen) || outbuf->frozen_back)
+        return -1;
+    if (!datlen) {
+        if (cleanupfn)
+            cleanupfn(data, 0, cleanupfn_arg);
+        return 0;
+    }
+    struct evx_chain *ch = evx_chain_new(datlen);
+    if (!ch)
+        return -1;
+    memcpy(ch->buf, data, datlen);
+    ch->off = datlen;
+    ch->cleanup = cleanupfn;
+    ch->ref = data;
+    ch->ref_arg = cleanupfn_arg;
+    evx_buffer_append_chain(outbuf, ch);
+    added(outbuf);
     return 0;
 }
 

@@ -67,10 +67,16 @@ extern struct event_base *evx_current_base;
  * event_base_foreach_event or event_base_dump_events. */
 #define EVX_INTERNAL EVLIST_INTERNAL
 
-/* A chunk of an evbuffer: bytes [misalign, misalign + off) of buf are data. */
+/* A chunk of an evbuffer: bytes [misalign, misalign + off) of buf are data. A chunk made by
+ * evbuffer_add_reference holds a copy of the program's bytes and exactly them (it is full,
+ * so nothing is appended to it), and tells the program with `cleanup` when it is freed:
+ * when the last of those bytes has left the buffers, as libevent tells it. */
 struct evx_chain {
     struct evx_chain *next;
     size_t misalign, off, cap;
+    void (*cleanup)(const void *data, size_t len, void *arg); /* or NULL */
+    const void *ref;
+    void *ref_arg;
     char buf[];
 };
 
