@@ -56,9 +56,17 @@
  *   cache, and on the first round a page fault that clears a page (a large share of an echo
  *   server's CPU: docs/studies.md). So the ring holds only as many buffers as there are
  *   receives that may take one, plus MUX__RING_SLACK; the other free buffers wait on the
- *   pool's free list, most recently used first, and top the ring up as receives are armed
- *   and buffers come back. A receive takes at most one buffer, so the ring never runs dry
- *   while the pool has free buffers.
+ *   pool's free list, most recently used first, and top the ring up when a receive is armed,
+ *   and after every reap and before every enter for what receives took and sends gave back
+ *   meanwhile: one store of the ring's tail per batch, not one per buffer (a pool has no
+ *   hook for a buffer that comes back). The kernel takes buffers only while it runs, so the
+ *   ring is full whenever it does, but for the callbacks' own system calls (task work runs
+ *   on their way back): the slack is for those, and a multishot receive that still finds
+ *   the ring empty ends with -ENOBUFS, which its owner answers with a single receive.
+ * - The reap hands an operation's CQE to its owner inline (uring.h, mux__uring_ops_cqe):
+ *   its flags pass on with one mask (MUX__OPC_MORE and _NONEMPTY have the CQE flags'
+ *   values), and only a kept operation's, a datagram's and a refused one go through this
+ *   file.
  * - Multishot receives (6.0) never poll first: with IORING_RECVSEND_POLL_FIRST, one that
  *   has emptied the socket misses an end of stream that came before (6.18 here: a socketpair
  *   holding 8 bytes and a shutdown gives two CQEs and then none, where without the flag the
@@ -83,40 +91,13 @@
 #define MUX__URING_SENDV_MAX 1024u       /* UIO_MAXIOV */
 #define MUX__RING_SLACK      8u
 
-/* mux__uop.queue: what the next wait does; mux__uop.state: where the operation is. */
-enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
-enum {
-    MUX__OPS_QUEUED = 0x1,
-    MUX__OPS_FLIGHT = 0x2,
-    MUX__OPS_KEPT = 0x4,    /* CQEs of it are kept (st->defer) */
-    MUX__OPS_REFUSED = 0x8, /* refused in this redelivery: its later CQEs are not offered */
-    MUX__OPS_PARKED = 0x10, /* its owner parked them (backend.h, "Multishot") */
-};
-
-struct mux__upool {
-    mux_bufpool_t *pool;
-    struct io_uring_buf_ring *ring;
-    struct mux__upool *next;
-    uint16_t bgid, rmask;
-    uint8_t registered;
-    uint32_t inring; /* buffers in the ring */
-    uint32_t armed;  /* receives in flight that may take one */
-};
-
-/* An operation's io_uring part, in its private space, and back. */
-static struct mux__uop *mux__uop_of(struct mux__op *op)
-{
-    return (struct mux__uop *)(void *)op->priv_.word;
-}
+_Static_assert(MUX__OPC_MORE == IORING_CQE_F_MORE &&
+                   MUX__OPC_NONEMPTY == IORING_CQE_F_SOCK_NONEMPTY,
+               "a CQE's flags pass on as a completion's with one mask");
 
 static struct mux__op *mux__op_of_uop(struct mux__uop *u)
 {
     return (struct mux__op *)(void *)((char *)u - offsetof(struct mux__op, priv_));
-}
-
-static struct mux__op *mux__cqe_op(uint64_t ud)
-{
-    return (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
 }
 
 static uint64_t mux__op_ud(const struct mux__op *op)
@@ -134,39 +115,32 @@ static void mux__ulist_init(struct mux__uop *anchor, int queue)
 
 /* ---- buffer rings ----------------------------------------------------------------- */
 
-static struct mux__upool *mux__upool_of(const mux_bufpool_t *p)
-{
-    return mux__bufpool_kring(p);
-}
-
-/* The pool a receive takes its buffers from: a stream's, or a datagram socket's, or NULL. */
-static mux_bufpool_t *mux__op_pool(const struct mux__op *op)
-{
-    if (op->kind_ == MUX__OP_RECV_POOL)
-        return op->a_.pool;
-    return op->kind_ == MUX__OP_DGRAM_RECV ? op->a_.dgram->pool : NULL;
-}
-
 static size_t mux__upool_bytes(const struct mux__upool *up)
 {
     return ((size_t)up->rmask + 1) * sizeof(struct io_uring_buf);
 }
 
-/* Moves free buffers from the pool's free list into the ring until it holds enough. */
+/* Moves free buffers from the pool's free list into the ring until it holds enough, and
+ * publishes them with one store of the ring's tail. */
 static void mux__upool_topup(struct mux__upool *up)
 {
-    int k = 0;
-    while (up->inring < up->armed + MUX__RING_SLACK) {
-        uint32_t i = mux__bufpool_lend(up->pool);
+    if (up->inring >= up->armed + MUX__RING_SLACK)
+        return;
+    uint32_t want = up->armed + MUX__RING_SLACK - up->inring, k = 0;
+    mux_bufpool_t *p = up->pool;
+    struct io_uring_buf_ring *br = up->ring;
+    unsigned size = (unsigned)mux__bufpool_size(p);
+    for (; k < want; k++) {
+        uint32_t i = mux__bufpool_lend(p);
         if (i == MUX__POOL_NONE)
             break;
-        io_uring_buf_ring_add(up->ring, mux__bufpool_addr(up->pool, i),
-                              (unsigned)mux__bufpool_size(up->pool), (unsigned short)i, up->rmask,
-                              k++);
-        up->inring++;
+        io_uring_buf_ring_add(br, mux__bufpool_addr(p, i), size, (unsigned short)i, up->rmask,
+                              (int)k);
     }
-    if (k)
-        io_uring_buf_ring_advance(up->ring, k);
+    if (k) {
+        up->inring += k;
+        io_uring_buf_ring_advance(br, (int)k);
+    }
 }
 
 /* An empty ring, then as many buffers as it should hold. */
@@ -196,12 +170,14 @@ static inline int mux__upool_short(const struct mux__upool *up)
     return up->inring < up->armed + MUX__RING_SLACK;
 }
 
-/* The pool's hook: a buffer went back on the free list, first in line for the ring. */
-static void mux__uring_pool_put(mux_bufpool_t *p)
+/* Tops up every pool's ring that holds fewer buffers than it should: once per reap and
+ * before each enter, so that buffers taken by receives and given back by sends in one batch
+ * go into the ring with one store of its tail, not one each. */
+void mux__uring_ops_topup(struct mux__uring *st)
 {
-    struct mux__upool *up = mux__upool_of(p);
-    if (mux__upool_short(up))
-        mux__upool_topup(up);
+    for (struct mux__upool *up = st->pools; up; up = up->next)
+        if (mux__upool_short(up))
+            mux__upool_topup(up);
 }
 
 int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
@@ -227,7 +203,8 @@ int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
     up->ring = mem;
     up->bgid = st->next_bgid++;
     st->pools_pending = 1; /* the next wait registers it, before it submits a receive */
-    mux__bufpool_bind(p, loop, up, mux__uring_pool_put);
+    /* No hook for buffers that come back: the ring is topped up in batches (above). */
+    mux__bufpool_bind(p, loop, up, NULL);
     mux__upool_fill(up);
     up->next = st->pools;
     st->pools = up;
@@ -249,16 +226,6 @@ static void mux__op_enqueue(struct mux__uring *st, struct mux__op *op, unsigned 
     st->queue.qprev = u;
 }
 
-static void mux__op_dequeue(struct mux__op *op)
-{
-    struct mux__uop *u = mux__uop_of(op);
-    u->qprev->qnext = u->qnext;
-    u->qnext->qprev = u->qprev;
-    u->qnext = u->qprev = NULL;
-    u->queue = 0;
-    u->state &= (uint8_t)~MUX__OPS_QUEUED;
-}
-
 static void mux__op_link(struct mux__uring *st, struct mux__op *op)
 {
     struct mux__uop *u = mux__uop_of(op);
@@ -273,24 +240,9 @@ static void mux__op_link(struct mux__uring *st, struct mux__op *op)
          * early, in the middle of a flush) */
         struct mux__upool *up = mux__upool_of(pool);
         up->armed++;
+        u->state |= MUX__OPS_POOL | (op->kind_ == MUX__OP_DGRAM_RECV ? MUX__OPS_DGRAM : 0);
         mux__upool_topup(up);
     }
-}
-
-/* The operation's last CQE came: it leaves every list (a cancel still queued has nothing
- * left to end). */
-static void mux__op_unlink(struct mux__op *op)
-{
-    struct mux__uop *u = mux__uop_of(op);
-    u->prev->next = u->next;
-    u->next->prev = u->prev;
-    u->next = u->prev = NULL;
-    u->state &= (uint8_t)~MUX__OPS_FLIGHT;
-    mux_bufpool_t *pool = mux__op_pool(op);
-    if (pool)
-        mux__upool_of(pool)->armed--;
-    if (u->state & MUX__OPS_QUEUED)
-        mux__op_dequeue(op);
 }
 
 static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, struct mux__op *op);
@@ -541,7 +493,7 @@ static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cq
     return 0;
 }
 
-int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
+int mux__uring_ops_cqe_slow(struct mux__loop *loop, const struct io_uring_cqe *cqe)
 {
     struct mux__uring *st = loop->bdata;
     struct mux__op *op = mux__cqe_op(cqe->user_data);
@@ -549,16 +501,31 @@ int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
     int refused = 1;
     if (cqe->flags & IORING_CQE_F_BUFFER) {
         /* The kernel took it from the ring, whether its owner takes the CQE now or later;
-         * a multishot receive goes on taking buffers: the ring is topped up. */
-        struct mux__upool *up = mux__upool_of(mux__op_pool(op));
-        up->inring--;
-        if ((cqe->flags & IORING_CQE_F_MORE) && mux__upool_short(up))
-            mux__upool_topup(up);
+         * the reap tops the ring up once it has handled its batch. */
+        mux__upool_of(mux__op_pool(op))->inring--;
     }
     /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
     if (mux__likely(!(u->state & MUX__OPS_KEPT)) &&
         (refused = mux__uring_op_cqe_inline(loop, cqe->user_data, cqe->res, cqe->flags)) == 0)
         return 0;
+    int err = mux__uring_defer(st, cqe);
+    if (err == 0) {
+        u->state |= MUX__OPS_KEPT | (refused == 2 ? MUX__OPS_PARKED : 0);
+        if (!(u->state & MUX__OPS_PARKED))
+            st->defer_retry = 1;
+    }
+    return err;
+}
+
+int mux__uring_ops_refused(struct mux__loop *loop, const struct io_uring_cqe *cqe, int refused)
+{
+    struct mux__uring *st = loop->bdata;
+    struct mux__op *op = mux__cqe_op(cqe->user_data);
+    struct mux__uop *u = mux__uop_of(op);
+    if (cqe->flags & IORING_CQE_F_BUFFER) /* its buffer comes again with it */
+        mux__bufpool_untake(op->a_.pool, cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+    if (!(cqe->flags & IORING_CQE_F_MORE))
+        mux__op_link(st, op); /* still in flight: this completion comes again */
     int err = mux__uring_defer(st, cqe);
     if (err == 0) {
         u->state |= MUX__OPS_KEPT | (refused == 2 ? MUX__OPS_PARKED : 0);
