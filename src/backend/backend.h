@@ -342,7 +342,9 @@ static inline size_t mux__bufpool_size(const mux_bufpool_t *p)
     return p->size_;
 }
 /* The pool's free buffers are `loop`'s kernel's from now on; `kring` is the backend's state
- * for it, and `kput` is called whenever a buffer goes back on the free list. */
+ * for it, and `kput`, unless NULL, is called whenever a buffer goes back on the free list
+ * (io_uring passes none: it refills its ring in batches, after each reap and before each
+ * enter). */
 static inline void mux__bufpool_bind(mux_bufpool_t *p, struct mux__loop *loop, void *kring,
                                      void (*kput)(mux_bufpool_t *p))
 {
