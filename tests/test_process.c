@@ -243,6 +243,35 @@ TEST(spawn_a_file_that_may_not_be_run_is_eacces)
     loop_close(&loop);
 }
 
+/* A directory named as the program may not be run: -EACCES, as execve says, by path and by a
+ * name that PATH leads to. */
+TEST(spawn_a_directory_is_eacces)
+{
+    char dir[] = "/tmp/iomux-spawn-dir-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char sub[sizeof dir + 16];
+    snprintf(sub, sizeof sub, "%s/iomux-nodir", dir);
+    CHECK_EQ(mkdir(sub, 0755), 0);
+    mux_loop_t loop;
+    loop_open(&loop);
+    struct child c;
+    char *by_path[] = {dir, NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, by_path, NULL), -EACCES);
+    const char *old = getenv("PATH");
+    char *saved = old ? strdup(old) : NULL;
+    CHECK_EQ(setenv("PATH", dir, 1), 0);
+    char *by_name[] = {"iomux-nodir", NULL};
+    CHECK_EQ(spawn_argv(&loop, &c, by_name, NULL), -EACCES);
+    if (saved)
+        CHECK_EQ(setenv("PATH", saved, 1), 0);
+    else
+        CHECK_EQ(unsetenv("PATH"), 0);
+    free(saved);
+    CHECK_EQ(rmdir(sub), 0);
+    CHECK_EQ(rmdir(dir), 0);
+    loop_close(&loop);
+}
+
 TEST(spawn_killed_child_reports_the_signal)
 {
     mux_loop_t loop;
