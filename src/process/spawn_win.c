@@ -271,15 +271,9 @@ done:
 
 /* ---- finding the program -------------------------------------------------------------- */
 
-/* Whether `path` names a file (not a directory). */
-static int mux__is_file(const wchar_t *path)
-{
-    DWORD a = GetFileAttributesW(path);
-    return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
-}
-
 /* `dir` (length `dlen`, may be 0) joined to `name`, found as it is or with ".com" or ".exe"
- * when the name has no extension: a new string, or NULL. */
+ * when the name has no extension: a new string, or NULL, with *err -EACCES where the name as
+ * it is names a directory (execve's answer for one), else left as it was. */
 static wchar_t *mux__try_program(const wchar_t *dir, size_t dlen, const wchar_t *name, int *err)
 {
     static const wchar_t *const ext[] = {L"", L".com", L".exe"};
@@ -304,15 +298,19 @@ static wchar_t *mux__try_program(const wchar_t *dir, size_t dlen, const wchar_t 
     k += nlen;
     for (size_t i = 0; i < (has_ext ? 1u : 3u); i++) {
         wcscpy(path + k, ext[i]);
-        if (mux__is_file(path))
+        DWORD a = GetFileAttributesW(path);
+        if (a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY))
             return path;
+        if (a != INVALID_FILE_ATTRIBUTES && i == 0)
+            *err = -EACCES;
     }
     free(path);
     return NULL;
 }
 
 /* The program `file` names, as a full name for CreateProcess: a new string, or NULL (*err:
- * -ENOENT when there is none). */
+ * -ENOENT when there is none, -EACCES when what there is was a directory: as execvp, the
+ * search of PATH goes on past one). */
 static wchar_t *mux__find_program(const char *file, int *err)
 {
     wchar_t *name = mux__wide(file, err), *found = NULL;
@@ -327,7 +325,7 @@ static wchar_t *mux__find_program(const char *file, int *err)
         if (len && !path)
             *err = -ENOMEM;
         if (path && GetEnvironmentVariableW(L"PATH", path, len) < len) {
-            for (wchar_t *dir = path, *end; !found && *err == -ENOENT; dir = end + 1) {
+            for (wchar_t *dir = path, *end; !found && *err != -ENOMEM; dir = end + 1) {
                 end = dir + wcscspn(dir, L";");
                 wchar_t *d = dir;
                 size_t dlen = (size_t)(end - dir);

@@ -956,34 +956,46 @@ MUX_EXPORT int mux_read_stop(mux_stream_t *s)
     return 0;
 }
 
-/* A write to an empty queue, where the operation layer would emulate the send: sent here,
- * as that layer would at once, without its round trip (submit, attempt, completion, the
- * slot taken in). Returns 1 when the write is done with (its callback comes from the
- * task); else 0, with the bytes that went taken off `req` and *left, and the socket's
- * fullness noted: the normal path sends the rest. */
-static int mux__stream_send_direct(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs,
-                                   unsigned nbufs, size_t *left)
+/* What a write to an empty queue sends at once where the operation layer would emulate the
+ * send, without its round trip (submit, attempt, completion, the slot taken in): the bytes
+ * that went, with the socket's fullness noted and the idle clock restarted; or -1 when it did
+ * not try or the socket said an error (the normal path meets it again and reports it). */
+static ssize_t mux__stream_send_now(mux_stream_t *s, const mux_buf_t *bufs, unsigned nbufs,
+                                    size_t left)
 {
     if ((s->flags_ & (S_WDONE | S_WFULL | S_CLOSING)) || mux__op_in_flight(&s->wop_) ||
         (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) || nbufs > MUX__GATHER_MAX)
-        return 0;
-    ssize_t w = *left ? mux__sock_send(s->sock_, bufs, nbufs) : 0;
+        return -1;
+    ssize_t w = left ? mux__sock_send(s->sock_, bufs, nbufs) : 0;
     if (w < 0) {
         if (w == -EAGAIN)
             s->flags_ |= S_WFULL; /* the send waits for writability */
-        return 0;                 /* an error: the normal path meets it again and reports it */
+        return -1;
     }
     if (s->to_.idle_ns | s->to_.write_ns)
         s->last_write_ = mux__now(s->loop_);
+    if ((size_t)w < left)
+        s->flags_ |= S_WFULL; /* short: the socket is full */
+    return w;
+}
+
+/* mux_write's send at once (mux__stream_send_now). Returns 1 when the write is done with (its
+ * callback comes from the task); else 0, with the bytes that went taken off `req` and *left:
+ * the normal path sends the rest. */
+static int mux__stream_send_direct(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs,
+                                   unsigned nbufs, size_t *left)
+{
+    ssize_t w = mux__stream_send_now(s, bufs, nbufs, *left);
+    if (w < 0)
+        return 0;
     if ((size_t)w == *left) {
         req->left_ = 0;
         mux__write_done(s, req, 0);
         mux__stream_kick(s);
         return 1;
     }
-    mux__write_advance(req, (size_t)w); /* short: the socket is full */
+    mux__write_advance(req, (size_t)w);
     *left -= (size_t)w;
-    s->flags_ |= S_WFULL;
     return 0;
 }
 
@@ -1192,27 +1204,17 @@ static void mux__pwrite_done(mux_write_t *req, int status)
     }
 }
 
-/* A pool write to an empty queue, where the operation layer would emulate the send: sent here
- * (as mux__stream_send_direct does for mux_write). Returns the bytes that went, 0 when the
- * socket took none or said an error (the queued send meets it again and reports it). */
+/* A pool write to an empty queue, sent at once (mux__stream_send_now). Returns the bytes that
+ * went: 0 when the socket took none or said an error (the queued send meets it again). */
 static size_t mux__pwrite_direct(mux_stream_t *s, char *buf, size_t len)
 {
-    if ((s->flags_ & (S_WDONE | S_WFULL | S_CLOSING)) || s->wq_head_ ||
-        mux__op_in_flight(&s->wop_) || (s->loop_->caps & MUX__CAP(MUX__OP_SEND)))
+    if (s->wq_head_)
         return 0;
     mux_buf_t b = mux_buf_init(buf, len);
-    ssize_t w = mux__sock_send(s->sock_, &b, 1);
-    if (w <= 0) {
-        if (w == -EAGAIN)
-            s->flags_ |= S_WFULL; /* the queued send waits for writability */
+    ssize_t w = mux__stream_send_now(s, &b, 1, len);
+    if (w <= 0)
         return 0;
-    }
-    /* Bytes went: the idle timeout starts again, and a peer waits for this answer. */
-    s->flags_ &= ~(unsigned)S_RFILLED;
-    if (s->to_.idle_ns | s->to_.write_ns)
-        s->last_write_ = mux__now(s->loop_);
-    if ((size_t)w < len)
-        s->flags_ |= S_WFULL; /* short: the socket is full */
+    s->flags_ &= ~(unsigned)S_RFILLED; /* a peer waits for this answer, as in mux__write */
     return (size_t)w;
 }
 
