@@ -493,6 +493,20 @@ static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cq
     return 0;
 }
 
+/* Keeps a CQE that its owner refused (1: offered again, 2: parked) or that follows a kept one
+ * of the same operation: its later CQEs are kept too, in order. 0, or -ENOMEM. */
+static int mux__uring_keep(struct mux__uring *st, struct mux__uop *u,
+                           const struct io_uring_cqe *cqe, int refused)
+{
+    int err = mux__uring_defer(st, cqe);
+    if (err == 0) {
+        u->state |= MUX__OPS_KEPT | (refused == 2 ? MUX__OPS_PARKED : 0);
+        if (!(u->state & MUX__OPS_PARKED))
+            st->defer_retry = 1;
+    }
+    return err;
+}
+
 int mux__uring_ops_cqe_slow(struct mux__loop *loop, const struct io_uring_cqe *cqe)
 {
     struct mux__uring *st = loop->bdata;
@@ -508,31 +522,18 @@ int mux__uring_ops_cqe_slow(struct mux__loop *loop, const struct io_uring_cqe *c
     if (mux__likely(!(u->state & MUX__OPS_KEPT)) &&
         (refused = mux__uring_op_cqe_inline(loop, cqe->user_data, cqe->res, cqe->flags)) == 0)
         return 0;
-    int err = mux__uring_defer(st, cqe);
-    if (err == 0) {
-        u->state |= MUX__OPS_KEPT | (refused == 2 ? MUX__OPS_PARKED : 0);
-        if (!(u->state & MUX__OPS_PARKED))
-            st->defer_retry = 1;
-    }
-    return err;
+    return mux__uring_keep(st, u, cqe, refused);
 }
 
 int mux__uring_ops_refused(struct mux__loop *loop, const struct io_uring_cqe *cqe, int refused)
 {
     struct mux__uring *st = loop->bdata;
     struct mux__op *op = mux__cqe_op(cqe->user_data);
-    struct mux__uop *u = mux__uop_of(op);
     if (cqe->flags & IORING_CQE_F_BUFFER) /* its buffer comes again with it */
         mux__bufpool_untake(op->a_.pool, cqe->flags >> IORING_CQE_BUFFER_SHIFT);
     if (!(cqe->flags & IORING_CQE_F_MORE))
         mux__op_link(st, op); /* still in flight: this completion comes again */
-    int err = mux__uring_defer(st, cqe);
-    if (err == 0) {
-        u->state |= MUX__OPS_KEPT | (refused == 2 ? MUX__OPS_PARKED : 0);
-        if (!(u->state & MUX__OPS_PARKED))
-            st->defer_retry = 1;
-    }
-    return err;
+    return mux__uring_keep(st, mux__uop_of(op), cqe, refused);
 }
 
 unsigned mux__uring_ops_redeliver(struct mux__loop *loop)
