@@ -444,6 +444,54 @@ TEST(udp_pool_buffer_holds_its_size_less_the_headroom_on_every_backend)
     free(p.mem);
 }
 
+/* A burst already waiting in the socket reaches a pool's reader at least a batch
+ * (MUX_UDP_BATCH) per loop iteration: two batches in two iterations at most (one on the
+ * readiness backends, whose recvmmsg goes on while it fills its batch). On io_uring the
+ * multishot receive takes a buffer of the kernel's ring per datagram, all of them between two
+ * reaps: a ring stocked for one buffer ran dry after 9 datagrams and ended the receive
+ * (-ENOBUFS), which was armed again by the next iteration, so the burst took 8 iterations. */
+TEST(udp_pool_receive_takes_a_waiting_burst_a_batch_per_iteration)
+{
+    mux_loop_t loop;
+    loop_open(&loop);
+    mux_udp_t u;
+    mux_udp_addr_t ua, ra;
+    socklen_t ualen = bind_loopback(&loop, &u, AF_INET, 0, &ua), ralen;
+    int fd = raw_socket(AF_INET, &ra, &ralen);
+    enum { BURST = 2 * MUX_UDP_BATCH };
+    _Static_assert(BURST <= 64, "struct rx holds 64 datagrams");
+    for (int i = 0; i < BURST; i++) {
+        char m[8];
+        int n = snprintf(m, sizeof m, "p%d", i);
+        CHECK_EQ(sendto(fd, m, (size_t)n, 0, &ua.sa, ualen), n); /* loopback: queued on return */
+    }
+    static struct pool p;
+    pool_make(&p, 256, 64);
+    memset(&srx, 0, sizeof srx);
+    srx.pool = &p.pool;
+    u.data = &srx;
+    CHECK_EQ(mux_udp_recv_start_pool(&u, &p.pool, rx_cb), 0);
+    int iterations = 0;
+    while (srx.got + srx.errs < BURST && iterations < 100) {
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        iterations++;
+    }
+    CHECK_EQ(srx.errs, 0);
+    CHECK_EQ(srx.got, BURST);
+    printf("%s: %d datagrams in %d iterations\n", mux_loop_backend(&loop), BURST, iterations);
+    CHECK_LE(iterations, 2);
+    for (int i = 0; i < BURST; i++) {
+        char m[8];
+        int n = snprintf(m, sizeof m, "p%d", i);
+        CHECK_EQ(srx.len[i], (size_t)n);
+        CHECK(memcmp(srx.data[i], m, (size_t)n) == 0);
+    }
+    close(fd);
+    close_and_run(&loop, &u);
+    loop_close(&loop);
+    free(p.mem);
+}
+
 TEST(udp_pool_run_dry_stops_receiving_with_enobufs)
 {
     mux_loop_t loop;

@@ -54,15 +54,25 @@
  *   pins no memory. The ring is a queue, so a ring holding every free buffer would cycle
  *   through all of them, each receive landing in the buffer used longest ago: cold in the
  *   cache, and on the first round a page fault that clears a page (a large share of an echo
- *   server's CPU: docs/studies.md). So the ring holds only as many buffers as there are
- *   receives that may take one, plus MUX__RING_SLACK; the other free buffers wait on the
- *   pool's free list, most recently used first, and top the ring up when a receive is armed,
- *   and after every reap and before every enter for what receives took and sends gave back
- *   meanwhile: one store of the ring's tail per batch, not one per buffer (a pool has no
- *   hook for a buffer that comes back). The kernel takes buffers only while it runs, so the
- *   ring is full whenever it does, but for the callbacks' own system calls (task work runs
- *   on their way back): the slack is for those, and a multishot receive that still finds
- *   the ring empty ends with -ENOBUFS, which its owner answers with a single receive.
+ *   server's CPU: docs/studies.md). So the ring holds only as many buffers as the receives
+ *   in flight may take before the next reap tops it up, plus MUX__RING_SLACK; the other free
+ *   buffers wait on the pool's free list, most recently used first, and top the ring up when
+ *   a receive is armed, and after every reap and before every enter for what receives took
+ *   and sends gave back meanwhile: one store of the ring's tail per batch, not one per buffer
+ *   (a pool has no hook for a buffer that comes back). A stream's receive counts one buffer:
+ *   the kernel takes buffers only while it runs, so the ring is full whenever it does, but
+ *   for the callbacks' own system calls (task work runs on their way back), which the slack
+ *   covers; a multishot receive that still finds the ring empty ends with -ENOBUFS, which its
+ *   owner answers with a single receive. A multishot datagram receive counts MUX__RING_DGRAM,
+ *   and its ring is topped up at each of its CQEs as well: the kernel runs it as task work on
+ *   any return from a system call (the echo's sendmmsg), a datagram per buffer, until the
+ *   socket is empty, all between two reaps; a ring that runs dry ends it (-ENOBUFS), and
+ *   arming it again costs an SQE, an enter and a poll. Counted as one, an echo server's
+ *   receive ended every 9 datagrams (9 per loop iteration); as two batches it ends about
+ *   every 70 under a closed loop of 256 in flight. CPU per 64-byte datagram over the
+ *   hand-written recvmmsg floor's, interleaved runs: 1.10x with one, 0.97x with two batches,
+ *   0.96x with four, 1.02x with eight (never dry, but more CQEs kept past the reader's batch
+ *   and a larger working set); bench/README.md, "The datagram study".
  * - The reap hands an operation's CQE to its owner inline (uring.h, mux__uring_ops_cqe):
  *   its flags pass on with one mask (MUX__OPC_MORE and _NONEMPTY have the CQE flags'
  *   values), and only a kept operation's, a datagram's and a refused one go through this
@@ -226,6 +236,12 @@ static void mux__op_enqueue(struct mux__uring *st, struct mux__op *op, unsigned 
     st->queue.qprev = u;
 }
 
+/* How many buffers of the ring an operation in flight may take before the next reap. */
+static uint32_t mux__op_takes(const struct mux__op *op)
+{
+    return op->kind_ == MUX__OP_DGRAM_RECV ? MUX__RING_DGRAM : 1u;
+}
+
 static void mux__op_link(struct mux__uring *st, struct mux__op *op)
 {
     struct mux__uop *u = mux__uop_of(op);
@@ -236,10 +252,10 @@ static void mux__op_link(struct mux__uring *st, struct mux__op *op)
     u->state |= MUX__OPS_FLIGHT;
     mux_bufpool_t *pool = mux__op_pool(op);
     if (pool) {
-        /* a buffer for it before it can reach the kernel (a full SQ ring is submitted
+        /* buffers for it before it can reach the kernel (a full SQ ring is submitted
          * early, in the middle of a flush) */
         struct mux__upool *up = mux__upool_of(pool);
-        up->armed++;
+        up->armed += mux__op_takes(op);
         u->state |= MUX__OPS_POOL | (op->kind_ == MUX__OP_DGRAM_RECV ? MUX__OPS_DGRAM : 0);
         mux__upool_topup(up);
     }
@@ -515,8 +531,12 @@ int mux__uring_ops_cqe_slow(struct mux__loop *loop, const struct io_uring_cqe *c
     int refused = 1;
     if (cqe->flags & IORING_CQE_F_BUFFER) {
         /* The kernel took it from the ring, whether its owner takes the CQE now or later;
-         * the reap tops the ring up once it has handled its batch. */
-        mux__upool_of(mux__op_pool(op))->inring--;
+         * the reap tops the ring up once it has handled its batch, and at once for a
+         * multishot datagram receive, which takes buffers between reaps (the top). */
+        struct mux__upool *up = mux__upool_of(mux__op_pool(op));
+        up->inring--;
+        if ((u->state & MUX__OPS_DGRAM) && (cqe->flags & IORING_CQE_F_MORE))
+            mux__upool_topup(up);
     }
     /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
     if (mux__likely(!(u->state & MUX__OPS_KEPT)) &&

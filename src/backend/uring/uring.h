@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "backend/backend.h"
+#include "iomux/udp.h" /* MUX_UDP_BATCH */
 
 #ifndef IORING_CQE_F_SOCK_NONEMPTY
 #define IORING_CQE_F_SOCK_NONEMPTY (1U << 2)
@@ -35,6 +36,8 @@ struct mux__cqe {
     uint32_t flags;
 };
 
+#define MUX__RING_DGRAM (2u * MUX_UDP_BATCH) /* a multishot datagram receive's buffers (ops.c) */
+
 /* mux__uop.queue: what the next wait does; mux__uop.state: where the operation is. */
 enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
 enum {
@@ -55,7 +58,7 @@ struct mux__upool {
     uint16_t bgid, rmask;
     uint8_t registered;
     uint32_t inring; /* buffers in the ring */
-    uint32_t armed;  /* receives in flight that may take one */
+    uint32_t armed;  /* buffers the receives in flight may take before the next reap */
 };
 
 struct mux__uring {
@@ -145,8 +148,9 @@ static inline void mux__op_unlink(struct mux__op *op)
     u->next->prev = u->prev;
     u->next = u->prev = NULL;
     if (mux__unlikely(u->state & (MUX__OPS_POOL | MUX__OPS_QUEUED))) {
-        if (u->state & MUX__OPS_POOL)
-            mux__upool_of(mux__op_pool(op))->armed--;
+        if (u->state & MUX__OPS_POOL) /* what mux__op_takes counted at its link (ops.c) */
+            mux__upool_of(mux__op_pool(op))->armed -=
+                u->state & MUX__OPS_DGRAM ? MUX__RING_DGRAM : 1u;
         if (u->state & MUX__OPS_QUEUED)
             mux__op_dequeue(op);
     }
