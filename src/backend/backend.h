@@ -165,11 +165,13 @@ struct mux__dbatch {
 #define MUX__OPF_WATCH  0x40 /* priv_.io is the emulation's watcher (started or queued) */
 
 /* Completion flags (done_'s `flags`) */
-#define MUX__OPC_MORE     0x1  /* further completions follow (multishot) */
-#define MUX__OPC_NONEMPTY 0x2  /* the kernel says data is left: the next receive may try at once */
-#define MUX__OPC_FILLED   0x4  /* a receive filled its buffer: data may be left (a guess) */
-#define MUX__OPC_FULL     0x8  /* a send stopped at a full socket: the next should poll first */
-#define MUX__OPC_NOW      0x10 /* from the loop's dispatch: the owner may deliver at once */
+/* MORE and NONEMPTY have the values of io_uring's CQE flags (IORING_CQE_F_MORE,
+ * IORING_CQE_F_SOCK_NONEMPTY), so that its completions pass them on with one mask. */
+#define MUX__OPC_MORE     0x2  /* further completions follow (multishot) */
+#define MUX__OPC_NONEMPTY 0x4  /* the kernel says data is left: the next receive may try at once */
+#define MUX__OPC_FILLED   0x8  /* a receive filled its buffer: data may be left (a guess) */
+#define MUX__OPC_FULL     0x10 /* a send stopped at a full socket: the next should poll first */
+#define MUX__OPC_NOW      0x20 /* from the loop's dispatch: the owner may deliver at once */
 
 /* Limits every backend's operations keep to. */
 #define MUX__READ_BUDGET 16         /* receives completed inside their submits per iteration */
@@ -340,7 +342,9 @@ static inline size_t mux__bufpool_size(const mux_bufpool_t *p)
     return p->size_;
 }
 /* The pool's free buffers are `loop`'s kernel's from now on; `kring` is the backend's state
- * for it, and `kput` is called whenever a buffer goes back on the free list. */
+ * for it, and `kput`, unless NULL, is called whenever a buffer goes back on the free list
+ * (io_uring passes none: it refills its ring in batches, after each reap and before each
+ * enter). */
 static inline void mux__bufpool_bind(mux_bufpool_t *p, struct mux__loop *loop, void *kring,
                                      void (*kput)(mux_bufpool_t *p))
 {

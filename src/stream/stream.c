@@ -116,6 +116,9 @@ static void mux__stream_kick(mux_stream_t *s)
 static void mux__stream_run(struct mux__task *t);
 static void mux__stream_deliver(mux_stream_t *s);
 static void mux__pwrite_free_all(mux_stream_t *s);
+static void mux__pwrite_done(mux_write_t *req, int status);
+struct mux__pwrite;
+static inline void mux__pwrite_sent(mux_stream_t *s, struct mux__pwrite *w);
 
 /* After a callback run at once by a fast path below: the task's rounds only if the callback
  * made something due (else they would find nothing: no completion or callback due, no
@@ -377,14 +380,23 @@ static inline int mux__stream_sent_fast(mux_stream_t *s, int res, unsigned flags
         (size_t)res != req->left_ || s->done_head_ || s->fail_ || s->wop_.kind_ != MUX__OP_SEND)
         return 0;
     s->wq_bytes_ -= (size_t)res;
-    s->flags_ = (s->flags_ & ~(unsigned)S_WFULL) | S_IN_TASK |
-                (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
+    unsigned f = (s->flags_ & ~(unsigned)S_WFULL) | (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
     if (s->to_.idle_ns | s->to_.write_ns)
         s->last_write_ = mux__now(s->loop_);
     req->left_ = 0;
     req->next_ = NULL;
     req->status_ = 0;
     s->wq_head_ = s->wq_tail_ = NULL;
+    if (req->cb_ == mux__pwrite_done) {
+        /* mux_write_pool's: its buffer goes back, and no callback runs, so nothing else became
+         * due (the checks above): the task's rounds only for a receive to arm. */
+        s->flags_ = f;
+        mux__pwrite_sent(s, (struct mux__pwrite *)(void *)req);
+        if (mux__unlikely((f & S_READING) && !mux__op_in_flight(&s->rop_)))
+            mux__stream_run(&s->task_);
+        return 1;
+    }
+    s->flags_ = f | S_IN_TASK;
     req->cb_(req, 0);
     mux__stream_after(s);
     return 1;
@@ -1170,15 +1182,21 @@ static void mux__pwrite_free_all(mux_stream_t *s)
     s->pw_free_ = NULL;
 }
 
+/* A pool write was sent whole: its buffer goes back to the pool, its request to the stream. */
+static inline void mux__pwrite_sent(mux_stream_t *s, struct mux__pwrite *w)
+{
+    mux__bufpool_sent(w->pool, w->idx);
+    mux__pwrite_put(s, w);
+}
+
 /* A pool write ended: its buffer goes back to the pool, and an error (other than the close's
- * -ECANCELED) reaches the reader, as a receive's would. From the task, or from the fast path
- * of a send's completion (status 0 only). */
+ * -ECANCELED) reaches the reader, as a receive's would. From the task (the fast path of a
+ * send's completion calls mux__pwrite_sent itself). */
 static void mux__pwrite_done(mux_write_t *req, int status)
 {
     struct mux__pwrite *w = (struct mux__pwrite *)(void *)req;
     mux_stream_t *s = req->data;
-    mux__bufpool_sent(w->pool, w->idx);
-    mux__pwrite_put(s, w);
+    mux__pwrite_sent(s, w);
     if (mux__unlikely(status < 0) && status != -ECANCELED &&
         (s->flags_ & (S_READING | S_CLOSING)) == S_READING) {
         mux__stream_stop_reading(s);
@@ -1212,13 +1230,33 @@ MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
 #endif
     if (s->flags_ & (S_SHUTTING | S_SHUT))
         return -EPIPE;
+    mux_bufpool_t *pool = s->rto_.pool;
+    int native = (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) != 0;
+    if (native && !s->wq_head_ && !s->wq_bytes_ && !(s->flags_ & S_WDONE) &&
+        !mux__op_in_flight(&s->wop_)) {
+        /* The echo's case, where the kernel sends: nothing queued or in flight, the write
+         * slot's last completion taken in (what mux__write_fast checks, less what was checked
+         * above). The send goes straight into the kernel's queue, from the whole buffer. */
+        int idx = mux__bufpool_send(pool, buf, len); /* from here on the buffer is the stream's */
+        if (idx < 0)
+            return idx;
+        struct mux__pwrite *w = mux__pwrite_get(s);
+        if (mux__unlikely(!w)) {
+            mux__bufpool_unsend(pool, (uint32_t)idx); /* the caller's again */
+            return -ENOMEM;
+        }
+        w->req.data = s;
+        w->buf = mux_buf_init(buf, len);
+        w->pool = pool;
+        w->idx = (uint32_t)idx;
+        mux__write_now(s, &w->req, &w->buf, mux__pwrite_done);
+        return 0;
+    }
     if (len > MUX__SSIZE_MAX - s->wq_bytes_)
         return -EOVERFLOW;
-    mux_bufpool_t *pool = s->rto_.pool;
     int idx = mux__bufpool_send(pool, buf, len); /* from here on the buffer is the stream's */
     if (idx < 0)
         return idx;
-    int native = (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) != 0;
     size_t sent = native ? 0 : mux__pwrite_direct(s, buf, len);
     if (sent == len) {
         mux__bufpool_sent(pool, (uint32_t)idx); /* sent whole: back at once */
@@ -1241,13 +1279,6 @@ MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
     w->buf = mux_buf_init(buf + sent, len - sent);
     w->pool = pool;
     w->idx = (uint32_t)idx;
-    /* The echo's case, where the kernel sends: nothing queued or in flight, the write slot's
-     * last completion taken in (what mux__write_fast checks, less what was checked above). */
-    if (native && !s->wq_head_ && !s->wq_bytes_ && !(s->flags_ & S_WDONE) &&
-        !mux__op_in_flight(&s->wop_)) {
-        mux__write_now(s, &w->req, &w->buf, mux__pwrite_done);
-        return 0;
-    }
     int err = mux__write(s, &w->req, &w->buf, 1, -1, 0, 0, mux__pwrite_done);
     if (mux__unlikely(err != 0)) { /* the checks above make this unreachable */
         mux__pwrite_put(s, w);

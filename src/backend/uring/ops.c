@@ -56,17 +56,27 @@
  *   cache, and on the first round a page fault that clears a page (a large share of an echo
  *   server's CPU: docs/studies.md). So the ring holds only as many buffers as the receives
  *   in flight may take before the next reap tops it up, plus MUX__RING_SLACK; the other free
- *   buffers wait on the pool's free list, most recently used first, and top the ring up as
- *   receives are armed, as their CQEs are reaped and as buffers come back. A stream's receive
- *   counts one buffer. A multishot datagram receive counts MUX__RING_DGRAM: the kernel runs
- *   it as task work on any return from a system call (the echo's sendmmsg), a datagram per
- *   buffer, until the socket is empty, all between two reaps; a ring that runs dry ends it
- *   (-ENOBUFS), and arming it again costs an SQE, an enter and a poll. Counted as one, an
- *   echo server's receive ended every 9 datagrams (9 per loop iteration); as two batches it
- *   ends about every 70 under a closed loop of 256 in flight. CPU per 64-byte datagram over
- *   the hand-written recvmmsg floor's, interleaved runs: 1.10x with one, 0.97x with two
- *   batches, 0.96x with four, 1.02x with eight (never dry, but more CQEs kept past the
- *   reader's batch and a larger working set); bench/README.md, "The datagram study".
+ *   buffers wait on the pool's free list, most recently used first, and top the ring up when
+ *   a receive is armed, and after every reap and before every enter for what receives took
+ *   and sends gave back meanwhile: one store of the ring's tail per batch, not one per buffer
+ *   (a pool has no hook for a buffer that comes back). A stream's receive counts one buffer:
+ *   the kernel takes buffers only while it runs, so the ring is full whenever it does, but
+ *   for the callbacks' own system calls (task work runs on their way back), which the slack
+ *   covers; a multishot receive that still finds the ring empty ends with -ENOBUFS, which its
+ *   owner answers with a single receive. A multishot datagram receive counts MUX__RING_DGRAM,
+ *   and its ring is topped up at each of its CQEs as well: the kernel runs it as task work on
+ *   any return from a system call (the echo's sendmmsg), a datagram per buffer, until the
+ *   socket is empty, all between two reaps; a ring that runs dry ends it (-ENOBUFS), and
+ *   arming it again costs an SQE, an enter and a poll. Counted as one, an echo server's
+ *   receive ended every 9 datagrams (9 per loop iteration); as two batches it ends about
+ *   every 70 under a closed loop of 256 in flight. CPU per 64-byte datagram over the
+ *   hand-written recvmmsg floor's, interleaved runs: 1.10x with one, 0.97x with two batches,
+ *   0.96x with four, 1.02x with eight (never dry, but more CQEs kept past the reader's batch
+ *   and a larger working set); bench/README.md, "The datagram study".
+ * - The reap hands an operation's CQE to its owner inline (uring.h, mux__uring_ops_cqe):
+ *   its flags pass on with one mask (MUX__OPC_MORE and _NONEMPTY have the CQE flags'
+ *   values), and only a kept operation's, a datagram's and a refused one go through this
+ *   file.
  * - Multishot receives (6.0) never poll first: with IORING_RECVSEND_POLL_FIRST, one that
  *   has emptied the socket misses an end of stream that came before (6.18 here: a socketpair
  *   holding 8 bytes and a shutdown gives two CQEs and then none, where without the flag the
@@ -90,42 +100,14 @@
 #define MUX__SEND_MAX        0x7ffff000u /* Linux's MAX_RW_COUNT; a CQE's result is an int */
 #define MUX__URING_SENDV_MAX 1024u       /* UIO_MAXIOV */
 #define MUX__RING_SLACK      8u
-#define MUX__RING_DGRAM      (2u * MUX_UDP_BATCH) /* a multishot datagram receive's buffers */
 
-/* mux__uop.queue: what the next wait does; mux__uop.state: where the operation is. */
-enum { MUX__Q_SUBMIT = 0x1, MUX__Q_CANCEL = 0x2, MUX__Q_DROP = 0x4 };
-enum {
-    MUX__OPS_QUEUED = 0x1,
-    MUX__OPS_FLIGHT = 0x2,
-    MUX__OPS_KEPT = 0x4,    /* CQEs of it are kept (st->defer) */
-    MUX__OPS_REFUSED = 0x8, /* refused in this redelivery: its later CQEs are not offered */
-    MUX__OPS_PARKED = 0x10, /* its owner parked them (backend.h, "Multishot") */
-};
-
-struct mux__upool {
-    mux_bufpool_t *pool;
-    struct io_uring_buf_ring *ring;
-    struct mux__upool *next;
-    uint16_t bgid, rmask;
-    uint8_t registered;
-    uint32_t inring; /* buffers in the ring */
-    uint32_t armed;  /* buffers the receives in flight may take before the next reap */
-};
-
-/* An operation's io_uring part, in its private space, and back. */
-static struct mux__uop *mux__uop_of(struct mux__op *op)
-{
-    return (struct mux__uop *)(void *)op->priv_.word;
-}
+_Static_assert(MUX__OPC_MORE == IORING_CQE_F_MORE &&
+                   MUX__OPC_NONEMPTY == IORING_CQE_F_SOCK_NONEMPTY,
+               "a CQE's flags pass on as a completion's with one mask");
 
 static struct mux__op *mux__op_of_uop(struct mux__uop *u)
 {
     return (struct mux__op *)(void *)((char *)u - offsetof(struct mux__op, priv_));
-}
-
-static struct mux__op *mux__cqe_op(uint64_t ud)
-{
-    return (struct mux__op *)(uintptr_t)(ud & ~(3ull << 62));
 }
 
 static uint64_t mux__op_ud(const struct mux__op *op)
@@ -143,39 +125,32 @@ static void mux__ulist_init(struct mux__uop *anchor, int queue)
 
 /* ---- buffer rings ----------------------------------------------------------------- */
 
-static struct mux__upool *mux__upool_of(const mux_bufpool_t *p)
-{
-    return mux__bufpool_kring(p);
-}
-
-/* The pool a receive takes its buffers from: a stream's, or a datagram socket's, or NULL. */
-static mux_bufpool_t *mux__op_pool(const struct mux__op *op)
-{
-    if (op->kind_ == MUX__OP_RECV_POOL)
-        return op->a_.pool;
-    return op->kind_ == MUX__OP_DGRAM_RECV ? op->a_.dgram->pool : NULL;
-}
-
 static size_t mux__upool_bytes(const struct mux__upool *up)
 {
     return ((size_t)up->rmask + 1) * sizeof(struct io_uring_buf);
 }
 
-/* Moves free buffers from the pool's free list into the ring until it holds enough. */
+/* Moves free buffers from the pool's free list into the ring until it holds enough, and
+ * publishes them with one store of the ring's tail. */
 static void mux__upool_topup(struct mux__upool *up)
 {
-    int k = 0;
-    while (up->inring < up->armed + MUX__RING_SLACK) {
-        uint32_t i = mux__bufpool_lend(up->pool);
+    if (up->inring >= up->armed + MUX__RING_SLACK)
+        return;
+    uint32_t want = up->armed + MUX__RING_SLACK - up->inring, k = 0;
+    mux_bufpool_t *p = up->pool;
+    struct io_uring_buf_ring *br = up->ring;
+    unsigned size = (unsigned)mux__bufpool_size(p);
+    for (; k < want; k++) {
+        uint32_t i = mux__bufpool_lend(p);
         if (i == MUX__POOL_NONE)
             break;
-        io_uring_buf_ring_add(up->ring, mux__bufpool_addr(up->pool, i),
-                              (unsigned)mux__bufpool_size(up->pool), (unsigned short)i, up->rmask,
-                              k++);
-        up->inring++;
+        io_uring_buf_ring_add(br, mux__bufpool_addr(p, i), size, (unsigned short)i, up->rmask,
+                              (int)k);
     }
-    if (k)
-        io_uring_buf_ring_advance(up->ring, k);
+    if (k) {
+        up->inring += k;
+        io_uring_buf_ring_advance(br, (int)k);
+    }
 }
 
 /* An empty ring, then as many buffers as it should hold. */
@@ -205,12 +180,14 @@ static inline int mux__upool_short(const struct mux__upool *up)
     return up->inring < up->armed + MUX__RING_SLACK;
 }
 
-/* The pool's hook: a buffer went back on the free list, first in line for the ring. */
-static void mux__uring_pool_put(mux_bufpool_t *p)
+/* Tops up every pool's ring that holds fewer buffers than it should: once per reap and
+ * before each enter, so that buffers taken by receives and given back by sends in one batch
+ * go into the ring with one store of its tail, not one each. */
+void mux__uring_ops_topup(struct mux__uring *st)
 {
-    struct mux__upool *up = mux__upool_of(p);
-    if (mux__upool_short(up))
-        mux__upool_topup(up);
+    for (struct mux__upool *up = st->pools; up; up = up->next)
+        if (mux__upool_short(up))
+            mux__upool_topup(up);
 }
 
 int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
@@ -236,7 +213,8 @@ int mux__uring_pool_attach(struct mux__loop *loop, mux_bufpool_t *p)
     up->ring = mem;
     up->bgid = st->next_bgid++;
     st->pools_pending = 1; /* the next wait registers it, before it submits a receive */
-    mux__bufpool_bind(p, loop, up, mux__uring_pool_put);
+    /* No hook for buffers that come back: the ring is topped up in batches (above). */
+    mux__bufpool_bind(p, loop, up, NULL);
     mux__upool_fill(up);
     up->next = st->pools;
     st->pools = up;
@@ -256,16 +234,6 @@ static void mux__op_enqueue(struct mux__uring *st, struct mux__op *op, unsigned 
     u->qnext = &st->queue;
     st->queue.qprev->qnext = u;
     st->queue.qprev = u;
-}
-
-static void mux__op_dequeue(struct mux__op *op)
-{
-    struct mux__uop *u = mux__uop_of(op);
-    u->qprev->qnext = u->qnext;
-    u->qnext->qprev = u->qprev;
-    u->qnext = u->qprev = NULL;
-    u->queue = 0;
-    u->state &= (uint8_t)~MUX__OPS_QUEUED;
 }
 
 /* How many buffers of the ring an operation in flight may take before the next reap. */
@@ -288,24 +256,9 @@ static void mux__op_link(struct mux__uring *st, struct mux__op *op)
          * early, in the middle of a flush) */
         struct mux__upool *up = mux__upool_of(pool);
         up->armed += mux__op_takes(op);
+        u->state |= MUX__OPS_POOL | (op->kind_ == MUX__OP_DGRAM_RECV ? MUX__OPS_DGRAM : 0);
         mux__upool_topup(up);
     }
-}
-
-/* The operation's last CQE came: it leaves every list (a cancel still queued has nothing
- * left to end). */
-static void mux__op_unlink(struct mux__op *op)
-{
-    struct mux__uop *u = mux__uop_of(op);
-    u->prev->next = u->next;
-    u->next->prev = u->prev;
-    u->next = u->prev = NULL;
-    u->state &= (uint8_t)~MUX__OPS_FLIGHT;
-    mux_bufpool_t *pool = mux__op_pool(op);
-    if (pool)
-        mux__upool_of(pool)->armed -= mux__op_takes(op);
-    if (u->state & MUX__OPS_QUEUED)
-        mux__op_dequeue(op);
 }
 
 static void mux__uring_prep_op(struct mux__uring *st, struct io_uring_sqe *sqe, struct mux__op *op);
@@ -556,24 +509,11 @@ static int mux__uring_defer(struct mux__uring *st, const struct io_uring_cqe *cq
     return 0;
 }
 
-int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
+/* Keeps a CQE that its owner refused (1: offered again, 2: parked) or that follows a kept one
+ * of the same operation: its later CQEs are kept too, in order. 0, or -ENOMEM. */
+static int mux__uring_keep(struct mux__uring *st, struct mux__uop *u,
+                           const struct io_uring_cqe *cqe, int refused)
 {
-    struct mux__uring *st = loop->bdata;
-    struct mux__op *op = mux__cqe_op(cqe->user_data);
-    struct mux__uop *u = mux__uop_of(op);
-    int refused = 1;
-    if (cqe->flags & IORING_CQE_F_BUFFER) {
-        /* The kernel took it from the ring, whether its owner takes the CQE now or later;
-         * a multishot receive goes on taking buffers: the ring is topped up. */
-        struct mux__upool *up = mux__upool_of(mux__op_pool(op));
-        up->inring--;
-        if ((cqe->flags & IORING_CQE_F_MORE) && mux__upool_short(up))
-            mux__upool_topup(up);
-    }
-    /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
-    if (mux__likely(!(u->state & MUX__OPS_KEPT)) &&
-        (refused = mux__uring_op_cqe_inline(loop, cqe->user_data, cqe->res, cqe->flags)) == 0)
-        return 0;
     int err = mux__uring_defer(st, cqe);
     if (err == 0) {
         u->state |= MUX__OPS_KEPT | (refused == 2 ? MUX__OPS_PARKED : 0);
@@ -581,6 +521,39 @@ int mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe)
             st->defer_retry = 1;
     }
     return err;
+}
+
+int mux__uring_ops_cqe_slow(struct mux__loop *loop, const struct io_uring_cqe *cqe)
+{
+    struct mux__uring *st = loop->bdata;
+    struct mux__op *op = mux__cqe_op(cqe->user_data);
+    struct mux__uop *u = mux__uop_of(op);
+    int refused = 1;
+    if (cqe->flags & IORING_CQE_F_BUFFER) {
+        /* The kernel took it from the ring, whether its owner takes the CQE now or later;
+         * the reap tops the ring up once it has handled its batch, and at once for a
+         * multishot datagram receive, which takes buffers between reaps (the top). */
+        struct mux__upool *up = mux__upool_of(mux__op_pool(op));
+        up->inring--;
+        if ((u->state & MUX__OPS_DGRAM) && (cqe->flags & IORING_CQE_F_MORE))
+            mux__upool_topup(up);
+    }
+    /* Once one of an operation's CQEs is kept, its later ones are too: in order. */
+    if (mux__likely(!(u->state & MUX__OPS_KEPT)) &&
+        (refused = mux__uring_op_cqe_inline(loop, cqe->user_data, cqe->res, cqe->flags)) == 0)
+        return 0;
+    return mux__uring_keep(st, u, cqe, refused);
+}
+
+int mux__uring_ops_refused(struct mux__loop *loop, const struct io_uring_cqe *cqe, int refused)
+{
+    struct mux__uring *st = loop->bdata;
+    struct mux__op *op = mux__cqe_op(cqe->user_data);
+    if (cqe->flags & IORING_CQE_F_BUFFER) /* its buffer comes again with it */
+        mux__bufpool_untake(op->a_.pool, cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+    if (!(cqe->flags & IORING_CQE_F_MORE))
+        mux__op_link(st, op); /* still in flight: this completion comes again */
+    return mux__uring_keep(st, mux__uop_of(op), cqe, refused);
 }
 
 unsigned mux__uring_ops_redeliver(struct mux__loop *loop)

@@ -579,6 +579,10 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
         n++;
     }
     io_uring_cq_advance(&st->ring, n);
+    /* The batch's buffers, taken by receives and given back by sends, into the rings at once
+     * (one store of each ring's tail): before any further enter, as the overflow's. */
+    if (n != 0)
+        mux__uring_ops_topup(st);
     return n;
 }
 
@@ -881,8 +885,10 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     if (ended || offer || io_uring_cq_ready(&st->ring) || mux__uring_cq_overflow(st))
         timeout_ns = 0;
     loop->ops_unpark = 0;
+    /* Buffers given back since the last reap (from the pending queue, or by the caller). */
+    mux__uring_ops_topup(st);
     int r = mux__uring_enter(st, timeout_ns);
-    st->post_enter = 1;
+    st->post_enter = MUX__OPC_NOW;
     unsigned got = 0;
     if (mux__unlikely(offer)) {
         got += mux__uring_ops_redeliver(loop);
