@@ -152,6 +152,25 @@ static void sent_cb(mux_udp_send_t *req, int status)
 
 static struct rx srx, crx;
 
+/* `count` datagrams "<tag>0", "<tag>1", ... from `fd` to `to`: on loopback, queued on return. */
+static void send_burst(int fd, const mux_udp_addr_t *to, socklen_t tolen, char tag, int count)
+{
+    for (int i = 0; i < count; i++) {
+        char m[8];
+        int n = snprintf(m, sizeof m, "%c%d", tag, i);
+        CHECK_EQ(sendto(fd, m, (size_t)n, 0, &to->sa, tolen), n);
+    }
+}
+
+/* Whether datagram i of such a burst arrived as sent, in its place in `r`. */
+static void check_burst_item(const struct rx *r, char tag, int i)
+{
+    char m[8];
+    int n = snprintf(m, sizeof m, "%c%d", tag, i);
+    CHECK_EQ(r->len[i], (size_t)n);
+    CHECK(memcmp(r->data[i], m, (size_t)n) == 0);
+}
+
 static void echo_sent(mux_udp_send_t *req, int status)
 {
     (void)req;
@@ -292,11 +311,7 @@ TEST(udp_receives_a_burst_in_batches_into_caller_buffers)
     mux_udp_addr_t ua, ra;
     socklen_t ualen = bind_loopback(&loop, &u, AF_INET, 0, &ua), ralen;
     int fd = raw_socket(AF_INET, &ra, &ralen);
-    for (int i = 0; i < 50; i++) {
-        char m[8];
-        int n = snprintf(m, sizeof m, "b%d", i);
-        CHECK_EQ(sendto(fd, m, (size_t)n, 0, &ua.sa, ualen), n);
-    }
+    send_burst(fd, &ua, ualen, 'b', 50);
     static char bufs[8][64];
     mux_buf_t b[8];
     for (int i = 0; i < 8; i++)
@@ -307,10 +322,7 @@ TEST(udp_receives_a_burst_in_batches_into_caller_buffers)
     run_until_got(&loop, &srx, 50);
     CHECK_EQ(srx.got, 50);
     for (int i = 0; i < 50; i++) {
-        char m[8];
-        int n = snprintf(m, sizeof m, "b%d", i);
-        CHECK_EQ(srx.len[i], (size_t)n);
-        CHECK(memcmp(srx.data[i], m, (size_t)n) == 0);
+        check_burst_item(&srx, 'b', i);
         CHECK_EQ(srx.from_port[i], port_of(&ra.sa));
         CHECK(srx.base_seen[i] == bufs[0] || srx.base_seen[i] == bufs[i % 8] ||
               (srx.base_seen[i] >= bufs[0] && srx.base_seen[i] < bufs[8]));
@@ -460,11 +472,7 @@ TEST(udp_pool_receive_takes_a_waiting_burst_a_batch_per_iteration)
     int fd = raw_socket(AF_INET, &ra, &ralen);
     enum { BURST = 2 * MUX_UDP_BATCH };
     _Static_assert(BURST <= 64, "struct rx holds 64 datagrams");
-    for (int i = 0; i < BURST; i++) {
-        char m[8];
-        int n = snprintf(m, sizeof m, "p%d", i);
-        CHECK_EQ(sendto(fd, m, (size_t)n, 0, &ua.sa, ualen), n); /* loopback: queued on return */
-    }
+    send_burst(fd, &ua, ualen, 'p', BURST);
     static struct pool p;
     pool_make(&p, 256, 64);
     memset(&srx, 0, sizeof srx);
@@ -480,12 +488,8 @@ TEST(udp_pool_receive_takes_a_waiting_burst_a_batch_per_iteration)
     CHECK_EQ(srx.got, BURST);
     printf("%s: %d datagrams in %d iterations\n", mux_loop_backend(&loop), BURST, iterations);
     CHECK_LE(iterations, 2);
-    for (int i = 0; i < BURST; i++) {
-        char m[8];
-        int n = snprintf(m, sizeof m, "p%d", i);
-        CHECK_EQ(srx.len[i], (size_t)n);
-        CHECK(memcmp(srx.data[i], m, (size_t)n) == 0);
-    }
+    for (int i = 0; i < BURST; i++)
+        check_burst_item(&srx, 'p', i);
     close(fd);
     close_and_run(&loop, &u);
     loop_close(&loop);
