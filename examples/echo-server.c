@@ -410,7 +410,10 @@ static void usage(FILE *to)
 
 static int open_loop(struct server *srv)
 {
-    int rc = mux_loop_init(&srv->loop, NULL);
+    /* Each loop is run by one thread, its own, from start to end: saying so lets io_uring
+     * defer its completion work to the loop's waits (docs/backends.md). */
+    mux_loop_options_t lo = {.flags = MUX_LOOP_ONE_THREAD};
+    int rc = mux_loop_init(&srv->loop, &lo);
     if (rc < 0) {
         cli_loop_error(rc);
         return -1;

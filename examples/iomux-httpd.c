@@ -482,7 +482,10 @@ static int open_httpd(struct httpd *d, struct options *op, struct sockaddr_stora
         fprintf(stderr, "iomux-httpd: root %s: %s\n", op->root, mux_strerror(rc));
         return -1;
     }
-    if ((rc = mux_loop_init(&d->loop, NULL)) < 0) {
+    /* Each loop is run by one thread, its own: io_uring may defer its completion work to
+     * the loop's waits (docs/backends.md). */
+    mux_loop_options_t loop_opts = {.flags = MUX_LOOP_ONE_THREAD};
+    if ((rc = mux_loop_init(&d->loop, &loop_opts)) < 0) {
         cli_loop_error(rc);
         return -1;
     }

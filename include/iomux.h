@@ -119,6 +119,11 @@ enum {
 /* Flags of mux_loop_options_t. */
 enum {
     MUX_LOOP_IGNORE_ENV = 0x1, /* do not read the IOMUX_BACKEND environment variable */
+    MUX_LOOP_ONE_THREAD = 0x2, /* only the first thread that runs the loop may run it: mux_run
+                                  from another says -EEXIST, on every backend. On io_uring the
+                                  kernel then defers its completion work to the loop's waits
+                                  (IORING_SETUP_DEFER_TASKRUN), which a busy server's
+                                  many-connection echo measured cheaper (docs/backends.md) */
 };
 
 typedef struct mux_loop_options {

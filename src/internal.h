@@ -126,6 +126,8 @@ struct mux__loop {
     uint8_t clock_jumped; /* periodics must be rescheduled */
     uint8_t reapply;      /* the backend refused the loop's own fd: apply it again */
     uint8_t choosing;     /* the backend is opening as the automatic choice, not named */
+    uint8_t one_thread;   /* MUX_LOOP_ONE_THREAD: run only by `owner`, once it is set */
+    const void *owner;    /* the running thread's mux__thread_token, from the first mux_run */
     unsigned caps;        /* MUX__CAP_*: the backend's, as its open narrowed them */
     int error;            /* a failure found while gathering, returned by mux_run */
     unsigned fork_gen;

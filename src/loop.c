@@ -21,6 +21,11 @@
  * itself (mux__forked_since) without a list of loops. */
 unsigned mux__fork_gen;
 
+/* A byte per thread, whose address names the thread to MUX_LOOP_ONE_THREAD's check: unique
+ * among the live threads, with no system call and the same on every platform (a thread that
+ * has ended may pass its address on to a later one, as a pthread_t may be reused too). */
+static _Thread_local char mux__thread_token;
+
 static void mux__atfork_child(void)
 {
     mux__fork_gen++;
@@ -330,7 +335,7 @@ static void mux__loop_free(struct mux__loop *loop)
 
 MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
 {
-    if (!pub || (opts && (opts->flags & ~(unsigned)MUX_LOOP_IGNORE_ENV)))
+    if (!pub || (opts && (opts->flags & ~(unsigned)(MUX_LOOP_IGNORE_ENV | MUX_LOOP_ONE_THREAD))))
         return -EINVAL;
     int gerr = mux__global_init();
     if (gerr != 0)
@@ -348,6 +353,7 @@ MUX_EXPORT int mux_loop_init(mux_loop_t *pub, const mux_loop_options_t *opts)
     loop->now = mux__mono_ns();
     loop->now_stale = 0;
     loop->wall_minus_mono = mux__wall_ns() - (int64_t)loop->now;
+    loop->one_thread = opts && (opts->flags & MUX_LOOP_ONE_THREAD);
     mux__hooks_init(loop);
     if (mux__fd_grow(loop, 63) != 0 || mux__pend_grow(loop, 64) != 0) {
         mux__loop_free(loop);
@@ -546,6 +552,12 @@ MUX_EXPORT int mux_run(mux_loop_t *pub, int mode)
         return -EINVAL;
     if (loop->running)
         return -EBUSY;
+    if (mux__unlikely(loop->one_thread)) {
+        if (!loop->owner)
+            loop->owner = &mux__thread_token;
+        else if (loop->owner != &mux__thread_token)
+            return -EEXIST;
+    }
     loop->running = 1;
     if (mux__unlikely(loop->reapply))
         mux__internal_retry(loop);

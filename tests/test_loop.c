@@ -531,6 +531,63 @@ THREAD_TEST(loop_created_on_one_thread_runs_on_another) {
     close(h.p[1]);
 }
 
+/* MUX_LOOP_ONE_THREAD: the first thread that runs the loop owns it, on every backend. */
+struct one_thread {
+    mux_loop_t loop;
+    int rc;
+};
+
+static void *one_thread_other(void *arg)
+{
+    struct one_thread *o = arg;
+    o->rc = mux_run(&o->loop, MUX_RUN_NOWAIT);
+    return NULL;
+}
+
+static int one_thread_run_elsewhere(struct one_thread *o)
+{
+    pthread_t t;
+    o->rc = 1;
+    CHECK_EQ(pthread_create(&t, NULL, one_thread_other, o), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    return o->rc;
+}
+
+THREAD_TEST(loop_one_thread_is_run_only_by_the_first_thread_that_runs_it) {
+    struct one_thread o;
+    memset(&o, 0, sizeof o);
+    mux_loop_options_t opts = {NULL, MUX_LOOP_ONE_THREAD};
+    CHECK_EQ(mux_loop_init(&o.loop, &opts), 0);
+    const char *want = getenv("IOMUX_BACKEND");
+    if (want && *want)
+        CHECK_STR_EQ(mux_loop_backend(&o.loop), want);
+    struct handoff h; /* its io watcher counts the byte and stops */
+    memset(&h, 0, sizeof h);
+    make_pipe(h.p);
+    CHECK_EQ(mux_io_init(&h.io, handoff_io_cb, h.p[0], MUX_READ), 0);
+    h.io.data = &h;
+    CHECK_EQ(mux_io_start(&o.loop, &h.io), 0);
+    /* Made here, first run here: this thread owns it, and another may not run it, before
+     * or after an event is due; the refusal leaves the loop as it was. */
+    CHECK_EQ(mux_run(&o.loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(one_thread_run_elsewhere(&o), -EEXIST);
+    CHECK_EQ(write(h.p[1], "x", 1), 1);
+    CHECK_EQ(one_thread_run_elsewhere(&o), -EEXIST);
+    CHECK_EQ(h.io_calls, 0);
+    CHECK_EQ(mux_run(&o.loop, MUX_RUN_ONCE), 0); /* the byte, and the watcher stopped */
+    CHECK_EQ(h.io_calls, 1);
+    CHECK_EQ(mux_loop_close(&o.loop), 0);
+    close(h.p[0]);
+    close(h.p[1]);
+
+    /* Made here, first run by another thread: that thread owns it, and this one is refused. */
+    memset(&o, 0, sizeof o);
+    CHECK_EQ(mux_loop_init(&o.loop, &opts), 0);
+    CHECK_EQ(one_thread_run_elsewhere(&o), 0);
+    CHECK_EQ(mux_run(&o.loop, MUX_RUN_NOWAIT), -EEXIST);
+    CHECK_EQ(mux_loop_close(&o.loop), 0);
+}
+
 /* ---- mux_loop_walk ---- */
 
 struct walked {

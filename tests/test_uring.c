@@ -387,8 +387,8 @@ static void count_and_drain(mux_loop_t *loop, mux_io_t *w, unsigned revents)
  * refused at init. 100 fds made ready before a non-blocking run are all reported by that one
  * run: with cooperative task work the kernel ran their completion work when the writes
  * returned; deferred task work runs inside the enter in bounded passes (since Linux 6.13),
- * and the run's poll asks for as many completions as the CQ ring holds, which lets one pass
- * run them all (with min_complete 0 it took several runs). */
+ * and the run's poll enters again while the kernel flags more (with a single pass it took
+ * several runs). */
 CORE_TEST(uring_taskrun_modes_and_one_run_for_a_hundred_ready_fds) {
     CHECK_EQ(unsetenv("IOMUX_TEST_URING_REFUSE"), 0);
     skip_unless_uring_opens();

@@ -72,19 +72,28 @@
  *   next return from the kernel, whatever the call (no inter-processor interrupt), and the
  *   kernel flags in the SQ ring that some is pending, so a poll (MUX_RUN_NOWAIT, or events
  *   already in hand) enters only when that flag is up or something is to be submitted:
- *   one io_uring_enter per iteration at most. IOMUX_URING_TASKRUN=defer gives
- *   IORING_SETUP_DEFER_TASKRUN instead (with SINGLE_ISSUER; any other value but "coop"
- *   makes open fail with -EINVAL): the work then runs only inside an enter with GETEVENTS,
- *   in bounded passes (since 6.13 at most max(20, min_complete) items per pass). A poll
- *   therefore asks for as many completions as the CQ ring holds, with a zero timeout, so that
- *   one poll runs the work of 100 ready fds (it took five at min_complete 0); a waiting enter
- *   asks for one, and the completions of one iteration come in smaller batches, which can
- *   make a busy echo server cheaper (docs/studies.md has both measurements). Deferred work
- *   costs the edge-triggered watchers an enter per poll where cooperative work needs none
- *   (the Poller study's multishot cells), so cooperative work stays the default. A
- *   deferred ring is bound to one thread: it is created disabled (IORING_SETUP_R_DISABLED)
- *   and enabled by the first wait, so the thread that first runs the loop is the one, and
- *   a later run from another thread fails with -EEXIST. A signal that interrupts a
+ *   one io_uring_enter per iteration at most. A loop made with MUX_LOOP_ONE_THREAD
+ *   gets IORING_SETUP_DEFER_TASKRUN instead (with SINGLE_ISSUER); IOMUX_URING_TASKRUN=defer
+ *   or =coop names the mode whatever the loop asked (any other value makes open fail with
+ *   -EINVAL). Deferred work runs only inside an enter with GETEVENTS, in bounded passes
+ *   (since 6.13 at most max(20, min_complete) items per pass). A waiting enter asks for one
+ *   completion, so the completions of one iteration come in passes of about 20: a busy
+ *   server's received buffers are sent while they are still in the cache, where cooperative
+ *   work runs the receives of every ready connection before the loop sees the first (at
+ *   1,000 and 10,000 sessions of 16 KB, 10-30% more server CPU per echo than the io_uring
+ *   floor's, which defers; level with it deferred: bench/README.md). A poll enters with
+ *   min_complete 0 and no timeout, and enters again while the kernel flags more work
+ *   pending (IORING_SQ_TASKRUN), so that one poll runs the work of 100 ready fds. (It used
+ *   to ask for as many completions as the CQ ring holds with a zero timeout, which runs
+ *   them in one pass, but a wait that finds fewer sleeps until its expired timer fires:
+ *   7x the one-shot floor's time per Poller round at one active fd.) Deferred work costs
+ *   the edge-triggered watchers an enter per poll where cooperative work needs none (the
+ *   Poller study's multishot cells, 1.13x the floor at one active fd against 1.02x), and it
+ *   binds the ring to one thread, so cooperative work stays the default for a loop that did
+ *   not say it has one. A deferred ring is created disabled (IORING_SETUP_R_DISABLED) and
+ *   enabled by the first wait, so the thread that first runs the loop is the one; the core
+ *   refuses a run from another thread of a MUX_LOOP_ONE_THREAD loop (-EEXIST) before the
+ *   kernel would. A signal that interrupts a
  *   deferred wait leaves the work its handler made undone (an async send from a handler
  *   writes the wake-up eventfd), so an interrupted wait runs it before it returns. A
  *   kernel older than 5.19 (no TASKRUN_FLAG) enters for every poll; SUBMIT_ALL (one
@@ -279,12 +288,14 @@ static int mux__uring_setup(struct mux__uring *st)
             IORING_SETUP_SUBMIT_ALL | IORING_SETUP_TASKRUN_FLAG,
         IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
         IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL, IORING_SETUP_SUBMIT_ALL, 0};
+    /* Deferred task work for a loop run by one thread (MUX_LOOP_ONE_THREAD), cooperative
+     * otherwise; IOMUX_URING_TASKRUN names either, whatever the loop asked for. */
     const char *tw = getenv("IOMUX_URING_TASKRUN");
-    size_t first = 1; /* cooperative task work, unless deferred is asked for */
-    if (tw && *tw && strcmp(tw, "coop") != 0) {
-        if (strcmp(tw, "defer") != 0)
+    size_t first = st->one_thread ? 0 : 1;
+    if (tw && *tw) {
+        if (strcmp(tw, "defer") != 0 && strcmp(tw, "coop") != 0)
             return -EINVAL;
-        first = 0;
+        first = strcmp(tw, "defer") == 0 ? 0 : 1;
     }
     unsigned entries = MUX__URING_DEFAULT_ENTRIES, cq = MUX__URING_DEFAULT_CQ;
     const char *v = getenv("IOMUX_URING_ENTRIES");
@@ -368,6 +379,7 @@ static int mux__uring_open(struct mux__loop *loop)
     struct mux__uring *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
+    st->one_thread = loop->one_thread;
     int err = mux__uring_setup(st);
     if (err != 0) {
         free(st);
@@ -840,16 +852,7 @@ static int mux__uring_enter(struct mux__uring *st, int64_t timeout_ns)
             flags |= IORING_ENTER_EXT_ARG;
         }
     } else if (st->deferred) {
-        /* A poll of a deferred ring asks for as many completions as the CQ ring holds, with a
-         * zero timeout: the kernel runs that much deferred work before it looks (its passes
-         * run max(20, min_complete) items since 6.13), so 100 fds ready take one poll, not
-         * five; the wait then ends at once, with -ETIME. */
-        ts = (struct __kernel_timespec){0, 0};
-        arg = (struct io_uring_getevents_arg){.ts = (uint64_t)(uintptr_t)&ts};
-        argp = &arg;
-        argsz = sizeof arg;
-        min = st->ring.cq.ring_entries;
-        flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG;
+        flags = IORING_ENTER_GETEVENTS; /* deferred work runs only in an enter that asks */
     } else if (!st->taskrun_flag ||
                (IO_URING_READ_ONCE(*st->ring.sq.kflags) &
                 (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
@@ -898,6 +901,17 @@ static int mux__uring_wait_once(struct mux__loop *loop, int64_t timeout_ns)
     got += mux__uring_reap(loop);
     if (mux__forked_since(loop))
         return 0; /* the next iteration makes the child its own ring */
+    /* A deferred poll ran one pass of the kernel's work: while it flags more, run the next,
+     * so that a non-blocking run sees what was ready before it (bounded: new work may keep
+     * coming). */
+    for (int i = 0; st->deferred && timeout_ns == 0 && i < 256 &&
+                    (IO_URING_READ_ONCE(*st->ring.sq.kflags) & IORING_SQ_TASKRUN);
+         i++) {
+        mux__uring_get_events(st);
+        got += mux__uring_reap(loop);
+        if (mux__forked_since(loop))
+            return 0;
+    }
     /* Deferred task work runs only in a waiting enter. A wait that ended with nothing and
      * not by its timeout was cut short by a signal, whose handler may have made work (an
      * async send writes the wake-up eventfd): run it now, or it waits for the next wait.

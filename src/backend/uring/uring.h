@@ -69,6 +69,7 @@ struct mux__uring {
     uint32_t nrearm, rearm_cap;
     uint32_t ndone;         /* the first ndone of them have had their watchers run */
     uint8_t deferred;       /* IORING_SETUP_DEFER_TASKRUN: task work runs in waits only */
+    uint8_t one_thread;     /* the loop is MUX_LOOP_ONE_THREAD's: deferred unless told not */
     uint8_t taskrun_flag;   /* IORING_SETUP_TASKRUN_FLAG: the kernel flags pending task work */
     uint8_t post_enter;     /* MUX__OPC_NOW between the wait's enter and its return, else 0:
                                re-arms may be queued, and operations' owners deliver at once */
