@@ -580,8 +580,12 @@ static int mux__iocp_zero_recv(struct mux__op *op)
     return 0;
 }
 
+static int mux__iocp_pipe_write(struct mux__op *op);
+
 static int mux__iocp_send(struct mux__op *op)
 {
+    if (op->flags_ & MUX__OPF_PIPE)
+        return mux__iocp_pipe_write(op);
     WSABUF v[MUX__SENDV_MAX];
     const mux_buf_t *b = op->kind_ == MUX__OP_SEND ? &op->a_.buf : op->a_.bufs.v;
     uint32_t n = op->kind_ == MUX__OP_SEND ? 1 : op->a_.bufs.n, k = 0;
@@ -812,7 +816,8 @@ static HANDLE mux__iocp_pipe_event(struct mux__iocp *st)
 
 /* One read that does not wait, from the operation's socket or pipe: bytes, 0 at the end,
  * -EAGAIN, or -errno. */
-static ssize_t mux__iocp_recv(struct mux__iocp *st, struct mux__op *op, char *buf, size_t len)
+static inline ssize_t mux__iocp_recv(struct mux__iocp *st, struct mux__op *op, char *buf,
+                                     size_t len)
 {
     if (!(op->flags_ & MUX__OPF_PIPE))
         return mux__sock_recv(op->sock_, buf, len);
@@ -835,59 +840,18 @@ static int mux__iocp_pipe_wait(struct mux__op *op)
 
 /* A send on a pipe: one overlapped WriteFile of the first buffer that has bytes (WriteFile
  * takes one; WriteFileGather wants whole pages), which completes once the pipe took all of
- * it. The stream sends the rest after it, as after a short send. 1 when there was nothing to
- * send, else 0 or -errno. */
+ * it. The stream sends the rest after it, as after a short send. 0 or -errno. */
 static int mux__iocp_pipe_write(struct mux__op *op)
 {
     const mux_buf_t *b = op->kind_ == MUX__OP_SEND ? &op->a_.buf : op->a_.bufs.v;
     uint32_t n = op->kind_ == MUX__OP_SEND ? 1 : op->a_.bufs.n, i = 0;
-    while (i < n && b[i].len == 0)
-        i++;
-    if (i == n)
-        return 1;
+    while (i + 1 < n && b[i].len == 0)
+        i++; /* none with bytes: the last, empty, a write of nothing that completes at once */
     DWORD len = b[i].len < MUX__RES_MAX ? (DWORD)b[i].len : (DWORD)MUX__RES_MAX;
     if (!WriteFile((HANDLE)op->sock_, b[i].base, len, NULL, &mux__iop_of(op)->ov) &&
         GetLastError() != ERROR_IO_PENDING)
         return mux__pipe_errno(GetLastError());
     return 0;
-}
-
-/* An operation on a pipe: a receive as on a socket (read now when the owner expects bytes,
- * else wait for them with a zero-byte read), or a send. Nothing else runs on a pipe. */
-static void mux__iocp_pipe_submit(struct mux__loop *loop, struct mux__op *op, uint32_t iter)
-{
-    struct mux__iocp *st = loop->bdata;
-    int err;
-    switch (op->kind_) {
-    case MUX__OP_RECV:
-        if (mux__iocp_read_now(loop, op, iter)) {
-            size_t len = op->a_.buf.len < MUX__RES_MAX ? op->a_.buf.len : MUX__RES_MAX;
-            ssize_t n = mux__iocp_recv(st, op, op->a_.buf.base, len);
-            if (n != -EAGAIN) {
-                unsigned more = n > 0 && (size_t)n == len ? MUX__OPC_FILLED : 0;
-                mux__op_complete(op, (int)n, NULL, more);
-                return;
-            }
-        }
-        err = mux__iocp_pipe_wait(op);
-        break;
-    case MUX__OP_RECV_POOL:
-        ((struct mux__ipool *)mux__bufpool_kring(op->a_.pool))->armed++; /* as on a socket */
-        err = mux__iocp_pipe_wait(op);
-        break;
-    case MUX__OP_SEND:
-    case MUX__OP_SENDV:
-        err = mux__iocp_pipe_write(op);
-        if (err == 1) {
-            mux__iocp_post(loop, op, 0);
-            return;
-        }
-        break;
-    default:
-        err = -ENOTSUP; /* the stream runs none other on a pipe */
-    }
-    if (err != 0)
-        mux__iocp_post(loop, op, err);
 }
 
 /* A pipe operation's result, before its kind's handling in mux__iocp_op_done. A receive whose
@@ -909,17 +873,17 @@ static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
     struct mux__iop *io = mux__iop_of(op);
     uint32_t iter = io->u.iter; /* a receive's: the budget's stamp */
     memset(io, 0, sizeof *io);
-    if (mux__unlikely(op->flags_ & MUX__OPF_PIPE)) {
-        mux__iocp_pipe_submit(loop, op, iter);
+    int err = 0;
+    if (mux__unlikely(op->flags_ & MUX__OPF_PIPE) && op->kind_ > MUX__OP_SENDV) {
+        mux__iocp_post(loop, op, -ENOTSUP); /* a pipe runs receives and sends only */
         return;
     }
-    int err = 0;
     switch (op->kind_) {
     case MUX__OP_RECV:
         if (mux__iocp_read_now(loop, op, iter)) {
             /* The owner expects bytes: read them now, the one completion inside a submit. */
             size_t len = op->a_.buf.len < MUX__RES_MAX ? op->a_.buf.len : MUX__RES_MAX;
-            ssize_t n = mux__sock_recv(op->sock_, op->a_.buf.base, len);
+            ssize_t n = mux__iocp_recv(st, op, op->a_.buf.base, len);
             if (n != -EAGAIN) {
                 unsigned more = n > 0 && (size_t)n == len ? MUX__OPC_FILLED : 0;
                 mux__op_complete(op, (int)n, NULL, more);
