@@ -430,6 +430,16 @@ TEST(spawn_stdout_and_stderr_to_streams)
     loop_close(&loop);
 }
 
+/* Options whose stdin is the stream `in`, and whose stdout is read into `out`. */
+static void in_out_options(mux_spawn_options_t *o, mux_stream_t *in, struct out *out)
+{
+    memset(in, 0, sizeof *in);
+    memset(o, 0, sizeof *o);
+    o->stdio[0].kind = MUX_STDIO_STREAM;
+    o->stdio[0].stream = in;
+    out_init(out, &o->stdio[1]);
+}
+
 static void stdin_written(mux_write_t *req, int status)
 {
     (void)req;
@@ -448,12 +458,8 @@ TEST(spawn_stdin_from_a_stream_cat_echoes_it)
     loop_open(&loop);
     static struct out out;
     mux_stream_t in;
-    memset(&in, 0, sizeof in);
     mux_spawn_options_t o;
-    memset(&o, 0, sizeof o);
-    o.stdio[0].kind = MUX_STDIO_STREAM;
-    o.stdio[0].stream = &in;
-    out_init(&out, &o.stdio[1]);
+    in_out_options(&o, &in, &out);
     struct child c;
     char **argv = CHILD_ARGV(((char *[]){"cat", NULL}), "cat");
     CHECK_EQ(spawn_argv(&loop, &c, argv, &o), 0);
@@ -563,12 +569,8 @@ TEST(spawn_stream_slot_is_a_pipe_on_iocp_and_a_socket_elsewhere)
     loop_open(&loop);
     static struct out out;
     mux_stream_t in;
-    memset(&in, 0, sizeof in);
     mux_spawn_options_t o;
-    memset(&o, 0, sizeof o);
-    o.stdio[0].kind = MUX_STDIO_STREAM;
-    o.stdio[0].stream = &in;
-    out_init(&out, &o.stdio[1]);
+    in_out_options(&o, &in, &out);
     struct child c;
     char **argv = CHILD_ARGV(
         ((char *[]){"/bin/sh", "-c",
@@ -792,14 +794,10 @@ TEST(spawn_write_after_the_shutdown_of_stdin_is_epipe)
     loop_open(&loop);
     static struct out out;
     mux_stream_t in;
-    memset(&in, 0, sizeof in);
+    mux_spawn_options_t o;
+    in_out_options(&o, &in, &out);
     int shut = 0;
     in.data = &shut;
-    mux_spawn_options_t o;
-    memset(&o, 0, sizeof o);
-    o.stdio[0].kind = MUX_STDIO_STREAM;
-    o.stdio[0].stream = &in;
-    out_init(&out, &o.stdio[1]);
     struct child c;
     CHECK_EQ(spawn_argv(&loop, &c, CHILD_ARGV(((char *[]){"cat", NULL}), "cat"), &o), 0);
     static char msg[] = "before the shutdown\n";
