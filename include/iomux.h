@@ -918,8 +918,8 @@ int mux_write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned
  * file must stay open, and its bytes in place, until `cb`. A file that ends before `len`
  * bytes fails the write, and the writes queued after it, with -ENODATA (what went before
  * stays sent); a read error as a send error does. Returns what mux_write returns, and -EINVAL for a negative `fd` or `off`, or a
- * range that ends past INT64_MAX; a descriptor that is not a readable file shows in `cb`
- * (-EBADF, -EINVAL). */
+ * range that ends past INT64_MAX, and -ENOTSUP on a stream on a pipe (docs/process.md); a
+ * descriptor that is not a readable file shows in `cb` (-EBADF, -EINVAL). */
 int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, unsigned nbufs,
                    int fd, int64_t off, uint64_t len, mux_write_cb cb);
 /* Sends what the socket takes at once of the `nbufs` buffers of `bufs`, and queues nothing:
@@ -962,16 +962,17 @@ int mux_stream_shutdown(mux_stream_t *s, mux_shutdown_cb cb);
  * -EINVAL, -EALREADY when already closing. */
 int mux_stream_close(mux_stream_t *s, mux_close_cb cb);
 /* Sets TCP_NODELAY (on != 0) or clears it. Returns 0, -EINVAL, -ENOTSUP for a Unix
- * socket, or setsockopt's error. */
+ * socket (or a pipe: a child's stream on Windows), or setsockopt's error. */
 int mux_stream_nodelay(mux_stream_t *s, int on);
 /* Enables TCP keep-alive with `idle_s` seconds (1 .. INT32_MAX) before the first probe, or
- * disables it (on == 0). Returns 0, -EINVAL, -ENOTSUP for a Unix socket, or setsockopt's
- * error. */
+ * disables it (on == 0). Returns 0, -EINVAL, -ENOTSUP for a Unix socket (or a pipe), or
+ * setsockopt's error. */
 int mux_stream_keepalive(mux_stream_t *s, int on, unsigned idle_s);
 /* Sets the stream's timeouts (NULL: none). Returns 0, -EINVAL, -ENOMEM. */
 int mux_stream_set_timeouts(mux_stream_t *s, const mux_stream_timeouts_t *to);
-/* Writes the stream's socket to `*sock`. Returns 0, or -EINVAL for NULL or a stream that is
- * not open. */
+/* Writes the stream's socket to `*sock`. Returns 0, -EINVAL for NULL or a stream that is
+ * not open, or -ENOTSOCK for a stream on a pipe (a child's standard handle on Windows'
+ * iocp: docs/process.md). */
 int mux_stream_socket(const mux_stream_t *s, mux_os_sock_t *sock);
 /* Returns the loop of a stream that is open or closing, or NULL from its close callback on
  * (and for a stream never opened). */

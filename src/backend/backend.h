@@ -74,6 +74,14 @@
  * - Sockets. A backend whose kernel binds a socket to its queue for good (IOCP's completion
  *   port) does so in `adopt`, which the stream and listener layers call once per socket
  *   before its first operation.
+ * - Pipes. With MUX__CAP_PIPE, a stream's operations may run on a pipe's handle instead of a
+ *   socket (a child's standard handle on Windows, spawn_win.c): the owner sets MUX__OPF_PIPE
+ *   in the operation's flags once, and submits only receives (into a caller buffer or a pool)
+ *   and sends, which the backend runs natively by the rules above; `adopt` gets the handle. The
+ *   other end's close is the end of the stream for a receive and -EPIPE for a send. The owner
+ *   closes the handle itself, and sets sock_ to MUX_OS_SOCK_INVALID in the operations it
+ *   closed it under, so that a completion that comes afterwards touches no handle (the number
+ *   may be another file's by then).
  *
  * Buffer pools. A pool (mux_bufpool_t) is a data structure the stream layer's receives and the
  * backends' share: buffers carved from the caller's memory, on a free list (stream/bufpool.c
@@ -100,6 +108,9 @@
 /* A datagram receive into the caller's buffers runs natively too, the way a stream's receive
  * into a caller's buffer does (IOCP, "Buffers" below); without it only a pool's does. */
 #define MUX__CAP_DGRAM_BUF    (1u << 13)
+/* Operations may run on a pipe (MUX__OPF_PIPE): the stream of a child's standard handle is a
+ * named pipe on Windows where the backend drives one (IOCP), a socket elsewhere ("Pipes"). */
+#define MUX__CAP_PIPE         (1u << 14)
 #define MUX__CAP_OPS          0x300ffu   /* the operation-kind bits (datagrams': 16, 17) */
 
 /* mux__op.kind_ */
@@ -159,6 +170,7 @@ struct mux__dbatch {
 #define MUX__OPF_MULTI                                                                             \
     0x02 /* stay armed: an accept (MUX__CAP_ACCEPT_MULTI), a pool receive                          \
             (MUX__CAP_RECV_MULTI) */
+#define MUX__OPF_PIPE 0x04 /* sock_ is a pipe's handle, not a socket ("Pipes"): kept by submits */
 /* the operation layer's */
 #define MUX__OPF_FLIGHT 0x10 /* submitted, its last completion not yet in */
 #define MUX__OPF_NATIVE 0x20 /* the backend runs it (else the emulation) */

@@ -53,6 +53,19 @@
  *   in between (backend.h, "Buffers"); a submit whose owner expects data tries the recv first
  *   and completes inside the submit. For a pool, the zero-byte completion takes a buffer and
  *   reads into it right there (the pool is bound to the loop, with no kernel ring).
+ * - Pipes. A stream on a child's standard handle is a named pipe's server end (spawn_win.c),
+ *   opened overlapped and bound to the port as a socket is; its operations carry
+ *   MUX__OPF_PIPE. A receive waits with a zero-byte ReadFile, which completes once bytes are
+ *   there or the child's end has closed (ERROR_BROKEN_PIPE), and reads what is there with
+ *   PeekNamedPipe and a ReadFile that cannot wait (platform/win.c, mux__pipe_read), whose
+ *   OVERLAPPED's event has its low bit set so that the port gets no completion of it: in the
+ *   next submit for a caller's buffer, in the completion for a pool's, as on a socket. A send
+ *   is one overlapped WriteFile of the first buffer with bytes (WriteFileGather wants whole
+ *   pages), completed once the pipe took it all. The child's end closed is the end of the
+ *   stream for a receive and -EPIPE for a send (ERROR_NO_DATA, ERROR_BROKEN_PIPE). Cancels
+ *   are CancelIoEx, as for sockets; the stream closes the handle (CloseHandle) itself, and an
+ *   operation that completes after that reads nothing. There is no shutdown of a pipe's
+ *   writing side: the stream closes the pipe instead (stream.c).
  * - Datagrams go the same ways. A batch send is an overlapped WSASendTo of its first
  *   datagram; the rest go from that completion with non-blocking calls, and one the socket
  *   does not take waits overlapped in its turn; the count sent completes it. A receive waits
@@ -177,6 +190,7 @@ struct mux__iocp {
     LPFN_CONNECTEX connectex;
     LPFN_TRANSMITFILE transmitfile;
     HANDLE timer; /* a high-resolution waitable timer, or NULL: millisecond waits */
+    HANDLE pipe_event; /* for reads of pipes that complete in the call (made at the first) */
     OVERLAPPED_ENTRY entries[MUX__ENTRIES];
 };
 
@@ -314,6 +328,8 @@ static void mux__iocp_close(struct mux__loop *loop)
     CloseHandle(st->port);
     if (st->timer)
         CloseHandle(st->timer);
+    if (st->pipe_event)
+        CloseHandle(st->pipe_event);
     struct mux__ipool *ip;
     while ((ip = st->pools) != NULL) {
         st->pools = ip->next;
@@ -550,8 +566,12 @@ static void mux__iocp_post(struct mux__loop *loop, struct mux__op *op, int res)
         abort(); /* a port that takes no packet can complete nothing: nothing sane is left */
 }
 
+static int mux__iocp_pipe_wait(struct mux__op *op);
+
 static int mux__iocp_zero_recv(struct mux__op *op)
 {
+    if (op->flags_ & MUX__OPF_PIPE)
+        return mux__iocp_pipe_wait(op);
     WSABUF none = {0, NULL};
     DWORD flags = 0;
     if (WSARecv(op->sock_, &none, 1, NULL, &flags, &mux__iop_of(op)->ov, NULL) != 0 &&
@@ -560,8 +580,12 @@ static int mux__iocp_zero_recv(struct mux__op *op)
     return 0;
 }
 
+static int mux__iocp_pipe_write(struct mux__op *op);
+
 static int mux__iocp_send(struct mux__op *op)
 {
+    if (op->flags_ & MUX__OPF_PIPE)
+        return mux__iocp_pipe_write(op);
     WSABUF v[MUX__SENDV_MAX];
     const mux_buf_t *b = op->kind_ == MUX__OP_SEND ? &op->a_.buf : op->a_.bufs.v;
     uint32_t n = op->kind_ == MUX__OP_SEND ? 1 : op->a_.bufs.n, k = 0;
@@ -763,6 +787,86 @@ static int mux__iocp_transmit(struct mux__iocp *st, struct mux__op *op)
     return 0;
 }
 
+/* Whether a receive tries to read inside its submit: its owner expects bytes, and the budget
+ * of such completions in this loop iteration is not spent. A sender faster than the loop would
+ * keep a reader completing inside its submits forever: past the budget, it waits for the port
+ * as the emulation waits for readiness (ready_ops.c). `iter`: the budget's stamp, as the
+ * operation's private space had it before the submit cleared it. */
+static inline int mux__iocp_read_now(struct mux__loop *loop, struct mux__op *op, uint32_t iter)
+{
+    if (iter != loop->iter)
+        op->streak_ = 0;
+    mux__iop_of(op)->u.iter = loop->iter;
+    if ((op->flags_ & MUX__OPF_POLL_FIRST) || op->streak_ >= MUX__READ_BUDGET)
+        return 0;
+    op->streak_++;
+    return 1;
+}
+
+/* ---- pipes (MUX__OPF_PIPE) ---------------------------------------------------------- */
+
+/* The event a pipe's read that completes in the call is made with (mux__pipe_read), made at the
+ * loop's first: NULL when it cannot be. */
+static HANDLE mux__iocp_pipe_event(struct mux__iocp *st)
+{
+    if (!st->pipe_event)
+        st->pipe_event = CreateEventW(NULL, TRUE, FALSE, NULL);
+    return st->pipe_event;
+}
+
+/* One read that does not wait, from the operation's socket or pipe: bytes, 0 at the end,
+ * -EAGAIN, or -errno. */
+static inline ssize_t mux__iocp_recv(struct mux__iocp *st, struct mux__op *op, char *buf,
+                                     size_t len)
+{
+    if (!(op->flags_ & MUX__OPF_PIPE))
+        return mux__sock_recv(op->sock_, buf, len);
+    HANDLE ev = mux__iocp_pipe_event(st);
+    return ev ? mux__pipe_read((HANDLE)op->sock_, buf, len, ev) : mux__win_errno(GetLastError());
+}
+
+/* A pipe's readiness: a zero-byte overlapped ReadFile, which completes once bytes are there or
+ * the other end has closed (ERROR_BROKEN_PIPE), lending the kernel no buffer meanwhile: what
+ * the zero-byte WSARecv is for a socket, and what libuv waits on a pipe with. */
+static int mux__iocp_pipe_wait(struct mux__op *op)
+{
+    static char none;
+    OVERLAPPED *ov = &mux__iop_of(op)->ov;
+    memset(ov, 0, sizeof *ov);
+    if (!ReadFile((HANDLE)op->sock_, &none, 0, NULL, ov) && GetLastError() != ERROR_IO_PENDING)
+        return mux__pipe_errno(GetLastError());
+    return 0; /* done in the call or not, the completion comes through the port */
+}
+
+/* A send on a pipe: one overlapped WriteFile of the first buffer that has bytes (WriteFile
+ * takes one; WriteFileGather wants whole pages), which completes once the pipe took all of
+ * it. The stream sends the rest after it, as after a short send. 0 or -errno. */
+static int mux__iocp_pipe_write(struct mux__op *op)
+{
+    const mux_buf_t *b = op->kind_ == MUX__OP_SEND ? &op->a_.buf : op->a_.bufs.v;
+    uint32_t n = op->kind_ == MUX__OP_SEND ? 1 : op->a_.bufs.n, i = 0;
+    while (i + 1 < n && b[i].len == 0)
+        i++; /* none with bytes: the last, empty, a write of nothing that completes at once */
+    DWORD len = b[i].len < MUX__RES_MAX ? (DWORD)b[i].len : (DWORD)MUX__RES_MAX;
+    if (!WriteFile((HANDLE)op->sock_, b[i].base, len, NULL, &mux__iop_of(op)->ov) &&
+        GetLastError() != ERROR_IO_PENDING)
+        return mux__pipe_errno(GetLastError());
+    return 0;
+}
+
+/* A pipe operation's result, before its kind's handling in mux__iocp_op_done. A receive whose
+ * pipe's other end closed (-EPIPE) is readable: the read that follows finds the end of the
+ * stream after the bytes still there. One that completes after its owner closed the handle
+ * (sock_ invalid) reads nothing: -ECANCELED. */
+static int mux__iocp_pipe_done(struct mux__op *op, int res)
+{
+    if (op->kind_ != MUX__OP_RECV && op->kind_ != MUX__OP_RECV_POOL)
+        return res;
+    if (op->sock_ == MUX_OS_SOCK_INVALID)
+        return res >= 0 || res == -EPIPE ? -ECANCELED : res;
+    return res == -EPIPE ? 0 : res;
+}
+
 static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
 {
     struct mux__iocp *st = loop->bdata;
@@ -770,20 +874,16 @@ static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
     uint32_t iter = io->u.iter; /* a receive's: the budget's stamp */
     memset(io, 0, sizeof *io);
     int err = 0;
+    if (mux__unlikely(op->flags_ & MUX__OPF_PIPE) && op->kind_ > MUX__OP_SENDV) {
+        mux__iocp_post(loop, op, -ENOTSUP); /* a pipe runs receives and sends only */
+        return;
+    }
     switch (op->kind_) {
     case MUX__OP_RECV:
-        /* A sender faster than the loop would keep a reader completing inside its submits
-         * forever: past the budget, it waits for the port as the emulation waits for
-         * readiness (ready_ops.c). */
-        if (iter != loop->iter) {
-            op->streak_ = 0;
-        }
-        io->u.iter = loop->iter;
-        if (!(op->flags_ & MUX__OPF_POLL_FIRST) && op->streak_ < MUX__READ_BUDGET) {
-            op->streak_++;
+        if (mux__iocp_read_now(loop, op, iter)) {
             /* The owner expects bytes: read them now, the one completion inside a submit. */
             size_t len = op->a_.buf.len < MUX__RES_MAX ? op->a_.buf.len : MUX__RES_MAX;
-            ssize_t n = mux__sock_recv(op->sock_, op->a_.buf.base, len);
+            ssize_t n = mux__iocp_recv(st, op, op->a_.buf.base, len);
             if (n != -EAGAIN) {
                 unsigned more = n > 0 && (size_t)n == len ? MUX__OPC_FILLED : 0;
                 mux__op_complete(op, (int)n, NULL, more);
@@ -814,13 +914,9 @@ static void mux__iocp_submit(struct mux__loop *loop, struct mux__op *op)
     case MUX__OP_DGRAM_RECV:
         /* As a stream's receive (above), with the pool's buffers taken only once datagrams
          * are there. Counted in the pool like a pool receive (MUX__OP_RECV_POOL). */
-        if (iter != loop->iter)
-            op->streak_ = 0;
-        io->u.iter = loop->iter;
         if (op->a_.dgram->pool)
             ((struct mux__ipool *)mux__bufpool_kring(op->a_.dgram->pool))->armed++;
-        if (!(op->flags_ & MUX__OPF_POLL_FIRST) && op->streak_ < MUX__READ_BUDGET) {
-            op->streak_++;
+        if (mux__iocp_read_now(loop, op, iter)) {
             unsigned more = 0;
             int r = mux__iocp_dgram_read(op, &more);
             if (r != -EAGAIN) {
@@ -891,7 +987,7 @@ static int mux__iocp_pool_detach(struct mux__loop *loop, mux_bufpool_t *pool)
 
 /* A zero-byte receive for a pool completed: a buffer, and the bytes into it. Returns 1 when
  * the operation goes on (no bytes after all: another zero-byte receive is in flight). */
-static int mux__iocp_pool_read(struct mux__op *op, int *res, char **buf)
+static int mux__iocp_pool_read(struct mux__iocp *st, struct mux__op *op, int *res, char **buf)
 {
     uint32_t i = mux__bufpool_lend(op->a_.pool);
     if (i == MUX__POOL_NONE) {
@@ -899,7 +995,7 @@ static int mux__iocp_pool_read(struct mux__op *op, int *res, char **buf)
         return 0;
     }
     size_t len = mux__bufpool_size(op->a_.pool);
-    ssize_t n = mux__sock_recv(op->sock_, mux__bufpool_addr(op->a_.pool, i),
+    ssize_t n = mux__iocp_recv(st, op, mux__bufpool_addr(op->a_.pool, i),
                                len < MUX__RES_MAX ? len : MUX__RES_MAX);
     if (n > 0) {
         *res = (int)n;
@@ -944,6 +1040,8 @@ static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int re
     struct mux__iop *io = mux__iop_of(op);
     char *buf = NULL;
     unsigned flags = 0;
+    if (mux__unlikely(op->flags_ & MUX__OPF_PIPE))
+        res = mux__iocp_pipe_done(op, res);
     switch (op->kind_) {
     case MUX__OP_RECV:
         if (res >= 0) { /* readable, or at the end of the stream: the next submit reads */
@@ -952,7 +1050,7 @@ static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int re
         }
         break;
     case MUX__OP_RECV_POOL: {
-        if (res >= 0 && mux__iocp_pool_read(op, &res, &buf))
+        if (res >= 0 && mux__iocp_pool_read(st, op, &res, &buf))
             return; /* nothing to read after all: waiting again */
         ((struct mux__ipool *)mux__bufpool_kring(op->a_.pool))->armed--;
         if (buf && (size_t)res == mux__bufpool_size(op->a_.pool))
@@ -1025,14 +1123,15 @@ static void mux__iocp_op_done(struct mux__loop *loop, struct mux__op *op, int re
 
 /* ---- the wait ------------------------------------------------------------------------ */
 
-static int mux__iocp_status(const OVERLAPPED *ov, DWORD bytes)
+static int mux__iocp_status(const struct mux__op *op, const OVERLAPPED *ov, DWORD bytes)
 {
     NTSTATUS s = (NTSTATUS)ov->Internal;
     if (s == (NTSTATUS)0x80000005L) /* STATUS_BUFFER_OVERFLOW: a datagram longer than room */
         return -EMSGSIZE;
     if ((LONG)s >= 0) /* success, or a warning with a count */
         return bytes > MUX__RES_MAX ? (int)MUX__RES_MAX : (int)bytes;
-    return mux__win_errno(RtlNtStatusToDosError(s));
+    DWORD e = RtlNtStatusToDosError(s);
+    return op->flags_ & MUX__OPF_PIPE ? mux__pipe_errno(e) : mux__win_errno(e);
 }
 
 static VOID CALLBACK mux__iocp_timer_apc(LPVOID arg, DWORD low, DWORD high)
@@ -1089,11 +1188,15 @@ static int mux__iocp_wait_once(struct mux__loop *loop, int64_t timeout_ns, uint6
                               (int)(intptr_t)en->lpOverlapped->Internal);
             delivered++;
             break;
-        case MUX__KEY_SOCK:
-            mux__iocp_op_done(loop, mux__op_of_ov(en->lpOverlapped),
-                              mux__iocp_status(en->lpOverlapped, en->dwNumberOfBytesTransferred));
+        case MUX__KEY_SOCK: {
+            if (!en->lpOverlapped)
+                break; /* I/O of the program's own on a handle of ours, without an OVERLAPPED */
+            struct mux__op *op = mux__op_of_ov(en->lpOverlapped);
+            DWORD bytes = en->dwNumberOfBytesTransferred;
+            mux__iocp_op_done(loop, op, mux__iocp_status(op, en->lpOverlapped, bytes));
             delivered++;
             break;
+        }
         default:
             break;
         }
@@ -1126,7 +1229,8 @@ const struct mux__backend mux__backend_iocp = {
     .caps = MUX__CAP(MUX__OP_RECV) | MUX__CAP(MUX__OP_RECV_POOL) | MUX__CAP(MUX__OP_SEND) |
             MUX__CAP(MUX__OP_SENDV) | MUX__CAP(MUX__OP_ACCEPT) | MUX__CAP(MUX__OP_CONNECT) |
             MUX__CAP(MUX__OP_SHUTDOWN) | MUX__CAP(MUX__OP_SENDFILE) |
-            MUX__CAP(MUX__OP_DGRAM_SEND) | MUX__CAP(MUX__OP_DGRAM_RECV) | MUX__CAP_DGRAM_BUF,
+            MUX__CAP(MUX__OP_DGRAM_SEND) | MUX__CAP(MUX__OP_DGRAM_RECV) | MUX__CAP_DGRAM_BUF |
+            MUX__CAP_PIPE,
     .fd_limit = INT_MAX,
     .open = mux__iocp_open,
     .close = mux__iocp_close,

@@ -57,6 +57,10 @@ int mux__sock_accept(mux_os_sock_t lsock);
  * socket, or another -errno (-EBADF). */
 int mux__sock_adopt(mux_os_sock_t sock);
 void mux__sock_close(mux_os_sock_t sock);
+/* Closes the handle of a stream opened on a pipe (stream.h, mux__stream_open_pipe): Windows
+ * gives a child's standard handles as named pipes, which are handles and no sockets; elsewhere
+ * the stream layer opens sockets only, and this closes a descriptor. */
+void mux__pipe_close(mux_os_sock_t pipe);
 /* Starts a connect: 0 when it completed, -EINPROGRESS while it goes on, or -errno. */
 int mux__sock_connect(mux_os_sock_t sock, const struct sockaddr *sa, socklen_t len);
 /* The outcome of a connect that went on (SO_ERROR): 0 or -errno. */

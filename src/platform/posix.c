@@ -283,6 +283,11 @@ void mux__sock_close(mux_os_sock_t sock)
     close(sock); /* EINTR: the descriptor is gone all the same on Linux and the BSDs */
 }
 
+void mux__pipe_close(mux_os_sock_t pipe)
+{
+    close(pipe); /* no stream is opened on a pipe here: see platform.h */
+}
+
 int mux__sock_connect(mux_os_sock_t sock, const struct sockaddr *sa, socklen_t len)
 {
     if (connect(sock, sa, len) == 0)

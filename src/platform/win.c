@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <io.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "platform/platform.h"
@@ -117,6 +118,8 @@ int mux__win_errno(DWORD err)
     case WSAESHUTDOWN:
     case WSAEDISCON:
     case ERROR_BROKEN_PIPE:
+    case ERROR_NO_DATA:            /* a pipe whose other end closed, written */
+    case ERROR_PIPE_NOT_CONNECTED: /* and one disconnected */
         return -EPIPE;
     case WSAETIMEDOUT:
     case ERROR_SEM_TIMEOUT:
@@ -150,6 +153,11 @@ int mux__win_errno(DWORD err)
 int mux__wsa_errno(void)
 {
     return mux__win_errno((DWORD)WSAGetLastError());
+}
+
+int mux__pipe_errno(DWORD err)
+{
+    return err == ERROR_HANDLE_EOF ? -EPIPE : mux__win_errno(err);
 }
 
 /* ---- the process ---- */
@@ -301,6 +309,11 @@ int mux__sock_adopt(mux_os_sock_t sock)
 void mux__sock_close(mux_os_sock_t sock)
 {
     closesocket(sock);
+}
+
+void mux__pipe_close(mux_os_sock_t pipe)
+{
+    CloseHandle((HANDLE)pipe); /* its operations in flight end, each with its completion */
 }
 
 int mux__sock_connect(mux_os_sock_t sock, const struct sockaddr *sa, socklen_t len)
@@ -483,6 +496,90 @@ int mux__win_stdio_pair(SOCKET *parent, SOCKET *child)
         *parent = sv[1];
     }
     return err;
+}
+
+/* ---- a child's standard handle: a named pipe ---- */
+
+/* Names are unique in the machine: the process id and a count. A name that another program
+ * took first (FILE_FLAG_FIRST_PIPE_INSTANCE refuses it) or whose one instance it connected to
+ * before us (our open is refused) is given up for the next count. */
+static volatile LONG mux__pipe_count;
+
+/* A new pipe's server end, of the next free name (in `name`). */
+static HANDLE mux__pipe_server(wchar_t name[64], DWORD *err)
+{
+    HANDLE h = INVALID_HANDLE_VALUE;
+    for (int tries = 0; tries < 16 && h == INVALID_HANDLE_VALUE; tries++) {
+        _snwprintf(name, 64, L"\\\\.\\pipe\\iomux-%lu-%ld", (unsigned long)GetCurrentProcessId(),
+                   (long)InterlockedIncrement(&mux__pipe_count));
+        name[63] = L'\0';
+        /* 64 KB each way, as libuv's; not inherited (no security attributes). */
+        h = CreateNamedPipeW(name,
+                             PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED |
+                                 FILE_FLAG_FIRST_PIPE_INSTANCE,
+                             PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT |
+                                 PIPE_REJECT_REMOTE_CLIENTS,
+                             1, 65536, 65536, 0, NULL);
+        *err = h == INVALID_HANDLE_VALUE ? GetLastError() : 0;
+        if (*err != 0 && *err != ERROR_ACCESS_DENIED && *err != ERROR_PIPE_BUSY)
+            break;
+    }
+    return h;
+}
+
+int mux__win_stdio_pipe(HANDLE *parent, HANDLE *child, int child_reads)
+{
+    /* The child's rights are libuv's: what its slot is for, and the attributes the other way,
+     * which SetNamedPipeHandleState and the C runtime's checks of the handle need. */
+    DWORD access = child_reads ? GENERIC_READ | FILE_WRITE_ATTRIBUTES
+                               : GENERIC_WRITE | FILE_READ_ATTRIBUTES;
+    for (int tries = 0; tries < 16; tries++) {
+        wchar_t name[64];
+        DWORD e;
+        HANDLE s = mux__pipe_server(name, &e);
+        if (s == INVALID_HANDLE_VALUE)
+            return mux__win_errno(e);
+        HANDLE c = CreateFileW(name, access, 0, NULL, OPEN_EXISTING, 0, NULL);
+        if (c != INVALID_HANDLE_VALUE) {
+            *parent = s;
+            *child = c;
+            return 0;
+        }
+        e = GetLastError();
+        CloseHandle(s);
+        if (e != ERROR_PIPE_BUSY) /* busy: someone else connected first */
+            return mux__win_errno(e);
+    }
+    return -EAGAIN;
+}
+
+ssize_t mux__pipe_read(HANDLE pipe, char *buf, size_t len, HANDLE event)
+{
+    DWORD avail = 0, got = 0;
+    if (!PeekNamedPipe(pipe, NULL, 0, NULL, &avail, NULL)) {
+        int err = mux__pipe_errno(GetLastError());
+        return err == -EPIPE ? 0 : err; /* closed, and nothing left: the end */
+    }
+    if (avail == 0)
+        return -EAGAIN;
+    if (len > avail)
+        len = avail;
+    if (len > INT_MAX)
+        len = INT_MAX;
+    /* The bytes are there, so the read completes in the call; an OVERLAPPED all the same, as
+     * the handle is overlapped, and with the event's low bit set, so that the port the handle
+     * is bound to gets no completion for it. */
+    OVERLAPPED ov;
+    memset(&ov, 0, sizeof ov);
+    ov.hEvent = (HANDLE)((uintptr_t)event | 1);
+    BOOL ok = ReadFile(pipe, buf, (DWORD)len, &got, &ov);
+    if (!ok && GetLastError() == ERROR_IO_PENDING)
+        ok = GetOverlappedResult(pipe, &ov, &got, TRUE);
+    if (!ok) {
+        int err = mux__pipe_errno(GetLastError());
+        return err == -EPIPE ? 0 : err;
+    }
+    return (ssize_t)got;
 }
 
 /* ---- the wake-up descriptor: a loopback pair ---- */

@@ -30,14 +30,18 @@
  *   the systems that ignore the list (Wine's CreateProcess takes every inheritable handle).
  * - A slot closed in the child is no handle at all (NULL in STARTUPINFO), as a closed
  *   descriptor is on POSIX, where libuv gives the NUL device.
- * - A slot connected to a stream. The stream layer takes sockets on Windows, on both backends
- *   (overlapped WSARecv/WSASend on iocp, select() on select); a named pipe would need a pipe
- *   kind in both, and select() cannot wait for a pipe at all. So the child's end is one side
- *   of a loopback TCP connection, made without the overlapped attribute and blocking: such a
- *   socket is a handle a program can ReadFile and WriteFile as it would a pipe (Winsock's
- *   base provider, and Wine, serve both), and the parent's end is an ordinary overlapped,
- *   non-blocking socket, opened as the stream. Not what libuv does (overlapped named pipes);
- *   a socket behind a layered provider (an LSP) is no such handle: docs/process.md says so.
+ * - A slot connected to a stream. Where the loop's backend drives streams on pipes (iocp), it
+ *   is what libuv makes: a named pipe of a unique name (\\.\pipe\iomux-<pid>-<count>), byte
+ *   mode, one instance, remote clients refused; its server end, duplex and overlapped, is
+ *   the parent's stream, and its client end, opened without the overlapped attribute (the
+ *   child's ReadFile and WriteFile block), is the child's: to read from for stdin, to write
+ *   to for stdout and stderr, as libuv gives it. select() cannot wait for a pipe at all, so
+ *   on the select backend the slot is one side of a loopback TCP connection instead, made
+ *   without the overlapped attribute and blocking: such a socket is a handle a program can
+ *   ReadFile and WriteFile as it would a pipe (Winsock's base provider, and Wine, serve both;
+ *   a socket behind a layered provider, an LSP, is no such handle: docs/process.md says so),
+ *   and the parent's end is an ordinary overlapped, non-blocking socket, opened as the
+ *   stream. The choice is made in one place, mux_spawn (mux__stream_pipes).
  * - No signals. mux_process_kill maps as libuv does: SIGTERM, SIGKILL, SIGINT and SIGQUIT
  *   end the process (TerminateProcess, exit code 1), and the exit is then reported as killed
  *   by that signal; 0 checks that it still runs; any other number is -ENOSYS.
@@ -63,6 +67,7 @@
 #include "iomux/process.h"
 #include "process/process.h"
 #include "platform/win.h"
+#include "stream/stream.h"
 
 #ifndef SIGKILL
 #define SIGKILL 9 /* the numbers the C runtime of mingw-w64 does not name */
@@ -351,6 +356,8 @@ struct mux__spawn {
     HANDLE child[3];  /* inheritable handles for the child's slots, closed once it runs */
     int sock[3];      /* child[i] is a socket (closesocket, not CloseHandle) */
     SOCKET parent[3]; /* the parent's end of a stream slot, or INVALID_SOCKET */
+    int pipe[3];      /* parent[i] is a pipe's handle (CloseHandle, not closesocket) */
+    int pipes;        /* stream slots are pipes: the loop's streams run on them */
 };
 
 /* An inheritable copy of `h` in *out. 0 or -errno. */
@@ -362,6 +369,25 @@ static int mux__dup_inheritable(HANDLE h, HANDLE *out)
         DWORD e = GetLastError();
         return e == ERROR_INVALID_HANDLE ? -EBADF : mux__win_errno(e);
     }
+    return 0;
+}
+
+/* A pipe for stream slot `i`: its server end the parent's, its client end the child's. */
+static int mux__spawn_pipe(struct mux__spawn *sp, int i)
+{
+    HANDLE p, c;
+    int err = mux__win_stdio_pipe(&p, &c, i == 0);
+    if (err != 0)
+        return err;
+    if (!SetHandleInformation(c, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT)) {
+        err = mux__win_errno(GetLastError());
+        CloseHandle(c);
+        CloseHandle(p);
+        return err;
+    }
+    sp->child[i] = c;
+    sp->parent[i] = (SOCKET)p;
+    sp->pipe[i] = 1;
     return 0;
 }
 
@@ -377,6 +403,8 @@ static int mux__spawn_slot(struct mux__spawn *sp, const mux_stdio_t *s, int i)
         return mux__dup_inheritable(h, &sp->child[i]);
     }
     case MUX_STDIO_STREAM: {
+        if (sp->pipes)
+            return mux__spawn_pipe(sp, i);
         SOCKET c;
         int err = mux__win_stdio_pair(&sp->parent[i], &c);
         if (err != 0)
@@ -405,9 +433,29 @@ static void mux__spawn_cleanup(struct mux__spawn *sp, int close_parent)
         else if (sp->child[i])
             CloseHandle(sp->child[i]);
         sp->child[i] = NULL;
-        if (close_parent && sp->parent[i] != INVALID_SOCKET)
+        if (close_parent && sp->parent[i] != INVALID_SOCKET && sp->pipe[i])
+            CloseHandle((HANDLE)sp->parent[i]);
+        else if (close_parent && sp->parent[i] != INVALID_SOCKET)
             closesocket(sp->parent[i]);
     }
+}
+
+/* Opens the parent's end of each stream slot as its stream, a pipe's as a pipe stream; those
+ * opened are set to INVALID_SOCKET. 0 or -errno. */
+static int mux__spawn_open_ends(struct mux__loop *loop, struct mux__spawn *sp,
+                                const mux_spawn_options_t *opts)
+{
+    int err = 0;
+    for (int i = 0; i < 3 && err == 0; i++) {
+        if (sp->parent[i] == INVALID_SOCKET)
+            continue;
+        mux_stream_t *s = opts->stdio[i].stream;
+        err = sp->pipe[i] ? mux__stream_open_pipe(loop, s, sp->parent[i])
+                          : mux_stream_open(loop->pub, s, sp->parent[i]);
+        if (err == 0)
+            sp->parent[i] = INVALID_SOCKET; /* the stream's */
+    }
+    return err;
 }
 
 /* ---- starting ------------------------------------------------------------------------ */
@@ -567,9 +615,12 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
     struct mux__spawn sp;
     for (int i = 0; i < 3; i++) {
         sp.child[i] = NULL;
-        sp.sock[i] = 0;
+        sp.sock[i] = sp.pipe[i] = 0;
         sp.parent[i] = INVALID_SOCKET;
     }
+    /* The one place where the kind of a stream slot is chosen: a named pipe where the loop's
+     * backend runs streams on pipes (iocp), else a socket pair (select cannot wait for a pipe). */
+    sp.pipes = mux__stream_pipes(loop);
     PROCESS_INFORMATION pi;
     HANDLE job = NULL;
     if (err == 0)
@@ -583,13 +634,8 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
     mux_child_init(&p->child_, mux__process_child_cb, p->pid_);
     p->child_.h_.flags |= MUX__W_NOREF; /* a part of the handle, which counts itself */
     err = mux_child_start(pub, &p->child_);
-    intptr_t parent[3];
-    for (int i = 0; i < 3; i++)
-        parent[i] = (intptr_t)sp.parent[i];
     if (err == 0)
-        err = mux__spawn_open_streams(pub, opts, parent, (intptr_t)INVALID_SOCKET);
-    for (int i = 0; i < 3; i++)
-        sp.parent[i] = (SOCKET)parent[i];
+        err = mux__spawn_open_ends(loop, &sp, opts);
     mux__spawn_cleanup(&sp, 1);
     if (err != 0) { /* rare: the loop's tables could not grow, or no wait could be registered */
         mux__spawn_close_streams(opts);

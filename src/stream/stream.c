@@ -76,6 +76,8 @@ enum {
     S_RSINGLE = 0x40000,  /* a multishot receive ran the ring dry: the next is a single one */
     S_RSURPLUS = 0x80000, /* stopped, a multishot receive parked a completion: ended */
     S_HIDDEN = 0x100000,  /* a part of a service's handle: not walked (mux__stream_hide) */
+    S_PIPE = 0x200000,    /* on a pipe's handle, not a socket (mux__stream_open_pipe) */
+    S_PGONE = 0x400000,   /* the pipe was closed by its shutdown: reads find the end */
 };
 
 /* ssize_t's largest value (the signed twin of size_t), which limits.h has only on POSIX. */
@@ -245,6 +247,28 @@ static uint32_t mux__stream_gather(mux_stream_t *s, const mux_write_t *req)
     return k;
 }
 
+/* The pipe's handle is closed (a pipe stream's shutdown or close): the operations it ran under
+ * are cancelled first, and forget it, so that a completion that comes afterwards touches no
+ * handle (backend.h, "Pipes"). */
+static void mux__stream_pipe_close(mux_stream_t *s)
+{
+    mux__op_cancel(s->loop_, &s->rop_);
+    mux__op_cancel(s->loop_, &s->wop_);
+    mux__pipe_close(s->sock_);
+    s->sock_ = s->rop_.sock_ = s->wop_.sock_ = MUX_OS_SOCK_INVALID;
+}
+
+/* A pipe has no half-close: the shutdown of a stream on one, once its writes have gone,
+ * closes the pipe (the child reads what was written, then the end of its input). Reading ends
+ * there too: a receive in flight is cancelled, and reads find the end of the stream (0). */
+static void mux__stream_pipe_shut(mux_stream_t *s)
+{
+    mux__stream_pipe_close(s);
+    s->status_ = 0;
+    s->flags_ |= S_SHUT | S_DSHUT | S_PGONE;
+    mux__stream_kick(s);
+}
+
 /* Hands the head of the queue to the backend when the write slot is free; with nothing left
  * to write, a shutdown that waited for the queue goes now. Empty writes finish here. */
 static void mux__stream_send_next(mux_stream_t *s)
@@ -258,7 +282,9 @@ static void mux__stream_send_next(mux_stream_t *s)
         mux__stream_kick(s);
     }
     if (!req) {
-        if ((s->flags_ & (S_SHUTTING | S_SHUT)) == S_SHUTTING) {
+        if ((s->flags_ & (S_SHUTTING | S_SHUT)) == S_SHUTTING && (s->flags_ & S_PIPE)) {
+            mux__stream_pipe_shut(s);
+        } else if ((s->flags_ & (S_SHUTTING | S_SHUT)) == S_SHUTTING) {
             op->kind_ = MUX__OP_SHUTDOWN;
             mux__op_hint(op, 0);
             mux__op_submit(s->loop_, op);
@@ -508,6 +534,13 @@ static void mux__stream_recv_next(mux_stream_t *s)
     struct mux__op *op = &s->rop_;
     if ((s->flags_ & (S_READING | S_CLOSING | S_RDONE)) != S_READING || mux__op_in_flight(op))
         return;
+    if (mux__unlikely(s->flags_ & S_PGONE)) { /* the pipe was shut: the end, at once */
+        s->flags_ |= S_RDONE;
+        s->rres_ = 0;
+        s->rgot_ = NULL;
+        s->roff_ = 0;
+        return;
+    }
     unsigned hint = s->flags_ & (S_RMORE | S_RFILLED) ? 0 : MUX__OPF_POLL_FIRST;
     if (s->flags_ & S_POOL) {
         op->kind_ = MUX__OP_RECV_POOL;
@@ -815,6 +848,22 @@ MUX_EXPORT int mux_stream_open(mux_loop_t *pub, mux_stream_t *s, mux_os_sock_t s
     return mux__stream_setup(loop, s, sock, S_CONNECTED | (family == AF_UNIX ? S_UNIX : 0));
 }
 
+int mux__stream_pipes(const struct mux__loop *loop)
+{
+    return (loop->caps & MUX__CAP_PIPE) != 0;
+}
+
+int mux__stream_open_pipe(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t pipe)
+{
+    if (!mux__stream_pipes(loop))
+        return -ENOTSUP;
+    int err = mux__stream_setup(loop, s, pipe, S_CONNECTED | S_PIPE);
+    if (err != 0)
+        return err;
+    s->rop_.flags_ = s->wop_.flags_ = MUX__OPF_PIPE; /* kept by every submit */
+    return 0;
+}
+
 int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
                             int is_unix)
 {
@@ -1032,6 +1081,8 @@ static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, 
     if (flen > SIZE_MAX || __builtin_add_overflow(left, (size_t)flen, &left) ||
         left > MUX__SSIZE_MAX)
         return -EINVAL;
+    if (fd >= 0 && (s->flags_ & S_PIPE))
+        return -ENOTSUP; /* no file send runs on a pipe: the caller reads and writes */
     if (left > MUX__SSIZE_MAX - s->wq_bytes_)
         return -EOVERFLOW; /* the queue's size would no longer fit its ssize_t */
     req->cb_ = cb;
@@ -1387,6 +1438,12 @@ MUX_EXPORT int mux_stream_close(mux_stream_t *s, mux_close_cb cb)
         s->flags_ |= S_SHUT | S_DSHUT;
     }
     mux__stream_unpark(s); /* parked completions: their buffers go back */
+    if (s->flags_ & S_PIPE) {
+        if (!(s->flags_ & S_PGONE))
+            mux__stream_pipe_close(s);
+        mux__stream_kick(s);
+        return 0;
+    }
     mux__op_cancel(loop, &s->rop_);
     mux__op_cancel(loop, &s->wop_);
 #ifndef _WIN32
@@ -1404,14 +1461,14 @@ MUX_EXPORT int mux_stream_nodelay(mux_stream_t *s, int on)
 {
     if (!mux__stream_valid(s))
         return -EINVAL;
-    return s->flags_ & S_UNIX ? -ENOTSUP : mux__sock_nodelay(s->sock_, on);
+    return s->flags_ & (S_UNIX | S_PIPE) ? -ENOTSUP : mux__sock_nodelay(s->sock_, on);
 }
 
 MUX_EXPORT int mux_stream_keepalive(mux_stream_t *s, int on, unsigned idle_s)
 {
     if (!mux__stream_valid(s) || (on && (idle_s == 0 || idle_s > INT32_MAX)))
         return -EINVAL;
-    return s->flags_ & S_UNIX ? -ENOTSUP : mux__sock_keepalive(s->sock_, on, idle_s);
+    return s->flags_ & (S_UNIX | S_PIPE) ? -ENOTSUP : mux__sock_keepalive(s->sock_, on, idle_s);
 }
 
 MUX_EXPORT int mux_stream_set_timeouts(mux_stream_t *s, const mux_stream_timeouts_t *to)
@@ -1428,6 +1485,8 @@ MUX_EXPORT int mux_stream_socket(const mux_stream_t *s, mux_os_sock_t *sock)
 {
     if (!mux__stream_valid(s) || !sock)
         return -EINVAL;
+    if (s->flags_ & S_PIPE)
+        return -ENOTSOCK; /* a pipe's handle: no socket call would take it */
     *sock = s->sock_;
     return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Streams (stream.c), to the rest of the stream layer: what channels (chan.c) use to open a
- * stream on a socket handed over from another loop; and to the HTTP module, a file send from
- * the system's own file. */
+ * stream on a socket handed over from another loop; to the HTTP module, a file send from the
+ * system's own file; and to child processes, a stream on a pipe. */
 #ifndef IOMUX_STREAM_STREAM_H
 #define IOMUX_STREAM_STREAM_H
 
@@ -11,6 +11,14 @@
  * listener). 0 or -errno. */
 int mux__stream_open_set_up(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t sock,
                             int is_unix);
+/* Whether streams of `loop` can be opened on pipes: its backend runs their operations
+ * (MUX__CAP_PIPE, backend.h "Pipes"; IOCP). */
+int mux__stream_pipes(const struct mux__loop *loop);
+/* Opens `s` on the pipe `pipe` (a Windows named pipe's handle, bound to no port yet), connected:
+ * reads, writes, the shutdown (which closes the pipe: stream.c, mux__stream_pipe_shut) and the
+ * close run on it as on a socket; the calls of a socket's (options, the socket itself, a file's
+ * send) say -ENOTSUP or -ENOTSOCK. 0, -ENOTSUP where the backend runs no pipes, or -errno. */
+int mux__stream_open_pipe(struct mux__loop *loop, mux_stream_t *s, mux_os_sock_t pipe);
 /* mux_write_file for a file that is the system's own already (platform.h, mux__file_os: a
  * descriptor on POSIX, a handle's value on Windows), as the HTTP module's file cache keeps
  * them. */

@@ -652,6 +652,8 @@ __attribute__((constructor)) static void win_child_main(void)
  *   one-two      "one\n" on its standard output, "two\n" on its standard error
  *   cat          copies its standard input to its standard output until the input ends
  *   stdout-open  exits 1 when it has a standard output handle, 0 when it has none
+ *   stdio-kind   what its standard input and output are, "pipe", "socket" or "other": "K K\n"
+ *   close-early  closes its standard input and output, then waits until it is ended
  *   env-cwd      "$IOMUX_SPAWN_TEST <its working directory> ${HOME:-nohome}\n"
  *   argv A..     each argument as "[A]", then "\n" (what the C runtime split its line into)
  *   env          the name of each variable of its environment block, in its order, a line each
@@ -668,6 +670,19 @@ static inline void win_child_put(DWORD which, const char *s)
 {
     DWORD n;
     WriteFile(GetStdHandle(which), s, (DWORD)strlen(s), &n, NULL);
+}
+
+/* What a child's standard handle `which` is: "pipe" for a named pipe's handle (an anonymous
+ * pipe is one too), "socket" for a socket's, else "other". GetFileType calls both a pipe, and
+ * Winsock cannot be asked (Wine's refuses a socket the process inherited: WSAENOTSOCK), so a
+ * "pipe" that GetNamedPipeInfo does not take is a socket. */
+static inline const char *win_child_kind(DWORD which)
+{
+    HANDLE h = GetStdHandle(which);
+    DWORD flags;
+    if (GetFileType(h) != FILE_TYPE_PIPE)
+        return "other";
+    return GetNamedPipeInfo(h, &flags, NULL, NULL, NULL) ? "pipe" : "socket";
 }
 
 static inline int win_child_run(int argc, char **argv)
@@ -695,6 +710,19 @@ static inline int win_child_run(int argc, char **argv)
     if (strcmp(cmd, "stdout-open") == 0) {
         HANDLE h = GetStdHandle(STD_OUTPUT_HANDLE);
         return h != NULL && h != INVALID_HANDLE_VALUE;
+    }
+    if (strcmp(cmd, "stdio-kind") == 0) {
+        char line[64];
+        snprintf(line, sizeof line, "%s %s\n", win_child_kind(STD_INPUT_HANDLE),
+                 win_child_kind(STD_OUTPUT_HANDLE));
+        win_child_put(STD_OUTPUT_HANDLE, line);
+        return 0;
+    }
+    if (strcmp(cmd, "close-early") == 0) { /* its input and output closed, it waits to be ended */
+        CloseHandle(GetStdHandle(STD_INPUT_HANDLE));
+        CloseHandle(GetStdHandle(STD_OUTPUT_HANDLE));
+        for (;;)
+            Sleep(INFINITE);
     }
     if (strcmp(cmd, "env-cwd") == 0) {
         char v[64], cwd[MAX_PATH], home[MAX_PATH], line[512];
