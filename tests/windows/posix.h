@@ -815,13 +815,24 @@ static inline int win_spawn(int code)
     PROCESS_INFORMATION pi;
     memset(&si, 0, sizeof si);
     si.cb = sizeof si;
-    AcquireSRWLockExclusive(&lock);
-    SetEnvironmentVariableA("IOMUX_TEST_CHILD", v);
-    BOOL ok = CreateProcessA(exe, NULL, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi);
-    SetEnvironmentVariableA("IOMUX_TEST_CHILD", NULL);
-    ReleaseSRWLockExclusive(&lock);
-    if (!ok)
-        return -1;
+    BOOL ok = FALSE;
+    /* Wine loses a start now and then under load: the new process dies in its loader and
+     * CreateProcess says ERROR_INTERNAL_ERROR (tests/test_process.c, spawn_once). Started
+     * again then, at most 3 times, saying so. */
+    for (int i = 0; i < 4 && !ok; i++) {
+        AcquireSRWLockExclusive(&lock);
+        SetEnvironmentVariableA("IOMUX_TEST_CHILD", v);
+        ok = CreateProcessA(exe, NULL, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi);
+        DWORD err = ok ? 0 : GetLastError();
+        SetEnvironmentVariableA("IOMUX_TEST_CHILD", NULL);
+        ReleaseSRWLockExclusive(&lock);
+        if (!ok && (err != ERROR_INTERNAL_ERROR || i == 3)) {
+            fprintf(stderr, "win_spawn: CreateProcess: error %lu\n", (unsigned long)err);
+            return -1;
+        }
+        if (!ok)
+            fprintf(stderr, "win_spawn: Wine lost a start (ERROR_INTERNAL_ERROR): again\n");
+    }
     CloseHandle(pi.hThread);
     for (size_t i = 0; i < sizeof win_children / sizeof win_children[0]; i++)
         if (!win_children[i].h) {

@@ -553,12 +553,15 @@ TEST(windows_static_files_refuse_a_short_name) {
     char path[512];
     snprintf(path, sizeof path, "%s/longfilename.html", f.dir);
     char shortp[512];
-    /* Wine reads each folder of the path to find its short name: seen failing once while
-     * other cases made and removed folders in the same /tmp. Asked again then. */
+    /* Wine reads each folder of the path to find its short name: seen failing while other
+     * cases made and removed folders in the same /tmp (ERROR_FILE_NOT_FOUND, once through
+     * five tries over 200 ms). Asked again then, for up to 4 s, saying so. */
     DWORD n = 0;
-    for (int i = 0; i < 5 && (n == 0 || n >= sizeof shortp); i++) {
-        if (i)
-            sleep_ms(50);
+    for (int i = 0; i < 40 && (n == 0 || n >= sizeof shortp); i++) {
+        if (i) {
+            fprintf(stderr, "GetShortPathNameA: error %lu, asking again\n", GetLastError());
+            sleep_ms(100);
+        }
         n = GetShortPathNameA(path, shortp, sizeof shortp);
     }
     if (n == 0)
