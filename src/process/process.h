@@ -7,6 +7,7 @@
 
 #include "internal.h"
 #include "iomux/process.h"
+#include "stream/stream.h"
 
 enum {
     MUX__P_IDLE = 0,    /* never spawned, or detached */
@@ -77,18 +78,21 @@ static inline void mux__process_reset(mux_process_t *p, struct mux__loop *loop, 
     p->pid_ = pid;
 }
 
-/* Opens the parent's end `fds[i]` of each stream slot as its stream; those it opened are set
- * to `none`. 0 or -errno. */
-static inline int mux__spawn_open_streams(mux_loop_t *pub, const mux_spawn_options_t *opts,
-                                          intptr_t fds[3], intptr_t none)
+/* Opens the parent's end `ends[i]` of each stream slot as its stream, as a pipe's where
+ * `pipe` (NULL: none) says so (a named pipe on Windows' iocp: stream.h, mux__stream_open_pipe);
+ * those it opened are set to MUX_OS_SOCK_INVALID. 0 or -errno. */
+static inline int mux__spawn_open_streams(struct mux__loop *loop, const mux_spawn_options_t *opts,
+                                          mux_os_sock_t ends[3], const int *pipe)
 {
     int err = 0;
     for (int i = 0; i < 3 && err == 0; i++) {
-        if (fds[i] == none)
+        if (ends[i] == MUX_OS_SOCK_INVALID)
             continue;
-        err = mux_stream_open(pub, opts->stdio[i].stream, (int)fds[i]);
+        mux_stream_t *s = opts->stdio[i].stream;
+        err = pipe && pipe[i] ? mux__stream_open_pipe(loop, s, ends[i])
+                              : mux_stream_open(loop->pub, s, ends[i]);
         if (err == 0)
-            fds[i] = none; /* the stream's */
+            ends[i] = MUX_OS_SOCK_INVALID; /* the stream's */
     }
     return err;
 }

@@ -353,11 +353,8 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
         return pid;
     mux__process_reset(p, loop, cb, pid);
     err = mux__process_watch(loop, p);
-    intptr_t parent[3] = {sp.parent[0], sp.parent[1], sp.parent[2]};
     if (err == 0)
-        err = mux__spawn_open_streams(pub, opts, parent, -1);
-    for (int i = 0; i < 3; i++)
-        sp.parent[i] = (int)parent[i];
+        err = mux__spawn_open_streams(loop, opts, sp.parent, NULL);
     mux__spawn_cleanup(&sp, 1);
     if (err != 0) { /* rare: the loop's tables could not grow */
         mux__spawn_close_streams(opts);

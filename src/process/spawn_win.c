@@ -440,24 +440,6 @@ static void mux__spawn_cleanup(struct mux__spawn *sp, int close_parent)
     }
 }
 
-/* Opens the parent's end of each stream slot as its stream, a pipe's as a pipe stream; those
- * opened are set to INVALID_SOCKET. 0 or -errno. */
-static int mux__spawn_open_ends(struct mux__loop *loop, struct mux__spawn *sp,
-                                const mux_spawn_options_t *opts)
-{
-    int err = 0;
-    for (int i = 0; i < 3 && err == 0; i++) {
-        if (sp->parent[i] == INVALID_SOCKET)
-            continue;
-        mux_stream_t *s = opts->stdio[i].stream;
-        err = sp->pipe[i] ? mux__stream_open_pipe(loop, s, sp->parent[i])
-                          : mux_stream_open(loop->pub, s, sp->parent[i]);
-        if (err == 0)
-            sp->parent[i] = INVALID_SOCKET; /* the stream's */
-    }
-    return err;
-}
-
 /* ---- starting ------------------------------------------------------------------------ */
 
 /* What CreateProcessW takes, made from the options. */
@@ -635,7 +617,7 @@ MUX_EXPORT int mux_spawn(mux_loop_t *pub, mux_process_t *p, const mux_spawn_opti
     p->child_.h_.flags |= MUX__W_NOREF; /* a part of the handle, which counts itself */
     err = mux_child_start(pub, &p->child_);
     if (err == 0)
-        err = mux__spawn_open_ends(loop, &sp, opts);
+        err = mux__spawn_open_streams(loop, opts, sp.parent, sp.pipe);
     mux__spawn_cleanup(&sp, 1);
     if (err != 0) { /* rare: the loop's tables could not grow, or no wait could be registered */
         mux__spawn_close_streams(opts);

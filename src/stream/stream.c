@@ -282,9 +282,11 @@ static void mux__stream_send_next(mux_stream_t *s)
         mux__stream_kick(s);
     }
     if (!req) {
-        if ((s->flags_ & (S_SHUTTING | S_SHUT)) == S_SHUTTING && (s->flags_ & S_PIPE)) {
+        if ((s->flags_ & (S_SHUTTING | S_SHUT)) != S_SHUTTING)
+            return;
+        if (s->flags_ & S_PIPE) {
             mux__stream_pipe_shut(s);
-        } else if ((s->flags_ & (S_SHUTTING | S_SHUT)) == S_SHUTTING) {
+        } else {
             op->kind_ = MUX__OP_SHUTDOWN;
             mux__op_hint(op, 0);
             mux__op_submit(s->loop_, op);
@@ -1439,20 +1441,19 @@ MUX_EXPORT int mux_stream_close(mux_stream_t *s, mux_close_cb cb)
     }
     mux__stream_unpark(s); /* parked completions: their buffers go back */
     if (s->flags_ & S_PIPE) {
-        if (!(s->flags_ & S_PGONE))
+        if (!(s->flags_ & S_PGONE)) /* a shutdown closed it already */
             mux__stream_pipe_close(s);
-        mux__stream_kick(s);
-        return 0;
-    }
-    mux__op_cancel(loop, &s->rop_);
-    mux__op_cancel(loop, &s->wop_);
+    } else {
+        mux__op_cancel(loop, &s->rop_);
+        mux__op_cancel(loop, &s->wop_);
 #ifndef _WIN32
-    if (loop->backend->closing)
-        loop->backend->closing(loop, s->sock_);
+        if (loop->backend->closing)
+            loop->backend->closing(loop, s->sock_);
 #endif
-    mux__sock_close(s->sock_);
-    s->sock_ = MUX_OS_SOCK_INVALID;
-    mux__listeners_resume(loop); /* a descriptor is free again */
+        mux__sock_close(s->sock_);
+        s->sock_ = MUX_OS_SOCK_INVALID;
+        mux__listeners_resume(loop); /* a descriptor is free again */
+    }
     mux__stream_kick(s);
     return 0;
 }

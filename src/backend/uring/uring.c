@@ -93,12 +93,11 @@
  *   not say it has one. A deferred ring is created disabled (IORING_SETUP_R_DISABLED) and
  *   enabled by the first wait, so the thread that first runs the loop is the one; the core
  *   refuses a run from another thread of a MUX_LOOP_ONE_THREAD loop (-EEXIST) before the
- *   kernel would. A signal that interrupts a
- *   deferred wait leaves the work its handler made undone (an async send from a handler
- *   writes the wake-up eventfd), so an interrupted wait runs it before it returns. A
- *   kernel older than 5.19 (no TASKRUN_FLAG) enters for every poll; SUBMIT_ALL (one
- *   failing SQE does not hold back the rest of the batch) is asked for too; each flag only
- *   when the kernel accepts it.
+ *   kernel would. A signal that interrupts a deferred wait leaves the work its handler made
+ *   undone (an async send from a handler writes the wake-up eventfd), so an interrupted wait
+ *   runs it before it returns. A kernel older than 5.19 (no TASKRUN_FLAG) enters for every
+ *   poll; SUBMIT_ALL (one failing SQE does not hold back the rest of the batch) is asked for
+ *   too; each flag only when the kernel accepts it.
  * - The loop's wake-up eventfd is an ordinary watched fd: its multishot poll completes
  *   when another thread or a signal handler writes it, which ends a blocked enter. No
  *   system call per iteration is spent on it.
@@ -293,9 +292,10 @@ static int mux__uring_setup(struct mux__uring *st)
     const char *tw = getenv("IOMUX_URING_TASKRUN");
     size_t first = st->one_thread ? 0 : 1;
     if (tw && *tw) {
-        if (strcmp(tw, "defer") != 0 && strcmp(tw, "coop") != 0)
+        int defer = strcmp(tw, "defer") == 0;
+        if (!defer && strcmp(tw, "coop") != 0)
             return -EINVAL;
-        first = strcmp(tw, "defer") == 0 ? 0 : 1;
+        first = defer ? 0 : 1;
     }
     unsigned entries = MUX__URING_DEFAULT_ENTRIES, cq = MUX__URING_DEFAULT_CQ;
     const char *v = getenv("IOMUX_URING_ENTRIES");
