@@ -505,7 +505,7 @@ static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux
 
 /* One CQE. Never submits: what it needs from the kernel goes through the core's change
  * list (mux__fd_touch with force re-arms) or the re-arm list. */
-static inline __attribute__((always_inline)) void
+static __attribute__((noinline)) void
 mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags, int post)
 {
     unsigned kind = (unsigned)(ud >> 62);
@@ -577,13 +577,19 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
      * a system call) are the next reap's, which the next wait makes at once. */
     unsigned head = *cq->khead, tail = io_uring_smp_load_acquire(cq->ktail), n = 0;
     int post = st->post_enter; /* watchers may be called: after the wait's enter */
+    if (post && head != tail && !loop->dispatched) {
+        /* The first callback marks the wait over, as mux__fd_report does, so that the clock
+         * is read again: once per reap here, for the operations' owners. */
+        loop->dispatched = 1;
+        loop->now_stale = 1;
+    }
     for (; head != tail; head++) {
         const struct io_uring_cqe *cqe = &cq->cqes[head & cq->ring_mask]; /* no CQE32 */
         if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
             mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags, post);
             if (mux__forked_since(loop))
                 return n + 1; /* a callback forked: in the child, the ring is the parent's */
-        } else if (mux__uring_ops_cqe(loop, cqe) != 0) {
+        } else if (mux__uring_ops_cqe(loop, cqe, (unsigned)post) != 0) {
             break; /* no memory to keep a refused one: it stays in the ring */
         } else if (mux__forked_since(loop)) {
             return n + 1; /* its owner's callback (MUX__OPC_NOW) forked, as above */
