@@ -18,7 +18,10 @@
  * that caused it. Two completions at once take a short cut when nothing else is due (the
  * receive of bytes into a pool buffer, and the send that finishes the one queued write), and
  * the common reply (one buffer, to an idle stream, where the kernel sends) skips the queue's
- * walk: the echo's round trip, whose cost the cost table counts (bench/README.md).
+ * walk: the echo's round trip, whose cost the cost table counts (bench/README.md). A pool
+ * write there (mux_write_pool) goes with no request at all (S_PSEND): the stream notes the
+ * buffer, and the send gets a request of the stream's, at the head of the queue, only when
+ * something comes after it (mux__psend_materialize).
  *
  * Receives are submitted from the task only, as its last step, and a receive that completes
  * is delivered before anything else runs: bytes put in a caller buffer reach the read
