@@ -156,6 +156,22 @@ static void pw_write_cb(mux_write_t *req, int status)
     p->wdone++;
 }
 
+/* The two mux_write callbacks of a case come with status 0, every pool buffer back before
+ * the last; the peer `fd` reads exactly `want`; the stream closes. */
+static void pw_expect_written(mux_loop_t *loop, struct pw *p, int fd, const char *want)
+{
+    run_until_count(loop, &p->wdone, 2, 2000, "both write callbacks");
+    CHECK_EQ(p->wstatus, 0);
+    CHECK_EQ(p->avail_in_wcb, PW_COUNT); /* back before the write queued after it ended */
+    CHECK_EQ(mux_stream_write_queue_size(&p->s), 0);
+    char got[32];
+    size_t have = drain_into(fd, got, 0, sizeof got);
+    CHECK_EQ(have, strlen(want));
+    CHECK(memcmp(got, want, have) == 0);
+    pw_close(loop, p);
+    close(fd);
+}
+
 TEST(stream_write_pool_keeps_its_place_among_mux_writes) {
     mux_loop_t loop;
     loop_open(&loop);
@@ -177,15 +193,7 @@ TEST(stream_write_pool_keeps_its_place_among_mux_writes) {
     CHECK_EQ(mux_write(&p.s, &c, &bc, 1, pw_write_cb), 0);
     CHECK_EQ(mux_bufpool_put(&p.pool, p.held[0]), -EINVAL); /* the stream's now */
     p.nheld = 0;
-    run_until_count(&loop, &p.wdone, 2, 2000, "both write callbacks");
-    CHECK_EQ(p.wstatus, 0);
-    CHECK_EQ(p.avail_in_wcb, PW_COUNT); /* back before the write queued after it ended */
-    char got[32];
-    size_t have = drain_into(sv[1], got, 0, sizeof got);
-    CHECK_EQ(have, 14);
-    CHECK(memcmp(got, "head-pool-tail", 14) == 0);
-    pw_close(&loop, &p);
-    close(sv[1]);
+    pw_expect_written(&loop, &p, sv[1], "head-pool-tail");
 }
 
 /* A pool write to an idle stream, where the kernel sends, goes with no request: what is written
@@ -214,16 +222,7 @@ TEST(stream_write_pool_first_keeps_its_place_before_the_writes_after_it) {
     CHECK_EQ(mux_write_pool(&p.s, p.held[1], 3), 0);
     CHECK_EQ(mux_write(&p.s, &d, &bd, 1, pw_write_cb), 0);
     p.nheld = 0;
-    run_until_count(&loop, &p.wdone, 2, 2000, "both write callbacks");
-    CHECK_EQ(p.wstatus, 0);
-    CHECK_EQ(p.avail_in_wcb, PW_COUNT); /* both back before the last write ended */
-    CHECK_EQ(mux_stream_write_queue_size(&p.s), 0);
-    char got[32];
-    size_t have = drain_into(sv[1], got, 0, sizeof got);
-    CHECK_EQ(have, 15);
-    CHECK(memcmp(got, "one-mid-two-end", 15) == 0);
-    pw_close(&loop, &p);
-    close(sv[1]);
+    pw_expect_written(&loop, &p, sv[1], "one-mid-two-end");
 }
 
 /* A shutdown asked for while a pool write's send is in flight goes after it: the peer reads
