@@ -5,8 +5,9 @@
  * stream goes with no request until something comes after it); a shutdown and a write
  * timeout that come while its send waits; a send that goes out in parts (a small send
  * buffer, a peer that reads late); a send to a reset peer, whose buffer still goes back; the
- * bad input it refuses; and a close with sends not done. Every case runs on every backend: where the kernel sends (io_uring) the
- * send goes with the next wait, elsewhere it is tried inside the call. */
+ * bad input it refuses; and a close with sends not done. Every case runs on every backend: where
+ * the kernel sends (io_uring) the send goes with the next wait, elsewhere it is tried inside the
+ * call. */
 #include <fcntl.h>
 
 #include "stream_util.h"

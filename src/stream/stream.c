@@ -438,8 +438,7 @@ static inline int mux__stream_sent_fast(mux_stream_t *s, int res, unsigned flags
 }
 
 /* The write slot's completion, past the fast case below. */
-static __attribute__((noinline)) int mux__stream_wop_slow(mux_stream_t *s, int res,
-                                                           unsigned flags)
+static __attribute__((noinline)) int mux__stream_wop_slow(mux_stream_t *s, int res, unsigned flags)
 {
     unsigned f = s->flags_;
     if (f & S_PSEND) {
@@ -448,7 +447,8 @@ static __attribute__((noinline)) int mux__stream_wop_slow(mux_stream_t *s, int r
          * have a request). Anything else, and it gets its request, for the general path. */
         if (res > 0 && (size_t)res == s->wq_bytes_ && !(f & (S_CLOSING | S_SHUTTING))) {
             s->wq_bytes_ = 0;
-            f = (f & ~(unsigned)(S_PSEND | S_WFULL)) | (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
+            f = (f & ~(unsigned)(S_PSEND | S_WFULL)) |
+                (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
             s->flags_ = f;
             if (s->to_.idle_ns)
                 s->last_write_ = mux__now(s->loop_);
@@ -1314,8 +1314,12 @@ static void mux__psend_materialize(mux_stream_t *s)
     w->buf = s->wop_.a_.buf;
     w->pool = s->wpool_;
     w->idx = s->widx_;
-    w->req = (mux_write_t){.data = s, .cb_ = mux__pwrite_done, .bufs_ = &w->buf, .nbufs_ = 1,
-                           .left_ = w->buf.len, .ffd_ = -1};
+    w->req = (mux_write_t){.data = s,
+                           .cb_ = mux__pwrite_done,
+                           .bufs_ = &w->buf,
+                           .nbufs_ = 1,
+                           .left_ = w->buf.len,
+                           .ffd_ = -1};
     s->wq_head_ = s->wq_tail_ = &w->req;
 }
 
@@ -1373,8 +1377,7 @@ static inline int mux__write_pool_fast(const mux_stream_t *s, size_t len)
     const struct mux__loop *loop = s->loop_;
     return loop && (s->flags_ & (S_WRITE_MASK | S_POOL | S_PSEND)) == (S_WRITE_OK | S_POOL) &&
            len - 1 < MUX__WPOOL_MAX && !s->wq_head_ && !s->wq_bytes_ && !s->to_.write_ns &&
-           !mux__op_in_flight(&s->wop_) && s->pw_free_ &&
-           (loop->caps & MUX__CAP(MUX__OP_SEND));
+           !mux__op_in_flight(&s->wop_) && s->pw_free_ && (loop->caps & MUX__CAP(MUX__OP_SEND));
 }
 
 /* The end of mux_write_pool's fast case for a stream with an idle timeout: the clock is read

@@ -508,8 +508,7 @@ static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux
  * verified. Returns 1 when the CQE is handled, 0 when it goes on as a plain event. */
 static __attribute__((noinline)) int mux__uring_complete_odd(struct mux__loop *loop,
                                                              struct mux__fd *e, int fd,
-                                                             unsigned kind, int res,
-                                                             unsigned ended)
+                                                             unsigned kind, int res, unsigned ended)
 {
     if (kind == MUX__UD_UPDATE) {
         /* -ENOENT: the request has ended, and its last CQE re-arms it. Otherwise the
