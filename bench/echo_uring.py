@@ -43,6 +43,8 @@ class Pairs:
         self.runner, self.args, self.cfg = runner, args, dict(cfg)
         if args.sessions:
             self.cfg["sessions"] = [int(v) for v in args.sessions.split(",")]
+        if args.block:  # the block asked for, as the study's other cells take it
+            self.cfg["blocks"] = [args.block]
         self.k = args.reps or self.cfg["pairs"]
         self.todo = [(a, b) for a, b in COMPARISONS if a in names and b in names]
         self.pairs = []  # dict(first, second, block, S, eps: [(a, b)], cpu: [(a, b)])
@@ -60,6 +62,8 @@ class Pairs:
                           ",".join(map(str, self.args.echo_cpus))]
         if self.args.sessions:
             cmd += ["--sessions", self.args.sessions]
+        if self.args.block:
+            cmd += ["--block", str(self.args.block)]
         if self.args.drivers:
             cmd += ["--drivers", self.args.drivers]
         return shlex.join(cmd) + "   # the echo study runs these pairs after its own cells"

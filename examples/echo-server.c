@@ -110,11 +110,12 @@ static struct {
 } cfg = {.bufsize = 16384, .nthreads = 1};
 
 static void on_read(mux_stream_t *s, ssize_t nread, char *buf);
+static void on_read_pooled(mux_stream_t *s, ssize_t nread, char *buf);
 
 static int start_reading(struct server *srv, struct conn *c)
 {
     if (srv->nbufs)
-        return mux_read_start_pool(&c->stream, &srv->pool, on_read);
+        return mux_read_start_pool(&c->stream, &srv->pool, on_read_pooled);
     return mux_read_start(&c->stream, c->buf, cfg.bufsize, on_read);
 }
 
@@ -180,25 +181,16 @@ static void on_drained(mux_write_t *req, int status)
         conn_close(c->srv, c);
 }
 
-/* Echoes the bytes in `buf`, a pool buffer, from that buffer. */
-static void echo_pooled(struct server *srv, struct conn *c, char *buf, size_t len)
+/* More than a buffer's worth of a connection's echoes not yet written: its client is not
+ * reading them. No more is read until they are, which the callback of an empty write queued
+ * after them says (writes end in order). */
+static void pause_reading(struct server *srv, struct conn *c)
 {
-    if (mux_write_pool(&c->stream, buf, len) < 0) {
-        mux_bufpool_put(&srv->pool, buf); /* refused: still ours */
+    mux_read_stop(&c->stream);
+    c->paused = 1;
+    c->write.data = c;
+    if (mux_write(&c->stream, &c->write, NULL, 0, on_drained) < 0)
         conn_close(srv, c);
-        return;
-    }
-    srv->bytes += len;
-    /* More than a buffer's worth not yet written: the client is not reading its echoes. No
-     * more is read until they are, which the callback of an empty write queued after them
-     * says (writes end in order). */
-    if (mux_stream_write_queue_size(&c->stream) > (ssize_t)cfg.bufsize) {
-        mux_read_stop(&c->stream);
-        c->paused = 1;
-        c->write.data = c;
-        if (mux_write(&c->stream, &c->write, NULL, 0, on_drained) < 0)
-            conn_close(srv, c);
-    }
 }
 
 static void on_written(mux_write_t *req, int status)
@@ -218,6 +210,26 @@ static void on_written(mux_write_t *req, int status)
     }
 }
 
+/* A read from the pool: the bytes are echoed from the buffer they came in (mux_write_pool,
+ * which gives it back once sent). The rest (the pool dry, the end, an error) is on_read's. */
+static void on_read_pooled(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    if (nread <= 0) {
+        on_read(s, nread, buf);
+        return;
+    }
+    struct conn *c = s->data;
+    struct server *srv = c->srv;
+    if (mux_write_pool(s, buf, (size_t)nread) < 0) {
+        mux_bufpool_put(&srv->pool, buf); /* refused: still ours */
+        conn_close(srv, c);
+        return;
+    }
+    srv->bytes += (uint64_t)nread;
+    if (mux_stream_write_queue_size(s) > (ssize_t)cfg.bufsize)
+        pause_reading(srv, c);
+}
+
 static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
 {
     struct conn *c = s->data;
@@ -235,10 +247,6 @@ static void on_read(mux_stream_t *s, ssize_t nread, char *buf)
     }
     if (nread <= 0) { /* end of stream or an error (a send's too): reading has stopped */
         conn_close(srv, c);
-        return;
-    }
-    if (srv->nbufs) {
-        echo_pooled(srv, c, buf, (size_t)nread);
         return;
     }
     /* Most echoes fit the socket at once: sent here, with no request and no callback, as

@@ -850,6 +850,7 @@ struct mux_stream {
     /* mux_write_pool's requests: the free ones, and every block of them (allocated as needed) */
     struct mux__pwrite *pw_free_;
     struct mux__pwblock *pw_blocks_;
+    mux_bufpool_t *wpool_; /* the pool of the send in flight without a request (S_PSEND) */
     union { /* never due together: a shutdown needs the connect delivered */
         mux_connect_cb connect;
         mux_shutdown_cb shutdown;
@@ -861,6 +862,7 @@ struct mux_stream {
     int wres_;      /* and of the send, connect or shutdown */
     char *rgot_;    /* the pool buffer of that receive */
     uint32_t roff_; /* bytes of it already copied into a caller buffer */
+    uint32_t widx_; /* the index in wpool_ of that send's buffer */
     mux_stream_timeouts_t to_;
     uint64_t last_read_, last_write_;
     mux_timer_t timer_;

@@ -28,10 +28,10 @@ CORE_TEST(struct_sizes_are_pinned) {
     CHECK_EQ(sizeof(mux_async_t), 56);
     CHECK_EQ(sizeof(mux_loop_t), 16);
     CHECK_EQ(sizeof(mux_loop_options_t), 16);
-    /* The stream layer: a stream is a bit over six cache lines, a write request one; none of it is one
+    /* The stream layer: a stream is under seven cache lines, a write request one; none of it is one
      * backend's (an operation's private space is a union of the emulation's watcher and a
      * completion backend's links). */
-    CHECK_EQ(sizeof(mux_stream_t), 432);
+    CHECK_EQ(sizeof(mux_stream_t), 440); /* 432 until the pool send without a request */
     CHECK_EQ(sizeof(mux_write_t), 72); /* 64 until mux_write_file: its descriptor and offset */
     CHECK_EQ(sizeof(mux_listener_t), 288);
     CHECK_EQ(sizeof(mux_bufpool_t), 72);

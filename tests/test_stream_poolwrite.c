@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* mux_write_pool: a write from a buffer a pool read received, given back to its pool when the
  * send ends. An echo through it with every byte checked and every buffer back; its order among
- * mux_write's; a send that goes out in parts (a small send buffer, a peer that reads late);
- * a send to a reset peer, whose buffer still goes back; the bad input it refuses; and a close
- * with sends not done. Every case runs on every backend: where the kernel sends (io_uring) the
- * send goes with the next wait, elsewhere it is tried inside the call. */
+ * mux_write's, before them and after them (where the kernel sends, a pool write to an idle
+ * stream goes with no request until something comes after it); a shutdown and a write
+ * timeout that come while its send waits; a send that goes out in parts (a small send
+ * buffer, a peer that reads late); a send to a reset peer, whose buffer still goes back; the
+ * bad input it refuses; and a close with sends not done. Every case runs on every backend: where
+ * the kernel sends (io_uring) the send goes with the next wait, elsewhere it is tried inside the
+ * call. */
 #include <fcntl.h>
 
 #include "stream_util.h"
@@ -56,6 +59,8 @@ static void pw_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
     if (p->stop_after_read)
         CHECK_EQ(mux_read_stop(s), 0);
 }
+
+static void pw_shut_cb(mux_stream_t *s, int status);
 
 static void pw_closed_cb(mux_stream_t *s)
 {
@@ -152,6 +157,22 @@ static void pw_write_cb(mux_write_t *req, int status)
     p->wdone++;
 }
 
+/* The two mux_write callbacks of a case come with status 0, every pool buffer back before
+ * the last; the peer `fd` reads exactly `want`; the stream closes. */
+static void pw_expect_written(mux_loop_t *loop, struct pw *p, int fd, const char *want)
+{
+    run_until_count(loop, &p->wdone, 2, 2000, "both write callbacks");
+    CHECK_EQ(p->wstatus, 0);
+    CHECK_EQ(p->avail_in_wcb, PW_COUNT); /* back before the write queued after it ended */
+    CHECK_EQ(mux_stream_write_queue_size(&p->s), 0);
+    char got[32];
+    size_t have = drain_into(fd, got, 0, sizeof got);
+    CHECK_EQ(have, strlen(want));
+    CHECK(memcmp(got, want, have) == 0);
+    pw_close(loop, p);
+    close(fd);
+}
+
 TEST(stream_write_pool_keeps_its_place_among_mux_writes) {
     mux_loop_t loop;
     loop_open(&loop);
@@ -173,13 +194,63 @@ TEST(stream_write_pool_keeps_its_place_among_mux_writes) {
     CHECK_EQ(mux_write(&p.s, &c, &bc, 1, pw_write_cb), 0);
     CHECK_EQ(mux_bufpool_put(&p.pool, p.held[0]), -EINVAL); /* the stream's now */
     p.nheld = 0;
-    run_until_count(&loop, &p.wdone, 2, 2000, "both write callbacks");
-    CHECK_EQ(p.wstatus, 0);
-    CHECK_EQ(p.avail_in_wcb, PW_COUNT); /* back before the write queued after it ended */
-    char got[32];
-    size_t have = drain_into(sv[1], got, 0, sizeof got);
-    CHECK_EQ(have, 14);
-    CHECK(memcmp(got, "head-pool-tail", 14) == 0);
+    pw_expect_written(&loop, &p, sv[1], "head-pool-tail");
+}
+
+/* A pool write to an idle stream, where the kernel sends, goes with no request: what is written
+ * after it before its send is done (a mux_write, a second pool write, another mux_write) still
+ * goes after it, in order, and every buffer comes back. */
+TEST(stream_write_pool_first_keeps_its_place_before_the_writes_after_it) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct pw p;
+    pw_open(&loop, &p, sv[0]);
+    p.hold = 1;
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    CHECK_EQ(write(sv[1], "one", 3), 3);
+    run_for(&loop, &p.reads, 2000, "a read into the pool");
+    CHECK_EQ(write(sv[1], "two", 3), 3);
+    run_until_count(&loop, &p.reads, 2, 2000, "a second read into the pool");
+    CHECK_EQ(p.nheld, 2);
+    CHECK_EQ(mux_read_stop(&p.s), 0);
+    mux_write_t b, d;
+    b.data = d.data = &p;
+    mux_buf_t bb = mux_buf_init("-mid-", 5), bd = mux_buf_init("-end", 4);
+    CHECK_EQ(mux_write_pool(&p.s, p.held[0], 3), 0);
+    CHECK_EQ(mux_write(&p.s, &b, &bb, 1, pw_write_cb), 0);
+    CHECK_EQ(mux_write_pool(&p.s, p.held[1], 3), 0);
+    CHECK_EQ(mux_write(&p.s, &d, &bd, 1, pw_write_cb), 0);
+    p.nheld = 0;
+    pw_expect_written(&loop, &p, sv[1], "one-mid-two-end");
+}
+
+/* A shutdown asked for while a pool write's send is in flight goes after it: the peer reads
+ * the bytes, then the end; the buffer is back. */
+TEST(stream_write_pool_then_shutdown_sends_its_bytes_then_the_end) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    struct pw p;
+    pw_open(&loop, &p, sv[0]);
+    p.hold = 1;
+    p.stop_after_read = 1;
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    CHECK_EQ(write(sv[1], "bytes", 5), 5);
+    run_for(&loop, &p.reads, 2000, "a read into the pool");
+    CHECK_EQ(p.nheld, 1);
+    CHECK_EQ(mux_write_pool(&p.s, p.held[0], 5), 0);
+    CHECK_EQ(mux_stream_shutdown(&p.s, pw_shut_cb), 0);
+    p.nheld = 0;
+    run_for(&loop, &p.wdone, 2000, "the shutdown");
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
+    CHECK_EQ(mux_stream_write_queue_size(&p.s), 0);
+    char got[16];
+    CHECK_EQ(drain_into(sv[1], got, 0, sizeof got), 5);
+    CHECK(memcmp(got, "bytes", 5) == 0);
+    CHECK_EQ(read(sv[1], got, sizeof got), 0); /* then the end */
     pw_close(&loop, &p);
     close(sv[1]);
 }
@@ -444,6 +515,45 @@ TEST(stream_write_pool_close_with_sends_not_done_gives_every_buffer_back) {
     loop_finish(&loop);
     free(b.mem);
     close(p[1]);
+}
+
+/* A pool write whose send waits for room that never comes (the peer reads nothing), and a
+ * write timeout set while it waits: the timeout applies to it, the reader hears -ETIMEDOUT
+ * once, and the buffer is back before the close callback (pw_closed_cb checks). */
+TEST(stream_write_pool_waiting_then_a_write_timeout_ends_it_with_the_buffer_back) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    pw_tcp_pair(sv);
+    pw_small_buffers(sv[0], sv[1]);
+    struct pw p;
+    pw_open(&loop, &p, sv[0]);
+    p.hold = 1;
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    CHECK_EQ(write(sv[1], "x", 1), 1);
+    run_for(&loop, &p.reads, 2000, "a read into the pool");
+    CHECK_EQ(p.nheld, 1);
+    /* The stream's socket full, by writes of its own descriptor. */
+    static char junk[4096];
+    ssize_t n;
+    while ((n = write(sv[0], junk, sizeof junk)) > 0) {
+    }
+    CHECK_EQ(n, -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_EQ(mux_write_pool(&p.s, p.held[0], 200), 0);
+    p.nheld = 0;
+    run_ms(&loop, 30);
+    CHECK_GT(mux_stream_write_queue_size(&p.s), 0);
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT - 1);
+    CHECK_EQ(p.ends, 0);
+    mux_stream_timeouts_t to = {.write_ns = 50000000};
+    CHECK_EQ(mux_stream_set_timeouts(&p.s, &to), 0);
+    run_for(&loop, &p.ends, 2000, "the write timeout");
+    CHECK_EQ(p.end, -ETIMEDOUT);
+    run_ms(&loop, 30);
+    CHECK_EQ(p.ends, 1);
+    pw_close(&loop, &p); /* pw_closed_cb: every buffer back */
+    close(sv[1]);
 }
 
 static void pw_buf_read_cb(mux_stream_t *s, ssize_t nread, char *buf)

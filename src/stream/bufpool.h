@@ -42,6 +42,19 @@ static inline void mux__bufpool_sent(mux_bufpool_t *p, uint32_t i)
     if (p->kput_)
         p->kput_(p);
 }
+/* Whether the pool's backend hears of every buffer that comes back (its hook), which
+ * mux__bufpool_sent calls. */
+static inline int mux__bufpool_hooked(const mux_bufpool_t *p)
+{
+    return p->kput_ != NULL;
+}
+/* mux__bufpool_sent for a pool with no hook: no call, for a path that saves no registers. */
+static inline void mux__bufpool_sent_unhooked(mux_bufpool_t *p, uint32_t i)
+{
+    p->free_[i] = p->head_;
+    p->head_ = i;
+    p->nfree_++;
+}
 /* Buffer `i`'s send was never queued: the caller's again. */
 static inline void mux__bufpool_unsend(mux_bufpool_t *p, uint32_t i)
 {

@@ -36,6 +36,18 @@ static inline void mux__op_submit(struct mux__loop *loop, struct mux__op *op)
     }
 }
 
+/* mux__op_submit of an operation whose kind the caller found in loop->caps, and not a pool
+ * receive: the backend runs it. */
+static inline void mux__op_submit_native(struct mux__loop *loop, struct mux__op *op)
+{
+    if (mux__unlikely(op->flags_ & MUX__OPF_WATCH)) {
+        mux__ready_submit_native(loop, op); /* the slot was emulated before (out of line) */
+        return;
+    }
+    op->flags_ |= MUX__OPF_FLIGHT | MUX__OPF_NATIVE;
+    loop->backend->submit(loop, op);
+}
+
 /* Asks `op` to end early if it is in flight (see "Cancel" at the top), and stops the
  * emulation's watcher if it kept one started. */
 static inline void mux__op_cancel(struct mux__loop *loop, struct mux__op *op)

@@ -85,6 +85,13 @@ void mux__ready_release(struct mux__loop *loop, struct mux__op *op)
     op->flags_ &= (uint8_t)~MUX__OPF_WATCH;
 }
 
+void mux__ready_submit_native(struct mux__loop *loop, struct mux__op *op)
+{
+    mux__ready_release(loop, op);
+    op->flags_ |= MUX__OPF_FLIGHT | MUX__OPF_NATIVE;
+    loop->backend->submit(loop, op);
+}
+
 /* The watcher, initialised for this operation's direction. (Its socket is the operation's
  * for the operation's life: an owner that is opened again starts from zeroed operations.) */
 static void mux__ready_watcher(struct mux__loop *loop, struct mux__op *op)

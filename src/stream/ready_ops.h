@@ -12,5 +12,8 @@ void mux__ready_submit(struct mux__loop *loop, struct mux__op *op);
 void mux__ready_cancel(struct mux__loop *loop, struct mux__op *op);
 /* Stops the emulation's watcher for good: priv_ is free for a native operation. */
 void mux__ready_release(struct mux__loop *loop, struct mux__op *op);
+/* The emulation's watcher released, `op` started on the backend (mux__op_submit_native's
+ * rare case, out of line: a slot emulated before). */
+void mux__ready_submit_native(struct mux__loop *loop, struct mux__op *op);
 
 #endif

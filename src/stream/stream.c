@@ -18,7 +18,10 @@
  * that caused it. Two completions at once take a short cut when nothing else is due (the
  * receive of bytes into a pool buffer, and the send that finishes the one queued write), and
  * the common reply (one buffer, to an idle stream, where the kernel sends) skips the queue's
- * walk: the echo's round trip, whose cost the cost table counts (bench/README.md).
+ * walk: the echo's round trip, whose cost the cost table counts (bench/README.md). A pool
+ * write there (mux_write_pool) goes with no request at all (S_PSEND): the stream notes the
+ * buffer, and the send gets a request of the stream's, at the head of the queue, only when
+ * something comes after it (mux__psend_materialize).
  *
  * Receives are submitted from the task only, as its last step, and a receive that completes
  * is delivered before anything else runs: bytes put in a caller buffer reach the read
@@ -78,6 +81,7 @@ enum {
     S_HIDDEN = 0x100000,  /* a part of a service's handle: not walked (mux__stream_hide) */
     S_PIPE = 0x200000,    /* on a pipe's handle, not a socket (mux__stream_open_pipe) */
     S_PGONE = 0x400000,   /* the pipe was closed by its shutdown: reads find the end */
+    S_PSEND = 0x800000,   /* the send in flight is a pool write's, with no request (wpool_) */
 };
 
 /* ssize_t's largest value (the signed twin of size_t), which limits.h has only on POSIX. */
@@ -121,6 +125,7 @@ static void mux__pwrite_free_all(mux_stream_t *s);
 static void mux__pwrite_done(mux_write_t *req, int status);
 struct mux__pwrite;
 static inline void mux__pwrite_sent(mux_stream_t *s, struct mux__pwrite *w);
+static void mux__psend_materialize(mux_stream_t *s);
 
 /* After a callback run at once by a fast path below: the task's rounds only if the callback
  * made something due (else they would find nothing: no completion or callback due, no
@@ -207,6 +212,8 @@ static int mux__wop_is_send(const mux_stream_t *s)
 static void mux__writes_fail(mux_stream_t *s, int status)
 {
     mux_write_t *req;
+    if (s->flags_ & S_PSEND)
+        mux__psend_materialize(s);
     if (!s->wq_head_)
         return;
     if (mux__wop_is_send(s) && (mux__op_in_flight(&s->wop_) || (s->flags_ & S_WDONE))) {
@@ -430,10 +437,28 @@ static inline int mux__stream_sent_fast(mux_stream_t *s, int res, unsigned flags
     return 1;
 }
 
-static int mux__stream_wop_done(struct mux__op *op, int res, char *buf, unsigned flags)
+/* The write slot's completion, past the fast case below. */
+static __attribute__((noinline)) int mux__stream_wop_slow(mux_stream_t *s, int res, unsigned flags)
 {
-    mux_stream_t *s = mux__container_of(op, mux_stream_t, wop_);
-    (void)buf;
+    unsigned f = s->flags_;
+    if (f & S_PSEND) {
+        /* mux_write_pool's send, without a request: sent whole, its buffer goes back, and
+         * nothing else became due (no callback runs; nothing was queued behind it, or it would
+         * have a request). Anything else, and it gets its request, for the general path. */
+        if (res > 0 && (size_t)res == s->wq_bytes_ && !(f & (S_CLOSING | S_SHUTTING))) {
+            s->wq_bytes_ = 0;
+            f = (f & ~(unsigned)(S_PSEND | S_WFULL)) |
+                (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
+            s->flags_ = f;
+            if (s->to_.idle_ns)
+                s->last_write_ = mux__now(s->loop_);
+            mux__bufpool_sent(s->wpool_, s->widx_);
+            if ((f & S_READING) && !mux__op_in_flight(&s->rop_))
+                mux__stream_completed(s, flags); /* the task's rounds, for a receive to arm */
+            return 0;
+        }
+        mux__psend_materialize(s);
+    }
     if (mux__stream_sent_fast(s, res, flags))
         return 0;
     /* The queue's size drops as the bytes leave, not when the task takes the result in. */
@@ -444,6 +469,28 @@ static int mux__stream_wop_done(struct mux__op *op, int res, char *buf, unsigned
                 (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
     mux__stream_completed(s, flags);
     return 0;
+}
+
+/* The echo's case first, with no call and so no registers to save: mux_write_pool's send
+ * without a request (S_PSEND) went whole, no deadline clock to restart, a pool that wants no
+ * word of buffers coming back, and the receive armed (or not wanted). Its buffer goes back
+ * on the pool's free list and nothing else is due. */
+static int mux__stream_wop_done(struct mux__op *op, int res, char *buf, unsigned flags)
+{
+    mux_stream_t *s = mux__container_of(op, mux_stream_t, wop_);
+    (void)buf;
+    unsigned f = s->flags_;
+    mux_bufpool_t *p = s->wpool_;
+    if (mux__likely((f & (S_PSEND | S_CLOSING | S_SHUTTING)) == S_PSEND && res > 0 &&
+                    (size_t)res == s->wq_bytes_ && !s->to_.idle_ns && !mux__bufpool_hooked(p) &&
+                    (!(f & S_READING) || mux__op_in_flight(&s->rop_)))) {
+        s->wq_bytes_ = 0;
+        s->flags_ =
+            (f & ~(unsigned)(S_PSEND | S_WFULL)) | (flags & MUX__OPC_FULL ? (unsigned)S_WFULL : 0);
+        mux__bufpool_sent_unhooked(p, s->widx_);
+        return 0;
+    }
+    return mux__stream_wop_slow(s, res, flags);
 }
 
 /* ---- reads ------------------------------------------------------------------------- */
@@ -490,14 +537,18 @@ static __attribute__((noinline)) int mux__stream_rop_surplus(mux_stream_t *s, st
     return 2; /* until reading starts again */
 }
 
+static int mux__stream_rop_slow(mux_stream_t *s, struct mux__op *op, int res, char *buf,
+                                unsigned flags);
+
 static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned flags)
 {
     mux_stream_t *s = mux__container_of(op, mux_stream_t, rop_);
-    if ((flags & MUX__OPC_NOW) && res > 0 && buf &&
-        (s->flags_ & (S_FAST_RNOT | S_READING | S_POOL)) == (S_READING | S_POOL)) {
+    unsigned f = s->flags_;
+    if (mux__likely((flags & MUX__OPC_NOW) && res > 0 && buf &&
+                    (f & (S_FAST_RNOT | S_READING | S_POOL)) == (S_READING | S_POOL))) {
         /* Bytes in a pool buffer, from where the loop dispatches callbacks, with nothing due
          * before them (the top's order): delivered as the task would, without its rounds. */
-        s->flags_ = (s->flags_ & ~(unsigned)(S_RMORE | S_RFILLED)) | S_IN_TASK |
+        s->flags_ = (f & ~(unsigned)(S_RMORE | S_RFILLED)) | S_IN_TASK |
                     (flags & MUX__OPC_NONEMPTY ? S_RMORE : 0) |
                     (flags & MUX__OPC_FILLED ? (unsigned)S_RFILLED : 0);
         mux__stream_read_moved(s);
@@ -505,6 +556,13 @@ static int mux__stream_rop_done(struct mux__op *op, int res, char *buf, unsigned
         mux__stream_after(s);
         return 0;
     }
+    return mux__stream_rop_slow(s, op, res, buf, flags);
+}
+
+/* A receive's completion past the fast case above. */
+static __attribute__((noinline)) int mux__stream_rop_slow(mux_stream_t *s, struct mux__op *op,
+                                                          int res, char *buf, unsigned flags)
+{
     if (mux__unlikely(s->flags_ & S_RDONE))
         return mux__stream_rop_surplus(s, op, buf, flags);
     s->flags_ = (s->flags_ & ~(unsigned)(S_RMORE | S_RFILLED)) |
@@ -1087,6 +1145,8 @@ static int mux__write(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs, 
         return -ENOTSUP; /* no file send runs on a pipe: the caller reads and writes */
     if (left > MUX__SSIZE_MAX - s->wq_bytes_)
         return -EOVERFLOW; /* the queue's size would no longer fit its ssize_t */
+    if (s->flags_ & S_PSEND)
+        mux__psend_materialize(s); /* a pool write's send is in flight: queued behind it */
     req->cb_ = cb;
     req->next_ = NULL;
     req->bufs_ = bufs;
@@ -1199,24 +1259,29 @@ struct mux__pwblock {
     struct mux__pwrite w[MUX__PW_BLOCK];
 };
 
-/* A free request, from a new block when every one is in use; NULL when none can be had. */
-static struct mux__pwrite *mux__pwrite_get(mux_stream_t *s)
+/* A new block of free requests. 0, or -ENOMEM. */
+static __attribute__((noinline)) int mux__pwrite_grow(mux_stream_t *s)
 {
-    struct mux__pwrite *w = s->pw_free_;
-    if (mux__likely(w != NULL)) {
-        s->pw_free_ = w->next_free;
-        return w;
-    }
     struct mux__pwblock *b = malloc(sizeof *b);
     if (!b)
-        return NULL;
+        return -ENOMEM;
     b->next = s->pw_blocks_;
     s->pw_blocks_ = b;
-    for (int i = MUX__PW_BLOCK - 1; i > 0; i--) {
+    for (int i = MUX__PW_BLOCK - 1; i >= 0; i--) {
         b->w[i].next_free = s->pw_free_;
         s->pw_free_ = &b->w[i];
     }
-    return &b->w[0];
+    return 0;
+}
+
+/* A free request, from a new block when every one is in use; NULL when none can be had. */
+static struct mux__pwrite *mux__pwrite_get(mux_stream_t *s)
+{
+    if (mux__unlikely(!s->pw_free_) && mux__pwrite_grow(s) != 0)
+        return NULL;
+    struct mux__pwrite *w = s->pw_free_;
+    s->pw_free_ = w->next_free;
+    return w;
 }
 
 static void mux__pwrite_put(mux_stream_t *s, struct mux__pwrite *w)
@@ -1234,6 +1299,28 @@ static void mux__pwrite_free_all(mux_stream_t *s)
         free(b);
     }
     s->pw_free_ = NULL;
+}
+
+/* The pool write whose send is in flight without a request (S_PSEND) gets one, at the head of
+ * the queue, which is empty (anything queued after it makes it one first): the request it
+ * would have had from the start, so the general path takes its completion in. The request
+ * was set aside when the send went (a free one on the list, which only this takes from while
+ * S_PSEND is set), so this cannot fail. */
+static void mux__psend_materialize(mux_stream_t *s)
+{
+    struct mux__pwrite *w = s->pw_free_;
+    s->pw_free_ = w->next_free;
+    s->flags_ &= ~(unsigned)S_PSEND;
+    w->buf = s->wop_.a_.buf;
+    w->pool = s->wpool_;
+    w->idx = s->widx_;
+    w->req = (mux_write_t){.data = s,
+                           .cb_ = mux__pwrite_done,
+                           .bufs_ = &w->buf,
+                           .nbufs_ = 1,
+                           .left_ = w->buf.len,
+                           .ffd_ = -1};
+    s->wq_head_ = s->wq_tail_ = &w->req;
 }
 
 /* A pool write was sent whole: its buffer goes back to the pool, its request to the stream. */
@@ -1272,7 +1359,38 @@ static size_t mux__pwrite_direct(mux_stream_t *s, char *buf, size_t len)
     return (size_t)w;
 }
 
-MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
+/* The most a pool write sends: what a write's count says (ssize_t), on Windows what one
+ * WSABUF holds. */
+#ifdef _WIN32
+#define MUX__WPOOL_MAX ((size_t)ULONG_MAX)
+#else
+#define MUX__WPOOL_MAX MUX__SSIZE_MAX
+#endif
+
+/* Whether mux_write_pool of `len` bytes to `s` (not NULL) sends with no request: open and
+ * reading from a pool (so connected), nothing shut or closing, `len` from 1 to what a send
+ * takes, a kernel that sends (io_uring, IOCP), nothing queued or in flight before it (the
+ * write slot's last completion taken in), no write deadline to keep (it watches the queue's
+ * head), and a free request to set aside. */
+static inline int mux__write_pool_fast(const mux_stream_t *s, size_t len)
+{
+    const struct mux__loop *loop = s->loop_;
+    return loop && (s->flags_ & (S_WRITE_MASK | S_POOL | S_PSEND)) == (S_WRITE_OK | S_POOL) &&
+           len - 1 < MUX__WPOOL_MAX && !s->wq_head_ && !s->wq_bytes_ && !s->to_.write_ns &&
+           !mux__op_in_flight(&s->wop_) && s->pw_free_ && (loop->caps & MUX__CAP(MUX__OP_SEND));
+}
+
+/* The end of mux_write_pool's fast case for a stream with an idle timeout: the clock is read
+ * (a call), so out of line, where saving registers costs only the streams that have one. */
+static __attribute__((noinline)) int mux__psend_timed(mux_stream_t *s, struct mux__loop *loop)
+{
+    s->last_write_ = mux__now(loop);
+    mux__op_submit_native(loop, &s->wop_);
+    return 0;
+}
+
+/* mux_write_pool past the fast case: every check, and the queue. */
+static __attribute__((noinline)) int mux__write_pool_slow(mux_stream_t *s, char *buf, size_t len)
 {
     /* A stream that reads from a pool is connected: S_POOL stands for that too. */
     if (!s || !s->loop_ || !buf || len - 1 >= MUX__SSIZE_MAX ||
@@ -1286,26 +1404,10 @@ MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
         return -EPIPE;
     mux_bufpool_t *pool = s->rto_.pool;
     int native = (s->loop_->caps & MUX__CAP(MUX__OP_SEND)) != 0;
-    if (native && !s->wq_head_ && !s->wq_bytes_ && !(s->flags_ & S_WDONE) &&
-        !mux__op_in_flight(&s->wop_)) {
-        /* The echo's case, where the kernel sends: nothing queued or in flight, the write
-         * slot's last completion taken in (what mux__write_fast checks, less what was checked
-         * above). The send goes straight into the kernel's queue, from the whole buffer. */
-        int idx = mux__bufpool_send(pool, buf, len); /* from here on the buffer is the stream's */
-        if (idx < 0)
-            return idx;
-        struct mux__pwrite *w = mux__pwrite_get(s);
-        if (mux__unlikely(!w)) {
-            mux__bufpool_unsend(pool, (uint32_t)idx); /* the caller's again */
-            return -ENOMEM;
-        }
-        w->req.data = s;
-        w->buf = mux_buf_init(buf, len);
-        w->pool = pool;
-        w->idx = (uint32_t)idx;
-        mux__write_now(s, &w->req, &w->buf, mux__pwrite_done);
-        return 0;
-    }
+    if (native && !s->pw_free_ && mux__pwrite_grow(s) == 0 && mux__write_pool_fast(s, len))
+        return mux_write_pool(s, buf, len); /* a request to set aside was all it lacked */
+    if (s->flags_ & S_PSEND)
+        mux__psend_materialize(s); /* before a request is taken: this one is set aside */
     if (len > MUX__SSIZE_MAX - s->wq_bytes_)
         return -EOVERFLOW;
     int idx = mux__bufpool_send(pool, buf, len); /* from here on the buffer is the stream's */
@@ -1339,6 +1441,36 @@ MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
         mux__bufpool_unsend(pool, (uint32_t)idx);
     }
     return err;
+}
+
+MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
+{
+    if (mux__likely(s && buf && mux__write_pool_fast(s, len))) {
+        /* The echo's case, where the kernel sends (mux__write_pool_fast). The send goes
+         * straight into the kernel's queue, from the whole buffer, with no request: its
+         * completion gives the buffer back (wop_done). A free request is set aside for it,
+         * for when anything other than that completion comes first (mux__psend_materialize).
+         * The call last, with nothing to do after it: no register to save. */
+        mux_bufpool_t *pool = s->rto_.pool;
+        int idx = mux__bufpool_send(pool, buf, len); /* from here on the buffer is the stream's */
+        if (mux__unlikely(idx < 0))
+            return idx;
+        struct mux__loop *loop = s->loop_;
+        s->wpool_ = pool;
+        s->widx_ = (uint32_t)idx;
+        s->wq_bytes_ = len;
+        unsigned f = s->flags_ & ~(unsigned)S_RFILLED; /* as mux__write: a peer waits for it */
+        s->flags_ = f | S_PSEND;
+        struct mux__op *op = &s->wop_;
+        op->kind_ = MUX__OP_SEND;
+        op->a_.buf = mux_buf_init(buf, len);
+        mux__op_hint(op, f & S_WFULL ? MUX__OPF_POLL_FIRST : 0);
+        if (s->to_.idle_ns)
+            return mux__psend_timed(s, loop);
+        mux__op_submit_native(loop, op);
+        return 0;
+    }
+    return mux__write_pool_slow(s, buf, len);
 }
 
 MUX_EXPORT int mux_write_file(mux_stream_t *s, mux_write_t *req, const mux_buf_t *bufs,
@@ -1477,6 +1609,8 @@ MUX_EXPORT int mux_stream_set_timeouts(mux_stream_t *s, const mux_stream_timeout
     if (!mux__stream_valid(s))
         return -EINVAL;
     static const mux_stream_timeouts_t none;
+    if (to && to->write_ns && (s->flags_ & S_PSEND))
+        mux__psend_materialize(s); /* the write deadline watches the queue's head */
     s->to_ = to ? *to : none;
     s->last_read_ = s->last_write_ = mux__now(s->loop_);
     return mux__stream_arm_timer(s);

@@ -503,6 +503,38 @@ static inline __attribute__((always_inline)) void mux__uring_fill_add(struct mux
                                                                       struct mux__fd *e, int fd,
                                                                       unsigned want);
 
+/* A poll CQE of the rarer kinds, out of line (the reap's loop keeps its registers): an
+ * update's, a failed request's, or one that says POLLERR or POLLHUP on an fd not yet
+ * verified. Returns 1 when the CQE is handled, 0 when it goes on as a plain event. */
+static __attribute__((noinline)) int mux__uring_complete_odd(struct mux__loop *loop,
+                                                             struct mux__fd *e, int fd,
+                                                             unsigned kind, int res, unsigned ended)
+{
+    if (kind == MUX__UD_UPDATE) {
+        /* -ENOENT: the request has ended, and its last CQE re-arms it. Otherwise the
+         * update may be lost (-EALREADY: the request was firing): start afresh. */
+        if (res < 0 && res != -ENOENT)
+            mux__fd_touch(loop, fd, 1);
+        return 1;
+    }
+    if (res < 0) {
+        e->kmask &= MUX__K_REARM;   /* a failed request has ended */
+        mux__fd_touch(loop, fd, 1); /* re-armed by the next batch of changes */
+        if (res != -ECANCELED && res != -EINTR && res != -EAGAIN && res != -ENOMEM)
+            mux__fd_kill(loop, fd, res); /* -EBADF and friends */
+        return 1;
+    }
+    /* The request holds the file: make sure the number still names an open fd. */
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+        if (ended)
+            e->kmask &= MUX__K_REARM;
+        mux__fd_kill(loop, fd, -EBADF);
+        return 1;
+    }
+    e->kmask |= MUX__K_VERIFIED;
+    return 0;
+}
+
 /* One CQE. Never submits: what it needs from the kernel goes through the core's change
  * list (mux__fd_touch with force re-arms) or the re-arm list. */
 static inline __attribute__((always_inline)) void
@@ -516,31 +548,11 @@ mux__uring_complete(struct mux__loop *loop, uint64_t ud, int res, unsigned flags
     if ((uint32_t)(ud >> 32 & MUX__GEN_MASK) != (e->kgen & MUX__GEN_MASK) ||
         !(e->kmask & MUX__IO_WATCH))
         return; /* a removed or replaced request */
-    if (kind == MUX__UD_UPDATE) {
-        /* -ENOENT: the request has ended, and its last CQE re-arms it. Otherwise the
-         * update may be lost (-EALREADY: the request was firing): start afresh. */
-        if (res < 0 && res != -ENOENT)
-            mux__fd_touch(loop, fd, 1);
-        return;
-    }
     unsigned ended = !(flags & IORING_CQE_F_MORE);
-    if (mux__unlikely(res < 0)) {
-        e->kmask &= MUX__K_REARM;   /* a failed request has ended */
-        mux__fd_touch(loop, fd, 1); /* re-armed by the next batch of changes */
-        if (res != -ECANCELED && res != -EINTR && res != -EAGAIN && res != -ENOMEM)
-            mux__fd_kill(loop, fd, res); /* -EBADF and friends */
+    if (mux__unlikely(kind == MUX__UD_UPDATE || res < 0 ||
+                      ((res & (POLLERR | POLLHUP)) && !(e->kmask & MUX__K_VERIFIED))) &&
+        mux__uring_complete_odd(loop, e, fd, kind, res, ended))
         return;
-    }
-    if (mux__unlikely(res & (POLLERR | POLLHUP)) && !(e->kmask & MUX__K_VERIFIED)) {
-        /* The request holds the file: make sure the number still names an open fd. */
-        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
-            if (ended)
-                e->kmask &= MUX__K_REARM;
-            mux__fd_kill(loop, fd, -EBADF);
-            return;
-        }
-        e->kmask |= MUX__K_VERIFIED;
-    }
     if (ended) {
         /* A one-shot request, or a multishot one the kernel ended (a full CQ ring, a
          * file that cannot be waited on): armed again by the next enter, after the watchers
@@ -577,13 +589,19 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
      * a system call) are the next reap's, which the next wait makes at once. */
     unsigned head = *cq->khead, tail = io_uring_smp_load_acquire(cq->ktail), n = 0;
     int post = st->post_enter; /* watchers may be called: after the wait's enter */
+    if (post && head != tail && !loop->dispatched) {
+        /* The first callback marks the wait over, as mux__fd_report does, so that the clock
+         * is read again: once per reap here, for the operations' owners. */
+        loop->dispatched = 1;
+        loop->now_stale = 1;
+    }
     for (; head != tail; head++) {
         const struct io_uring_cqe *cqe = &cq->cqes[head & cq->ring_mask]; /* no CQE32 */
         if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
             mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags, post);
             if (mux__forked_since(loop))
                 return n + 1; /* a callback forked: in the child, the ring is the parent's */
-        } else if (mux__uring_ops_cqe(loop, cqe) != 0) {
+        } else if (mux__uring_ops_cqe(loop, cqe, (unsigned)post) != 0) {
             break; /* no memory to keep a refused one: it stays in the ring */
         } else if (mux__forked_since(loop)) {
             return n + 1; /* its owner's callback (MUX__OPC_NOW) forked, as above */

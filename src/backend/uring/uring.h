@@ -189,10 +189,11 @@ void mux__uring_submit(struct mux__loop *loop, struct mux__op *op);
 /* An operation's CQE from the reap, inline in it: straight to its owner (one call, done_)
  * when none of its CQEs is kept and it is no datagram receive (whose buffer needs reading
  * first); the rest, and a refusal, go the general way (ops.c). 0, or -ENOMEM as above. */
-static inline __attribute__((always_inline)) int mux__uring_ops_cqe(struct mux__loop *loop,
-                                                                   const struct io_uring_cqe *cqe)
+/* One CQE of an operation, from the reap, which passes the wait's MUX__OPC_NOW (or 0) as
+ * `now` and has marked the wait over when it is set. */
+static inline __attribute__((always_inline)) int
+mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe, unsigned now)
 {
-    struct mux__uring *st = loop->bdata;
     struct mux__op *op = mux__cqe_op(cqe->user_data);
     unsigned flags = cqe->flags;
     if (mux__unlikely(mux__uop_of(op)->state & (MUX__OPS_KEPT | MUX__OPS_DGRAM)))
@@ -205,13 +206,8 @@ static inline __attribute__((always_inline)) int mux__uring_ops_cqe(struct mux__
     }
     /* After the wait's enter, where the loop dispatches callbacks (as the poll CQEs' watchers
      * are called from the reap), the owner delivers at once (MUX__OPC_NOW), with no round
-     * trip through the pending queue. The first callback marks the wait over, as
-     * mux__fd_report does, so that the clock is read again. */
-    unsigned opf = (flags & (MUX__OPC_MORE | MUX__OPC_NONEMPTY)) | st->post_enter;
-    if (mux__likely(st->post_enter) && !loop->dispatched) {
-        loop->dispatched = 1;
-        loop->now_stale = 1;
-    }
+     * trip through the pending queue. */
+    unsigned opf = (flags & (MUX__OPC_MORE | MUX__OPC_NONEMPTY)) | now;
     if (!(flags & IORING_CQE_F_MORE))
         mux__op_unlink(op);
     int refused = mux__op_complete(op, cqe->res, buf, opf);
