@@ -554,3 +554,45 @@ TEST(fork_child_that_cannot_recreate_the_loop_gets_the_error_and_retries) {
     close(p[0]);
     close(p[1]);
 }
+
+/* An idle watcher that changes an io watcher at every call (which on io_uring makes CQEs that
+ * report no event: a removed poll's, an update's) is still called at every iteration: those
+ * CQEs are no event. */
+struct idle_toggle {
+    mux_io_t *io;
+    int calls;
+};
+
+static void idle_toggle_cb(mux_loop_t *loop, mux_idle_t *w)
+{
+    struct idle_toggle *t = w->data;
+    t->calls++;
+    if (t->calls % 2)
+        CHECK_EQ(mux_io_stop(loop, t->io), 0);
+    else
+        CHECK_EQ(mux_io_start(loop, t->io), 0);
+}
+
+TEST(idle_called_every_iteration_while_it_changes_an_io_watcher) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    mux_io_t w; /* never ready */
+    CHECK_EQ(mux_io_init(&w, io_never, sv[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    struct idle_toggle t = {.io = &w};
+    mux_idle_t i;
+    CHECK_EQ(mux_idle_init(&i, idle_toggle_cb), 0);
+    i.data = &t;
+    CHECK_EQ(mux_idle_start(&loop, &i), 0);
+    for (int k = 1; k <= 50; k++) {
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+        CHECK_EQ(t.calls, k);
+    }
+    CHECK_EQ(mux_idle_stop(&loop, &i), 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+}

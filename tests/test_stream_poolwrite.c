@@ -638,3 +638,212 @@ TEST(stream_write_pool_refuses_bad_input_and_leaves_the_buffer_the_callers) {
     free(p.mem);
     close(sv[1]);
 }
+
+/* ---- one pool write alone in flight (where the kernel sends: with no request) ---- */
+
+/* Fills the socket `fd` of a stream with zeros, written on its own descriptor, until it takes
+ * no more: a send after this waits for the peer to read. Returns how many bytes went. */
+static size_t pw_fill(int fd)
+{
+    static char zeros[4096];
+    size_t total = 0;
+    ssize_t n;
+    while ((n = write(fd, zeros, sizeof zeros)) > 0)
+        total += (size_t)n;
+    CHECK_EQ(n, -1);
+    CHECK_EQ(errno, EAGAIN);
+    return total;
+}
+
+/* A stream over a TCP pair with small buffers, one byte read into its pool and held, and its
+ * socket full: the case's pool write of `len` bytes of `fill` waits for the peer. */
+static size_t pw_waiting_write(mux_loop_t *loop, struct pw *p, int sv[2], size_t len, char fill)
+{
+    pw_tcp_pair(sv);
+    pw_small_buffers(sv[0], sv[1]);
+    pw_open(loop, p, sv[0]);
+    p->hold = 1;
+    p->stop_after_read = 1;
+    CHECK_EQ(mux_read_start_pool(&p->s, &p->pool, pw_read_cb), 0);
+    CHECK_EQ(write(sv[1], "x", 1), 1);
+    run_for(loop, &p->reads, 2000, "a read into the pool");
+    CHECK_EQ(p->nheld, 1);
+    size_t junk = pw_fill(sv[0]);
+    memset(p->held[0], fill, len);
+    CHECK_EQ(mux_write_pool(&p->s, p->held[0], len), 0);
+    p->nheld = 0;
+    run_ms(loop, 30);
+    CHECK_GT(mux_stream_write_queue_size(&p->s), 0);
+    CHECK_EQ(mux_bufpool_available(&p->pool), PW_COUNT - 1);
+    return junk;
+}
+
+/* The peer reads everything until the stream's queue is empty and `pool` is whole again; the
+ * bytes are `junk` zeros, then `len` bytes of `fill`. */
+static void pw_peer_reads(mux_loop_t *loop, struct pw *p, int fd, mux_bufpool_t *pool, size_t junk,
+                          size_t len, char fill)
+{
+    size_t total = junk + len, have = 0;
+    char *got = malloc(total + 1);
+    CHECK(got != NULL);
+    uint64_t deadline = mux_now(loop) + 60000000000ull; /* a hang's guard (Wine under load) */
+    while (have < total || mux_stream_write_queue_size(&p->s) != 0 ||
+           mux_bufpool_available(pool) != PW_COUNT) {
+        CHECK_LT(mux_now(loop), deadline);
+        have = drain_into(fd, got, have, total + 1);
+        CHECK_GE(mux_run(loop, MUX_RUN_NOWAIT), 0);
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        CHECK_GE(poll(&pfd, 1, 1), 0);
+    }
+    run_ms(loop, 10);
+    CHECK_EQ(drain_into(fd, got, have, total + 1), total); /* nothing more */
+    for (size_t i = 0; i < total; i++)
+        if (got[i] != (i < junk ? 0 : fill)) {
+            CHECK_EQ(i, total); /* the first byte out of place */
+            break;
+        }
+    free(got);
+}
+
+/* A close while the one pool write's send waits: the buffer is back before the close callback
+ * (pw_closed_cb checks), and the reader hears no error. Meanwhile mux_try_write sends
+ * nothing (it would go before the waiting bytes). */
+TEST(stream_write_pool_alone_waiting_then_close_gives_the_buffer_back) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    struct pw p;
+    pw_waiting_write(&loop, &p, sv, 200, 'q');
+    mux_buf_t b = mux_buf_init("try", 3);
+    CHECK_EQ(mux_try_write(&p.s, &b, 1), -EAGAIN);
+    pw_close(&loop, &p);
+    CHECK_EQ(p.ends, 0);
+    close(sv[1]);
+}
+
+/* An idle timeout set while the one pool write's send waits: the reader hears -ETIMEDOUT
+ * once, the queue is empty, and the buffer comes back. */
+TEST(stream_write_pool_alone_waiting_then_an_idle_timeout_ends_it_with_the_buffer_back) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    struct pw p;
+    pw_waiting_write(&loop, &p, sv, 200, 'q');
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    mux_stream_timeouts_t to = {.idle_ns = 50000000};
+    CHECK_EQ(mux_stream_set_timeouts(&p.s, &to), 0);
+    run_for(&loop, &p.ends, 2000, "the idle timeout");
+    CHECK_EQ(p.end, -ETIMEDOUT);
+    CHECK_EQ(mux_stream_write_queue_size(&p.s), 0);
+    run_ms(&loop, 30);
+    CHECK_EQ(p.ends, 1);
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
+    pw_close(&loop, &p);
+    close(sv[1]);
+}
+
+/* An idle timeout (no write deadline) set while the one pool write's send waits, then the
+ * peer reads: every byte in order, the buffer back, the queue empty, no error. */
+TEST(stream_write_pool_alone_waiting_with_an_idle_timeout_then_read_gives_every_byte) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    struct pw p;
+    size_t junk = pw_waiting_write(&loop, &p, sv, 200, 'q');
+    mux_stream_timeouts_t to = {.idle_ns = 60000000000ull};
+    CHECK_EQ(mux_stream_set_timeouts(&p.s, &to), 0);
+    pw_peer_reads(&loop, &p, sv[1], &p.pool, junk, 200, 'q');
+    CHECK_EQ(p.ends, 0);
+    pw_close(&loop, &p);
+    close(sv[1]);
+}
+
+static void pw_other_read_cb(mux_stream_t *s, ssize_t nread, char *buf)
+{
+    struct pw *p = s->data;
+    CHECK_EQ(nread, 1);
+    CHECK_EQ(buf[0], 'z');
+    p->reads++;
+    CHECK_EQ(mux_write_pool(s, buf, 1), 0); /* from the second pool */
+}
+
+/* Reading restarts with a second pool while the one pool write's send (from the first)
+ * waits: its buffer goes back to the first pool, the second keeps all of its own, and pool
+ * writes from the second then work. */
+TEST(stream_write_pool_alone_waiting_then_reading_from_another_pool_gives_it_back_to_its_own) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    struct pw p;
+    size_t junk = pw_waiting_write(&loop, &p, sv, 200, 'q');
+    mux_bufpool_t other;
+    uint32_t slots[PW_COUNT];
+    char *mem = page_alloc(PW_SIZE * PW_COUNT);
+    CHECK_EQ(mux_bufpool_init(&other, mem, PW_SIZE, PW_COUNT, slots), 0);
+    /* A multishot receive of the first pool, armed since the stop, ends first (-EBUSY). */
+    int r, tries = 0;
+    while ((r = mux_read_start_pool(&p.s, &other, pw_other_read_cb)) == -EBUSY && tries++ < 200)
+        run_ms(&loop, 5);
+    CHECK_EQ(r, 0);
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT - 1); /* the send still holds its own */
+    pw_peer_reads(&loop, &p, sv[1], &p.pool, junk, 200, 'q');
+    CHECK_EQ(mux_bufpool_available(&other), PW_COUNT);
+    int reads = p.reads;
+    CHECK_EQ(write(sv[1], "z", 1), 1);
+    run_until_count(&loop, &p.reads, reads + 1, 2000, "a read into the second pool");
+    pw_peer_reads(&loop, &p, sv[1], &other, 0, 1, 'z');
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
+    pw_close(&loop, &p);
+    free(mem);
+    close(sv[1]);
+}
+
+/* Pool writes one at a time, each alone in flight and larger than the room the socket has
+ * (the peer reads a little at a time): each goes out in parts, every byte in order, and
+ * every buffer comes back. */
+TEST(stream_write_pool_alone_each_larger_than_the_room_goes_out_in_parts) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    pattern_init();
+    int p[2];
+    make_socketpair(p); /* a Unix pair: the room is what the peer has not read */
+    struct big b;
+    big_open(&loop, &b, p[0]);
+    big_feed(&loop, &b, p[1], 3 * 40000);
+    CHECK_EQ(mux_read_stop(&b.s), 0);
+    pw_small_buffers(p[0], p[1]);
+    size_t junk = pw_fill(p[0]); /* full: each send finds less room than it has bytes */
+    size_t total = junk + 3 * 40000, have = 0, queued = junk;
+    char *got = malloc(total);
+    CHECK(got != NULL);
+    uint64_t deadline = mux_now(&loop) + 60000000000ull; /* a hang's guard (Wine under load) */
+    for (int i = 0; i < b.nheld; i++) {
+        CHECK_EQ(mux_write_pool(&b.s, b.held[i], b.len[i]), 0);
+        queued += b.len[i];
+        while (have < queued || mux_stream_write_queue_size(&b.s) != 0) {
+            CHECK_LT(mux_now(&loop), deadline);
+            CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+            size_t cap = have + 1500 < queued ? have + 1500 : queued;
+            have = drain_into(p[1], got, have, cap);
+            struct pollfd pfd = {.fd = p[1], .events = POLLIN};
+            CHECK_GE(poll(&pfd, 1, 1), 0);
+        }
+    }
+    b.nheld = 0;
+    CHECK_EQ(have, total);
+    for (size_t i = 0; i < junk; i++)
+        if (got[i] != 0) {
+            CHECK_EQ(i, junk); /* the first byte out of place */
+            break;
+        }
+    CHECK(pattern_ok(got + junk, 0, total - junk));
+    run_ms(&loop, 20);
+    CHECK_EQ(mux_bufpool_available(&b.pool), BIG_COUNT);
+    CHECK_EQ(b.ends, 0);
+    CHECK_EQ(mux_stream_close(&b.s, big_closed_cb), 0);
+    run_for(&loop, &b.closed, 2000, "the stream closed");
+    loop_finish(&loop);
+    free(b.mem);
+    free(got);
+    close(p[1]);
+}

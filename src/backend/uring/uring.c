@@ -589,23 +589,27 @@ static unsigned mux__uring_reap(struct mux__loop *loop)
      * a system call) are the next reap's, which the next wait makes at once. */
     unsigned head = *cq->khead, tail = io_uring_smp_load_acquire(cq->ktail), n = 0;
     int post = st->post_enter; /* watchers may be called: after the wait's enter */
-    if (post && head != tail && !loop->dispatched) {
-        /* The first callback marks the wait over, as mux__fd_report does, so that the clock
-         * is read again: once per reap here, for the operations' owners. */
-        loop->dispatched = 1;
-        loop->now_stale = 1;
-    }
+    if (post && head != tail)
+        loop->now_stale = 1; /* the callbacks below read the clock again: once per reap */
     for (; head != tail; head++) {
         const struct io_uring_cqe *cqe = &cq->cqes[head & cq->ring_mask]; /* no CQE32 */
         if (mux__likely(cqe->user_data >> 62 != MUX__UD_OP)) {
             mux__uring_complete(loop, cqe->user_data, cqe->res, cqe->flags, post);
             if (mux__forked_since(loop))
                 return n + 1; /* a callback forked: in the child, the ring is the parent's */
-        } else if (mux__uring_ops_cqe(loop, cqe, (unsigned)post) != 0) {
-            break; /* no memory to keep a refused one: it stays in the ring */
-        } else if (mux__forked_since(loop)) {
-            return n + 1; /* its owner's callback (MUX__OPC_NOW) forked, as above */
+            n++;
+            continue;
         }
+        /* An operation's owner is called at once (after the wait's enter): the wait is over,
+         * as mux__fd_report marks it for a watcher's event, and no idle watcher runs this
+         * iteration. A poll CQE that reports nothing (a removed request's, an update's) does
+         * not mark it: it is no event. */
+        if (post)
+            loop->dispatched = 1;
+        if (mux__uring_ops_cqe(loop, cqe, (unsigned)post) != 0)
+            break; /* no memory to keep a refused one: it stays in the ring */
+        if (mux__forked_since(loop))
+            return n + 1; /* its owner's callback (MUX__OPC_NOW) forked, as above */
         n++;
     }
     io_uring_cq_advance(&st->ring, n);

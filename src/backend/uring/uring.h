@@ -190,7 +190,7 @@ void mux__uring_submit(struct mux__loop *loop, struct mux__op *op);
  * when none of its CQEs is kept and it is no datagram receive (whose buffer needs reading
  * first); the rest, and a refusal, go the general way (ops.c). 0, or -ENOMEM as above. */
 /* One CQE of an operation, from the reap, which passes the wait's MUX__OPC_NOW (or 0) as
- * `now` and has marked the wait over when it is set. */
+ * `now` and has marked the wait over (loop->dispatched) when it is set. */
 static inline __attribute__((always_inline)) int
 mux__uring_ops_cqe(struct mux__loop *loop, const struct io_uring_cqe *cqe, unsigned now)
 {
