@@ -173,19 +173,32 @@ static void pw_expect_written(mux_loop_t *loop, struct pw *p, int fd, const char
     close(fd);
 }
 
+/* A loop, a socket pair, and a stream on sv[0] that holds the buffers it reads. */
+static void pw_setup(mux_loop_t *loop, struct pw *p, int sv[2])
+{
+    loop_open(loop);
+    make_socketpair(sv);
+    pw_open(loop, p, sv[0]);
+    p->hold = 1;
+}
+
+/* A loop, a socket pair, and a stream on sv[0] that has read `msg` into one pool buffer, which
+ * it holds (p->held[0]), reading stopped. */
+static void pw_open_holding(mux_loop_t *loop, struct pw *p, int sv[2], const char *msg)
+{
+    pw_setup(loop, p, sv);
+    p->stop_after_read = 1;
+    CHECK_EQ(mux_read_start_pool(&p->s, &p->pool, pw_read_cb), 0);
+    CHECK_EQ(write(sv[1], msg, strlen(msg)), (ssize_t)strlen(msg));
+    run_for(loop, &p->reads, 2000, "a read into the pool");
+    CHECK_EQ(p->nheld, 1);
+}
+
 TEST(stream_write_pool_keeps_its_place_among_mux_writes) {
     mux_loop_t loop;
-    loop_open(&loop);
     int sv[2];
-    make_socketpair(sv);
     struct pw p;
-    pw_open(&loop, &p, sv[0]);
-    p.hold = 1;
-    p.stop_after_read = 1;
-    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
-    CHECK_EQ(write(sv[1], "pool", 4), 4);
-    run_for(&loop, &p.reads, 2000, "a read into the pool");
-    CHECK_EQ(p.nheld, 1);
+    pw_open_holding(&loop, &p, sv, "pool");
     mux_write_t a, c;
     a.data = c.data = &p;
     mux_buf_t ba = mux_buf_init("head-", 5), bc = mux_buf_init("-tail", 5);
@@ -202,12 +215,9 @@ TEST(stream_write_pool_keeps_its_place_among_mux_writes) {
  * goes after it, in order, and every buffer comes back. */
 TEST(stream_write_pool_first_keeps_its_place_before_the_writes_after_it) {
     mux_loop_t loop;
-    loop_open(&loop);
     int sv[2];
-    make_socketpair(sv);
     struct pw p;
-    pw_open(&loop, &p, sv[0]);
-    p.hold = 1;
+    pw_setup(&loop, &p, sv);
     CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
     CHECK_EQ(write(sv[1], "one", 3), 3);
     run_for(&loop, &p.reads, 2000, "a read into the pool");
@@ -230,17 +240,9 @@ TEST(stream_write_pool_first_keeps_its_place_before_the_writes_after_it) {
  * the bytes, then the end; the buffer is back. */
 TEST(stream_write_pool_then_shutdown_sends_its_bytes_then_the_end) {
     mux_loop_t loop;
-    loop_open(&loop);
     int sv[2];
-    make_socketpair(sv);
     struct pw p;
-    pw_open(&loop, &p, sv[0]);
-    p.hold = 1;
-    p.stop_after_read = 1;
-    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
-    CHECK_EQ(write(sv[1], "bytes", 5), 5);
-    run_for(&loop, &p.reads, 2000, "a read into the pool");
-    CHECK_EQ(p.nheld, 1);
+    pw_open_holding(&loop, &p, sv, "bytes");
     CHECK_EQ(mux_write_pool(&p.s, p.held[0], 5), 0);
     CHECK_EQ(mux_stream_shutdown(&p.s, pw_shut_cb), 0);
     p.nheld = 0;
@@ -346,6 +348,22 @@ static void big_feed(mux_loop_t *loop, struct big *b, int fd, size_t total)
     free(out);
 }
 
+/* The end of a case whose sends all went: nothing queued, every buffer back, no error for the
+ * reader; the stream closes, and `got` and the peer `peer` go. */
+static void big_end_clean(mux_loop_t *loop, struct big *b, char *got, int peer)
+{
+    run_ms(loop, 20);
+    CHECK_EQ(mux_stream_write_queue_size(&b->s), 0);
+    CHECK_EQ(mux_bufpool_available(&b->pool), BIG_COUNT);
+    CHECK_EQ(b->ends, 0);
+    CHECK_EQ(mux_stream_close(&b->s, big_closed_cb), 0);
+    run_for(loop, &b->closed, 2000, "the stream closed");
+    loop_finish(loop);
+    free(b->mem);
+    free(got);
+    close(peer);
+}
+
 TEST(stream_write_pool_to_a_slow_reader_goes_out_in_parts_with_every_byte_and_buffer_back) {
     mux_loop_t loop;
     loop_open(&loop);
@@ -384,16 +402,7 @@ TEST(stream_write_pool_to_a_slow_reader_goes_out_in_parts_with_every_byte_and_bu
         CHECK_GE(poll(&pfd, 1, 1), 0);
     }
     CHECK(pattern_ok(got, 0, total));
-    run_ms(&loop, 20);
-    CHECK_EQ(mux_stream_write_queue_size(&b.s), 0);
-    CHECK_EQ(mux_bufpool_available(&b.pool), BIG_COUNT);
-    CHECK_EQ(b.ends, 0);
-    CHECK_EQ(mux_stream_close(&b.s, big_closed_cb), 0);
-    run_for(&loop, &b.closed, 2000, "the stream closed");
-    loop_finish(&loop);
-    free(b.mem);
-    free(got);
-    close(p[1]);
+    big_end_clean(&loop, &b, got, p[1]);
 }
 
 /* The peer closes with a reset (SO_LINGER 0): what it had not read is dropped. */
@@ -574,12 +583,9 @@ static void pw_shut_cb(mux_stream_t *s, int status)
 
 TEST(stream_write_pool_refuses_bad_input_and_leaves_the_buffer_the_callers) {
     mux_loop_t loop;
-    loop_open(&loop);
     int sv[2];
-    make_socketpair(sv);
     struct pw p;
-    pw_open(&loop, &p, sv[0]);
-    p.hold = 1;
+    pw_setup(&loop, &p, sv);
     p.stop_after_read = 1;
     /* Not reading from a pool (yet): no buffer is the stream's pool's. */
     char other[PW_SIZE];
@@ -837,13 +843,5 @@ TEST(stream_write_pool_alone_each_larger_than_the_room_goes_out_in_parts) {
             break;
         }
     CHECK(pattern_ok(got + junk, 0, total - junk));
-    run_ms(&loop, 20);
-    CHECK_EQ(mux_bufpool_available(&b.pool), BIG_COUNT);
-    CHECK_EQ(b.ends, 0);
-    CHECK_EQ(mux_stream_close(&b.s, big_closed_cb), 0);
-    run_for(&loop, &b.closed, 2000, "the stream closed");
-    loop_finish(&loop);
-    free(b.mem);
-    free(got);
-    close(p[1]);
+    big_end_clean(&loop, &b, got, p[1]);
 }
