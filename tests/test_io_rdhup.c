@@ -4,6 +4,7 @@
  * (select, rtsig, kqueue, and poll where there is no POLLRDHUP). */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -190,4 +191,46 @@ TEST(io_rdhup_tells_a_pipe_writer_close_and_follows_modify) {
     CHECK_EQ(mux_io_stop(&loop, &w), 0);
     loop_close(&loop);
     close(p[0]);
+}
+
+static void timer_fired_cb(mux_loop_t *loop, mux_timer_t *t)
+{
+    int *fired = t->data;
+    (void)loop;
+    (*fired)++;
+}
+
+/* A regular file never hangs up, and poll() reports no POLLRDHUP for it: a watcher that asks
+ * for MUX_RDHUP alone is never called, and the wait blocks for what else is due. epoll refuses
+ * the file and reports it ready each iteration, a readiness that is no hang-up (it spun with
+ * a wait of 0); io_uring refuses to poll it for POLLRDHUP alone, once (it killed the fd). */
+TEST(io_rdhup_alone_on_a_regular_file_is_never_called_and_the_loop_waits) {
+    mux_loop_t loop;
+    open_or_skip(&loop);
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    struct hup_seen s = {0};
+    mux_io_t w;
+    CHECK_EQ(mux_io_init(&w, hup_record, fileno(f), MUX_RDHUP), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1); /* io_uring: the kernel's refusal to wait */
+    CHECK_EQ(s.calls, 0);
+    int fired = 0;
+    mux_timer_t t;
+    CHECK_EQ(mux_timer_init(&t, timer_fired_cb), 0);
+    t.data = &fired;
+    for (int i = 1; i <= 3; i++) {
+        CHECK_EQ(mux_timer_start(&loop, &t, 10 * 1000000ull, 0), 0);
+        CHECK_EQ(mux_run(&loop, MUX_RUN_ONCE), 1); /* one iteration: it waits for the timer */
+        CHECK_EQ(fired, i);
+        CHECK_EQ(s.calls, 0);
+    }
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_READ | MUX_RDHUP), 0); /* readable, as ever */
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    fclose(f);
 }

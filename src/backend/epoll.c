@@ -14,7 +14,8 @@
  *   cached kernel mask can lie: MOD fails with ENOENT (add it instead) and ADD with EEXIST
  *   (modify instead).
  * - Regular files and some devices cannot be polled (EPOLL_CTL_ADD fails with EPERM).
- *   Like poll() does, they are reported ready on every iteration.
+ *   Like poll() does, they are reported readable and writable on every iteration, and
+ *   never hung up (a watcher of MUX_RDHUP alone is never called, and the wait blocks).
  * - The epoll set is shared with a forked child; the child makes a new one and never
  *   touches the parent's registrations.
  * - epoll_wait takes milliseconds; epoll_pwait2 (Linux 5.11) takes a timespec. Without
@@ -214,8 +215,9 @@ static void mux__epoll_narrow(struct mux__loop *loop, int fd, unsigned want)
 static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
 {
     struct mux__epoll *st = loop->bdata;
-    if (st->neperm)
-        timeout_ns = 0;
+    for (int i = 0; i < st->neperm && timeout_ns != 0; i++)
+        if (mux__fd_at(loop, st->eperm[i])->want & MUX__IO_EVENTS)
+            timeout_ns = 0; /* reported ready below; MUX_RDHUP alone is never reported */
     int n = mux__epoll_syswait(st, timeout_ns);
     if (n < 0)
         return -errno;
@@ -246,8 +248,11 @@ static int mux__epoll_wait(struct mux__loop *loop, int64_t timeout_ns)
             mux__epoll_narrow(loop, (int)(uint32_t)evs[i].data.u64, want);
         }
     }
-    for (int i = 0; i < st->neperm; i++)
-        mux__fd_event(loop, st->eperm[i], mux__fd_at(loop, st->eperm[i])->want & MUX__IO_EVENTS);
+    for (int i = 0; i < st->neperm; i++) {
+        unsigned ready = mux__fd_at(loop, st->eperm[i])->want & MUX__IO_EVENTS;
+        if (ready) /* a file that cannot be polled never hangs up, as poll(2) says of it */
+            mux__fd_event(loop, st->eperm[i], ready);
+    }
     if (n == st->nev && st->nev < 65536) {
         struct epoll_event *ev = realloc(st->ev, (size_t)st->nev * 2 * sizeof *ev);
         if (ev) {

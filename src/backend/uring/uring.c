@@ -518,7 +518,11 @@ static __attribute__((noinline)) int mux__uring_complete_odd(struct mux__loop *l
         return 1;
     }
     if (res < 0) {
-        e->kmask &= MUX__K_REARM;   /* a failed request has ended */
+        e->kmask &= MUX__K_REARM; /* a failed request has ended */
+        if (res == -EINVAL && !(e->want & MUX__IO_EVENTS))
+            return 1; /* a file that cannot be waited on (a regular file) asked for MUX_RDHUP
+                         alone: it never hangs up, as poll(2) says of it, so nothing is armed
+                         until the watchers want more (their change arms it) */
         mux__fd_touch(loop, fd, 1); /* re-armed by the next batch of changes */
         if (res != -ECANCELED && res != -EINTR && res != -EAGAIN && res != -ENOMEM)
             mux__fd_kill(loop, fd, res); /* -EBADF and friends */
