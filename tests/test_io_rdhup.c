@@ -234,3 +234,56 @@ TEST(io_rdhup_alone_on_a_regular_file_is_never_called_and_the_loop_waits) {
     loop_close(&loop);
     fclose(f);
 }
+
+struct widen {
+    mux_io_t a, w;
+    int a_calls, w_calls;
+    unsigned w_revents;
+};
+
+static void widen_a_cb(mux_loop_t *loop, mux_io_t *io, unsigned revents)
+{
+    struct widen *x = io->data;
+    (void)revents;
+    if (x->a_calls++ == 0)
+        CHECK_EQ(mux_io_modify(loop, &x->w, MUX_READ | MUX_RDHUP), 0);
+}
+
+static void widen_w_cb(mux_loop_t *loop, mux_io_t *io, unsigned revents)
+{
+    struct widen *x = io->data;
+    (void)loop;
+    x->w_calls++;
+    x->w_revents = revents;
+}
+
+/* The same watcher, turned to MUX_READ | MUX_RDHUP by another watcher's callback in the
+ * iteration that first armed it (on io_uring the other's answer is reaped first, then the
+ * kernel's refusal of this one's request): it is then told the file is readable, and is
+ * not killed. */
+TEST(io_rdhup_alone_on_a_regular_file_then_read_from_another_callback_is_readable) {
+    mux_loop_t loop;
+    open_or_skip(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    write_byte(sv[1]); /* sv[0] readable at once */
+    FILE *f = tmpfile(); /* a higher fd than the socket's */
+    CHECK(f != NULL);
+    struct widen x = {0};
+    CHECK_EQ(mux_io_init(&x.a, widen_a_cb, sv[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_init(&x.w, widen_w_cb, fileno(f), MUX_RDHUP), 0);
+    x.a.data = x.w.data = &x;
+    CHECK_EQ(mux_io_start(&loop, &x.w), 0);
+    CHECK_EQ(mux_io_start(&loop, &x.a), 0);
+    for (int i = 0; i < 3 && x.w_calls == 0; i++)
+        CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    CHECK(x.a_calls >= 1);
+    CHECK_EQ(x.w_calls >= 1, 1);
+    CHECK_EQ(x.w_revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &x.a), 0);
+    CHECK_EQ(mux_io_stop(&loop, &x.w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+    fclose(f);
+}
