@@ -267,7 +267,7 @@ TEST(io_rdhup_alone_on_a_regular_file_then_read_from_another_callback_is_readabl
     int sv[2];
     make_socketpair(sv);
     write_byte(sv[1]); /* sv[0] readable at once */
-    FILE *f = tmpfile(); /* a higher fd than the socket's */
+    FILE *f = tmpfile();
     CHECK(f != NULL);
     struct widen x = {0};
     CHECK_EQ(mux_io_init(&x.a, widen_a_cb, sv[0], MUX_READ), 0);
