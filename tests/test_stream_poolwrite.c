@@ -661,13 +661,17 @@ static size_t pw_fill(int fd)
     return total;
 }
 
-/* A stream over a TCP pair with small buffers, one byte read into its pool and held, and its
- * socket full: the case's pool write of `len` bytes of `fill` waits for the peer. */
-static size_t pw_waiting_write(mux_loop_t *loop, struct pw *p, int sv[2], size_t len, char fill)
+/* A stream over a TCP pair with small buffers, its timeouts `to` (NULL: none), one byte read
+ * into its pool and held, and its socket full: the case's pool write of `len` bytes of `fill`
+ * waits for the peer. */
+static size_t pw_waiting_write(mux_loop_t *loop, struct pw *p, int sv[2], size_t len, char fill,
+                               const mux_stream_timeouts_t *to)
 {
     pw_tcp_pair(sv);
     pw_small_buffers(sv[0], sv[1]);
     pw_open(loop, p, sv[0]);
+    if (to)
+        CHECK_EQ(mux_stream_set_timeouts(&p->s, to), 0);
     p->hold = 1;
     p->stop_after_read = 1;
     CHECK_EQ(mux_read_start_pool(&p->s, &p->pool, pw_read_cb), 0);
@@ -719,7 +723,7 @@ TEST(stream_write_pool_alone_waiting_then_close_gives_the_buffer_back) {
     loop_open(&loop);
     int sv[2];
     struct pw p;
-    pw_waiting_write(&loop, &p, sv, 200, 'q');
+    pw_waiting_write(&loop, &p, sv, 200, 'q', NULL);
     mux_buf_t b = mux_buf_init("try", 3);
     CHECK_EQ(mux_try_write(&p.s, &b, 1), -EAGAIN);
     pw_close(&loop, &p);
@@ -734,7 +738,7 @@ TEST(stream_write_pool_alone_waiting_then_an_idle_timeout_ends_it_with_the_buffe
     loop_open(&loop);
     int sv[2];
     struct pw p;
-    pw_waiting_write(&loop, &p, sv, 200, 'q');
+    pw_waiting_write(&loop, &p, sv, 200, 'q', NULL);
     CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
     mux_stream_timeouts_t to = {.idle_ns = 50000000};
     CHECK_EQ(mux_stream_set_timeouts(&p.s, &to), 0);
@@ -755,7 +759,7 @@ TEST(stream_write_pool_alone_waiting_with_an_idle_timeout_then_read_gives_every_
     loop_open(&loop);
     int sv[2];
     struct pw p;
-    size_t junk = pw_waiting_write(&loop, &p, sv, 200, 'q');
+    size_t junk = pw_waiting_write(&loop, &p, sv, 200, 'q', NULL);
     mux_stream_timeouts_t to = {.idle_ns = 60000000000ull};
     CHECK_EQ(mux_stream_set_timeouts(&p.s, &to), 0);
     pw_peer_reads(&loop, &p, sv[1], &p.pool, junk, 200, 'q');
@@ -781,7 +785,7 @@ TEST(stream_write_pool_alone_waiting_then_reading_from_another_pool_gives_it_bac
     loop_open(&loop);
     int sv[2];
     struct pw p;
-    size_t junk = pw_waiting_write(&loop, &p, sv, 200, 'q');
+    size_t junk = pw_waiting_write(&loop, &p, sv, 200, 'q', NULL);
     mux_bufpool_t other;
     uint32_t slots[PW_COUNT];
     char *mem = page_alloc(PW_SIZE * PW_COUNT);
@@ -844,4 +848,61 @@ TEST(stream_write_pool_alone_each_larger_than_the_room_goes_out_in_parts) {
         }
     CHECK(pattern_ok(got + junk, 0, total - junk));
     big_end_clean(&loop, &b, got, p[1]);
+}
+
+/* A write timeout set before the one pool write, whose send then waits: the deadline watches
+ * the send as it would a queued write. The reader hears -ETIMEDOUT once, the queue is empty,
+ * and the buffer is back. */
+TEST(stream_write_pool_alone_waiting_under_a_write_timeout_set_before_ends_with_the_buffer_back) {
+    mux_loop_t loop;
+    loop_open(&loop);
+    int sv[2];
+    struct pw p;
+    mux_stream_timeouts_t to = {.write_ns = 300000000};
+    pw_waiting_write(&loop, &p, sv, 200, 'q', &to);
+    CHECK_EQ(p.ends, 0);
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    run_for(&loop, &p.ends, 5000, "the write timeout");
+    CHECK_EQ(p.end, -ETIMEDOUT);
+    CHECK_EQ(mux_stream_write_queue_size(&p.s), 0);
+    run_ms(&loop, 30);
+    CHECK_EQ(p.ends, 1);
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
+    pw_close(&loop, &p);
+    close(sv[1]);
+}
+
+/* Pool writes under a write timeout that are sent whole: every byte arrives in order, every
+ * buffer is back, and with nothing left to send the deadline no longer applies (no error
+ * long after it). */
+TEST(stream_write_pool_under_a_write_timeout_sent_whole_then_nothing_times_out) {
+    mux_loop_t loop;
+    int sv[2];
+    struct pw p;
+    pw_setup(&loop, &p, sv);
+    mux_stream_timeouts_t to = {.write_ns = 40000000};
+    CHECK_EQ(mux_stream_set_timeouts(&p.s, &to), 0);
+    p.hold = 0; /* each read written back from its pool buffer (pw_read_cb) */
+    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
+    char got[16];
+    size_t have = 0;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(write(sv[1], "abcd", 4), 4);
+        uint64_t deadline = mux_now(&loop) + 5000000000ull;
+        while (have < 4u * (unsigned)(i + 1)) {
+            CHECK_LT(mux_now(&loop), deadline);
+            CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+            have = drain_into(sv[1], got, have, sizeof got);
+        }
+    }
+    CHECK_EQ(have, 12u);
+    CHECK(memcmp(got, "abcdabcdabcd", 12) == 0);
+    CHECK_EQ(p.echoed, 12u);
+    CHECK_EQ(p.write_err, 0);
+    run_ms(&loop, 120); /* three times the deadline */
+    CHECK_EQ(p.ends, 0);
+    CHECK_EQ(mux_stream_write_queue_size(&p.s), 0);
+    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
+    pw_close(&loop, &p);
+    close(sv[1]);
 }
