@@ -715,6 +715,20 @@ static void pw_peer_reads(mux_loop_t *loop, struct pw *p, int fd, mux_bufpool_t 
     free(got);
 }
 
+/* The case's timeout (`what`) ends the waiting pool write: the reader hears -ETIMEDOUT once,
+ * the queue is empty, the buffer is back; then the stream closes, and the peer `fd`. */
+static void pw_expect_timed_out(mux_loop_t *loop, struct pw *p, int fd, const char *what)
+{
+    run_for(loop, &p->ends, 5000, what);
+    CHECK_EQ(p->end, -ETIMEDOUT);
+    CHECK_EQ(mux_stream_write_queue_size(&p->s), 0);
+    run_ms(loop, 30);
+    CHECK_EQ(p->ends, 1);
+    CHECK_EQ(mux_bufpool_available(&p->pool), PW_COUNT);
+    pw_close(loop, p);
+    close(fd);
+}
+
 /* A close while the one pool write's send waits: the buffer is back before the close callback
  * (pw_closed_cb checks), and the reader hears no error. Meanwhile mux_try_write sends
  * nothing (it would go before the waiting bytes). */
@@ -742,14 +756,7 @@ TEST(stream_write_pool_alone_waiting_then_an_idle_timeout_ends_it_with_the_buffe
     CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
     mux_stream_timeouts_t to = {.idle_ns = 50000000};
     CHECK_EQ(mux_stream_set_timeouts(&p.s, &to), 0);
-    run_for(&loop, &p.ends, 2000, "the idle timeout");
-    CHECK_EQ(p.end, -ETIMEDOUT);
-    CHECK_EQ(mux_stream_write_queue_size(&p.s), 0);
-    run_ms(&loop, 30);
-    CHECK_EQ(p.ends, 1);
-    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
-    pw_close(&loop, &p);
-    close(sv[1]);
+    pw_expect_timed_out(&loop, &p, sv[1], "the idle timeout");
 }
 
 /* An idle timeout (no write deadline) set while the one pool write's send waits, then the
@@ -862,14 +869,7 @@ TEST(stream_write_pool_alone_waiting_under_a_write_timeout_set_before_ends_with_
     pw_waiting_write(&loop, &p, sv, 200, 'q', &to);
     CHECK_EQ(p.ends, 0);
     CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
-    run_for(&loop, &p.ends, 5000, "the write timeout");
-    CHECK_EQ(p.end, -ETIMEDOUT);
-    CHECK_EQ(mux_stream_write_queue_size(&p.s), 0);
-    run_ms(&loop, 30);
-    CHECK_EQ(p.ends, 1);
-    CHECK_EQ(mux_bufpool_available(&p.pool), PW_COUNT);
-    pw_close(&loop, &p);
-    close(sv[1]);
+    pw_expect_timed_out(&loop, &p, sv[1], "the write timeout");
 }
 
 /* Pool writes under a write timeout that are sent whole: every byte arrives in order, every
