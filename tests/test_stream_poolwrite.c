@@ -1007,6 +1007,11 @@ TEST(stream_write_pool_alone_waiting_under_a_write_timeout_then_shutdown_sends_i
  * progress, not from when the send went. The reader hears -ETIMEDOUT no sooner than the
  * deadline after the peer's last read, and every buffer is back. */
 TEST(stream_write_pool_alone_under_a_write_timeout_a_short_send_moves_the_deadline) {
+#ifdef _WIN32
+    SKIP("a socket pair here is TCP over loopback: the peer's small reads do not open the "
+         "sender's window before the deadline, so the part-sent write this case needs cannot "
+         "be made (IOCP's sends end whole anyway); the POSIX backends run it on a Unix pair");
+#endif
     mux_loop_t loop;
     loop_open(&loop);
     pattern_init();
