@@ -486,6 +486,14 @@ class Study(Base):
             if n == "iomux-epoll" and n + IDLE not in servers:
                 servers[n + IDLE] = with_idle_timeout(servers[n])
                 self.enames.insert(self.enames.index(n) + 1, n + IDLE)
+        # Any other iomux server with its idle timeout, when --drivers names it (iomux-uring+idle).
+        for w in want or []:
+            base = w[:-len(IDLE)] if w.endswith(IDLE) else None
+            if "echo" in units and base and base.startswith("iomux-") and base in servers \
+                    and w not in self.enames:
+                servers.setdefault(w, with_idle_timeout(servers[base]))
+                at = self.enames.index(base) + 1 if base in self.enames else len(self.enames)
+                self.enames.insert(at, w)
         if "echo" in units and not self.enames:
             units.remove("echo")
         if not self.names:
@@ -499,7 +507,8 @@ class Study(Base):
         self.result, self.rows, self.t0, self.dir = None, {}, None, None
 
     def known(self):
-        return set(self.runner.echo_servers)
+        servers = self.runner.echo_servers
+        return set(servers) | {n + IDLE for n in servers if plain(n).startswith("iomux-")}
 
     def banner(self):
         return (f"costs of {', '.join(self.units)} under callgrind"

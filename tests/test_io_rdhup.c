@@ -234,3 +234,101 @@ TEST(io_rdhup_alone_on_a_regular_file_is_never_called_and_the_loop_waits) {
     loop_close(&loop);
     fclose(f);
 }
+
+struct widen {
+    mux_io_t a, w;
+    int a_calls, w_calls;
+    unsigned w_revents;
+};
+
+static void widen_a_cb(mux_loop_t *loop, mux_io_t *io, unsigned revents)
+{
+    struct widen *x = io->data;
+    (void)revents;
+    if (x->a_calls++ == 0)
+        CHECK_EQ(mux_io_modify(loop, &x->w, MUX_READ | MUX_RDHUP), 0);
+}
+
+static void widen_w_cb(mux_loop_t *loop, mux_io_t *io, unsigned revents)
+{
+    struct widen *x = io->data;
+    (void)loop;
+    x->w_calls++;
+    x->w_revents = revents;
+}
+
+/* The same watcher, turned to MUX_READ | MUX_RDHUP by another watcher's callback in the
+ * iteration that first armed it (on io_uring the other's answer is reaped first, then the
+ * kernel's refusal of this one's request): it is then told the file is readable, and is
+ * not killed. */
+TEST(io_rdhup_alone_on_a_regular_file_then_read_from_another_callback_is_readable) {
+    mux_loop_t loop;
+    open_or_skip(&loop);
+    int sv[2];
+    make_socketpair(sv);
+    write_byte(sv[1]); /* sv[0] readable at once */
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    struct widen x = {0};
+    CHECK_EQ(mux_io_init(&x.a, widen_a_cb, sv[0], MUX_READ), 0);
+    CHECK_EQ(mux_io_init(&x.w, widen_w_cb, fileno(f), MUX_RDHUP), 0);
+    x.a.data = x.w.data = &x;
+    CHECK_EQ(mux_io_start(&loop, &x.w), 0);
+    CHECK_EQ(mux_io_start(&loop, &x.a), 0);
+    for (int i = 0; i < 3 && x.w_calls == 0; i++)
+        CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2);
+    CHECK(x.a_calls >= 1);
+    CHECK_EQ(x.w_calls >= 1, 1);
+    CHECK_EQ(x.w_revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &x.a), 0);
+    CHECK_EQ(mux_io_stop(&loop, &x.w), 0);
+    loop_close(&loop);
+    close(sv[0]);
+    close(sv[1]);
+    fclose(f);
+}
+
+/* After the kernel refused MUX_RDHUP alone on a regular file (io_uring), the watcher stopped
+ * and started again for MUX_READ (no request is armed: the fd's next change must add one, not
+ * update the refused one), and a second watcher of MUX_READ started beside one of MUX_RDHUP
+ * alone: each is told the file is readable, and none is killed. */
+TEST(io_rdhup_alone_on_a_regular_file_then_restarted_or_joined_for_read_is_readable) {
+    mux_loop_t loop;
+    open_or_skip(&loop);
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    struct hup_seen s = {0}, r = {0};
+    mux_io_t w, rd;
+    CHECK_EQ(mux_io_init(&w, hup_record, fileno(f), MUX_RDHUP), 0);
+    w.data = &s;
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_EQ(s.calls, 0);
+    CHECK_EQ(mux_io_is_active(&w), 1);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_READ), 0); /* the same fd: nothing forces a new request */
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 1);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(s.revents, MUX_READ);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    /* Back to MUX_RDHUP alone, refused again; then another watcher wants MUX_READ. */
+    CHECK_EQ(mux_io_modify(&loop, &w, MUX_RDHUP), 0);
+    CHECK_EQ(mux_io_start(&loop, &w), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_GE(mux_run(&loop, MUX_RUN_NOWAIT), 0);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(mux_io_init(&rd, hup_record, fileno(f), MUX_READ), 0);
+    rd.data = &r;
+    CHECK_EQ(mux_io_start(&loop, &rd), 0);
+    CHECK_EQ(mux_run(&loop, MUX_RUN_NOWAIT), 2); /* two active watchers */
+    CHECK_EQ(r.calls, 1);
+    CHECK_EQ(r.revents, MUX_READ);
+    CHECK_EQ(s.calls, 1);
+    CHECK_EQ(mux_io_is_active(&w), 1);
+    CHECK_EQ(mux_io_stop(&loop, &rd), 0);
+    CHECK_EQ(mux_io_stop(&loop, &w), 0);
+    loop_close(&loop);
+    fclose(f);
+}

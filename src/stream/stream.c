@@ -759,7 +759,8 @@ static uint64_t mux__stream_next_deadline(mux_stream_t *s, uint64_t now, int *ex
     } c[3] = {
         {s->to_.idle_ns, last, 1},
         {s->to_.read_ns, s->last_read_, (s->flags_ & S_READING) != 0},
-        {s->to_.write_ns, s->last_write_, s->wq_head_ != NULL || mux__stream_connecting(s)},
+        {s->to_.write_ns, s->last_write_,
+         s->wq_head_ != NULL || (s->flags_ & S_PSEND) || mux__stream_connecting(s)},
     };
     *expired = 0;
     for (int i = 0; i < 3; i++) {
@@ -1370,22 +1371,26 @@ static size_t mux__pwrite_direct(mux_stream_t *s, char *buf, size_t len)
 /* Whether mux_write_pool of `len` bytes to `s` (not NULL) sends with no request: open and
  * reading from a pool (so connected), nothing shut or closing, `len` from 1 to what a send
  * takes, a kernel that sends (io_uring, IOCP), nothing queued or in flight before it (the
- * write slot's last completion taken in), no write deadline to keep (it watches the queue's
- * head), and a free request to set aside. */
+ * write slot's last completion taken in), and a free request to set aside. A write deadline
+ * watches the send as it would the queue's head (mux__stream_next_deadline). */
 static inline int mux__write_pool_fast(const mux_stream_t *s, size_t len)
 {
     const struct mux__loop *loop = s->loop_;
     return loop && (s->flags_ & (S_WRITE_MASK | S_POOL | S_PSEND)) == (S_WRITE_OK | S_POOL) &&
-           len - 1 < MUX__WPOOL_MAX && !s->wq_head_ && !s->wq_bytes_ && !s->to_.write_ns &&
+           len - 1 < MUX__WPOOL_MAX && !s->wq_head_ && !s->wq_bytes_ &&
            !mux__op_in_flight(&s->wop_) && s->pw_free_ && (loop->caps & MUX__CAP(MUX__OP_SEND));
 }
 
-/* The end of mux_write_pool's fast case for a stream with an idle timeout: the clock is read
- * (a call), so out of line, where saving registers costs only the streams that have one. */
+/* The end of mux_write_pool's fast case for a stream with an idle or a write timeout: the
+ * clock is read (a call), so out of line, where saving registers costs only the streams that
+ * have one. As mux__write_now: a write deadline may come before the one the timer sleeps for
+ * now (usually not: no heap operation). */
 static __attribute__((noinline)) int mux__psend_timed(mux_stream_t *s, struct mux__loop *loop)
 {
     s->last_write_ = mux__now(loop);
     mux__op_submit_native(loop, &s->wop_);
+    if (s->to_.write_ns)
+        mux__stream_deadline(s, s->to_.write_ns, s->last_write_);
     return 0;
 }
 
@@ -1465,7 +1470,7 @@ MUX_EXPORT int mux_write_pool(mux_stream_t *s, char *buf, size_t len)
         op->kind_ = MUX__OP_SEND;
         op->a_.buf = mux_buf_init(buf, len);
         mux__op_hint(op, f & S_WFULL ? MUX__OPF_POLL_FIRST : 0);
-        if (s->to_.idle_ns)
+        if (s->to_.idle_ns | s->to_.write_ns)
             return mux__psend_timed(s, loop);
         mux__op_submit_native(loop, op);
         return 0;
@@ -1609,8 +1614,6 @@ MUX_EXPORT int mux_stream_set_timeouts(mux_stream_t *s, const mux_stream_timeout
     if (!mux__stream_valid(s))
         return -EINVAL;
     static const mux_stream_timeouts_t none;
-    if (to && to->write_ns && (s->flags_ & S_PSEND))
-        mux__psend_materialize(s); /* the write deadline watches the queue's head */
     s->to_ = to ? *to : none;
     s->last_read_ = s->last_write_ = mux__now(s->loop_);
     return mux__stream_arm_timer(s);
