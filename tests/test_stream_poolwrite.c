@@ -661,11 +661,10 @@ static size_t pw_fill(int fd)
     return total;
 }
 
-/* A stream over a TCP pair with small buffers, its timeouts `to` (NULL: none), one byte read
- * into its pool and held, and its socket full: the case's pool write of `len` bytes of `fill`
- * waits for the peer. */
-static size_t pw_waiting_write(mux_loop_t *loop, struct pw *p, int sv[2], size_t len, char fill,
-                               const mux_stream_timeouts_t *to)
+/* A stream over a TCP pair with small buffers and its timeouts `to` (NULL: none), that has
+ * read `msg` into one pool buffer, which it holds (p->held[0]), reading stopped. */
+static void pw_tcp_holding(mux_loop_t *loop, struct pw *p, int sv[2],
+                           const mux_stream_timeouts_t *to, const char *msg)
 {
     pw_tcp_pair(sv);
     pw_small_buffers(sv[0], sv[1]);
@@ -675,9 +674,17 @@ static size_t pw_waiting_write(mux_loop_t *loop, struct pw *p, int sv[2], size_t
     p->hold = 1;
     p->stop_after_read = 1;
     CHECK_EQ(mux_read_start_pool(&p->s, &p->pool, pw_read_cb), 0);
-    CHECK_EQ(write(sv[1], "x", 1), 1);
+    CHECK_EQ(write(sv[1], msg, strlen(msg)), (ssize_t)strlen(msg));
     run_for(loop, &p->reads, 2000, "a read into the pool");
     CHECK_EQ(p->nheld, 1);
+}
+
+/* pw_tcp_holding, and the stream's socket full: the case's pool write of `len` bytes of `fill`
+ * waits for the peer. */
+static size_t pw_waiting_write(mux_loop_t *loop, struct pw *p, int sv[2], size_t len, char fill,
+                               const mux_stream_timeouts_t *to)
+{
+    pw_tcp_holding(loop, p, sv, to, "x");
     size_t junk = pw_fill(sv[0]);
     memset(p->held[0], fill, len);
     CHECK_EQ(mux_write_pool(&p->s, p->held[0], len), 0);
@@ -935,18 +942,9 @@ TEST(stream_write_pool_under_a_write_timeout_a_send_after_one_sent_whole_keeps_i
     mux_loop_t loop;
     loop_open(&loop);
     int sv[2];
-    pw_tcp_pair(sv);
-    pw_small_buffers(sv[0], sv[1]);
     struct pw p;
-    pw_open(&loop, &p, sv[0]);
     mux_stream_timeouts_t to = {.write_ns = 400000000};
-    CHECK_EQ(mux_stream_set_timeouts(&p.s, &to), 0);
-    p.hold = 1;
-    p.stop_after_read = 1;
-    CHECK_EQ(mux_read_start_pool(&p.s, &p.pool, pw_read_cb), 0);
-    CHECK_EQ(write(sv[1], "xy", 2), 2);
-    run_for(&loop, &p.reads, 2000, "a read into the pool");
-    CHECK_EQ(p.nheld, 1);
+    pw_tcp_holding(&loop, &p, sv, &to, "xy");
     char *buf = p.held[0];
     uint64_t t0 = mux_now(&loop);
     CHECK_EQ(mux_write_pool(&p.s, buf, 1), 0); /* sent whole */
